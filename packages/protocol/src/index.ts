@@ -1,1 +1,145 @@
-export {};
+// @forkd/protocol: the wire protocol of forkd. Subjects, schemas, codec, limits.
+export type {
+  AssistantMessage,
+  CacheControl,
+  CacheSafeParams,
+  ContentBlock,
+  MessageParam,
+  ProviderUsage,
+  SystemPrompt,
+  TextBlock,
+  ToolDefinition,
+  ToolResultBlock,
+  ToolUseBlock,
+} from "./anthropic.js";
+export {
+  AssistantMessageSchema,
+  CacheControlSchema,
+  CacheSafeParamsSchema,
+  ContentBlockSchema,
+  MessageParamSchema,
+  ProviderUsageSchema,
+  SystemPromptSchema,
+  TextBlockSchema,
+  ToolDefinitionSchema,
+  ToolResultBlockSchema,
+  ToolUseBlockSchema,
+} from "./anthropic.js";
+export type { Codec } from "./codec.js";
+export {
+  abortRequestCodec,
+  createCodec,
+  daemonInfoCodec,
+  forkEventCodec,
+  forkPrefixCodec,
+  forkSpecCodec,
+  parseWireJson,
+  permissionRequestCodec,
+  permissionResponseCodec,
+  runStateCodec,
+  toolHostRequestCodec,
+  toolHostResponseCodec,
+} from "./codec.js";
+export type {
+  AbortRequest,
+  AbortRequestInput,
+  PermissionRequest,
+  PermissionResponse,
+  ToolHostRequest,
+  ToolHostResponse,
+} from "./control.js";
+export {
+  AbortRequestSchema,
+  PermissionRequestSchema,
+  PermissionResponseSchema,
+  ToolHostRequestSchema,
+  ToolHostResponseSchema,
+} from "./control.js";
+export type { ProtocolErrorCode, ProtocolErrorJSON } from "./errors.js";
+export { ProtocolError } from "./errors.js";
+export type {
+  ForkEvent,
+  ForkEventBody,
+  ForkEventOf,
+  ForkEventType,
+  ForkReport,
+  ForkResult,
+  TerminalForkEvent,
+  WireError,
+} from "./events.js";
+export {
+  AbortedEventSchema,
+  AcceptedEventSchema,
+  CacheBreakEventSchema,
+  CompletedEventSchema,
+  FailedEventSchema,
+  ForkEventSchema,
+  ForkReportSchema,
+  ForkResultSchema,
+  HeartbeatEventSchema,
+  isTerminalEvent,
+  LlmDeltaEventSchema,
+  LlmMessageEventSchema,
+  LlmRequestEventSchema,
+  PermissionRequestedEventSchema,
+  PermissionResolvedEventSchema,
+  StartedEventSchema,
+  TERMINAL_EVENT_TYPES,
+  ToolCallEventSchema,
+  ToolDeniedEventSchema,
+  ToolResultEventSchema,
+  WireErrorSchema,
+} from "./events.js";
+export {
+  INLINE_PREFIX_THRESHOLD_BYTES,
+  MAX_EVENT_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_PREFIX_BYTES,
+  MAX_RUN_ID_LENGTH,
+  MAX_SPEC_BYTES,
+} from "./limits.js";
+export type { DaemonInfo, RunState, RunStatus } from "./registry.js";
+export { DaemonInfoSchema, RunStateSchema, RunStatusSchema } from "./registry.js";
+export type {
+  ForkCall,
+  ForkPrefix,
+  ForkSpec,
+  ForkSpecInput,
+  Isolation,
+  Limits,
+  Overrides,
+  ParentIdentity,
+  PermissionPolicy,
+  PrefixSource,
+  ToolFilterSpec,
+  ToolHostRef,
+  TraceContext,
+} from "./spec.js";
+export {
+  EpochMsSchema,
+  ForkCallSchema,
+  ForkPrefixSchema,
+  ForkSpecSchema,
+  IsolationSchema,
+  LimitsSchema,
+  OverridesSchema,
+  ParentIdentitySchema,
+  PermissionPolicySchema,
+  PROTOCOL_VERSION,
+  PrefixSourceSchema,
+  RunIdSchema,
+  Sha256HexSchema,
+  ToolFilterSpecSchema,
+  ToolHostRefSchema,
+  TraceContextSchema,
+} from "./spec.js";
+export type { ForkSubjects } from "./subjects.js";
+export {
+  assertValidRunId,
+  DEFAULT_SUBJECT_PREFIX,
+  eventMsgId,
+  forkSubjects,
+  isValidRunId,
+} from "./subjects.js";
+export type { UsageTotals } from "./usage.js";
+export { emptyUsageTotals, UsageTotalsSchema } from "./usage.js";

@@ -1,0 +1,93 @@
+// The one seam between fork semantics and a model provider. The turn loop calls it; @forkd/llm
+// implements it on the Anthropic SDK; tests and the in-process fork can use any implementation.
+import type { AssistantMessage, CacheSafeParams, ProviderUsage } from "@forkd/protocol";
+
+/** A full Messages API request: the cache-safe params plus what a request needs on top. */
+export type LlmRequest = CacheSafeParams & { max_tokens: number };
+
+/** What happened while a response streamed. Delivered in order, synchronously from the stream. */
+export type LlmStreamEvent =
+  /** The first byte of the response arrived: from here the provider has begun answering (and its cache entry is readable). */
+  | { type: "response_started"; ttftMs: number; requestId?: string }
+  | { type: "text_delta"; text: string }
+  | { type: "thinking_delta"; thinking: string }
+  /** A retryable failure happened before any output; the client waits `delayMs` and tries again. */
+  | { type: "retry"; attempt: number; delayMs: number; error: LlmErrorCode; status?: number };
+
+/** One complete model response. */
+export interface LlmResponse {
+  id: string;
+  model: string;
+  message: AssistantMessage;
+  stop_reason: string | null;
+  usage: ProviderUsage;
+  /** Time from sending the request to its first byte. @unit ms */
+  ttftMs: number;
+  /** Time from sending the request to the end of the response. @unit ms */
+  durationMs: number;
+}
+
+/** Options of one call. */
+export interface LlmCallOptions {
+  /** Aborts the request, mid-stream included; the promise rejects with an `LlmError` of code `aborted`. */
+  signal?: AbortSignal;
+  /** Observes the stream. */
+  onEvent?: (event: LlmStreamEvent) => void;
+}
+
+/** A model provider, seen from the turn loop. */
+export interface LlmClient {
+  /**
+   * Sends `request` exactly as given (no re-rendering, no reordering) and resolves with the full response.
+   * Rejects with {@link LlmError}.
+   */
+  createMessage(request: LlmRequest, options?: LlmCallOptions): Promise<LlmResponse>;
+}
+
+/** Why a model call failed. */
+export type LlmErrorCode =
+  | "aborted"
+  | "rate_limited"
+  | "overloaded"
+  | "server_error"
+  | "connection"
+  | "timeout"
+  | "invalid_request"
+  | "authentication"
+  | "permission"
+  | "not_found"
+  | "request_too_large"
+  /** The stream broke after output had begun; the turn is not replayed silently (see docs/llm.md). */
+  | "stream_interrupted"
+  | "unknown";
+
+/** A failed model call, with whatever usage the provider had already reported. */
+export class LlmError extends Error {
+  override readonly name = "LlmError";
+  readonly code: LlmErrorCode;
+  readonly retryable: boolean;
+  readonly status: number | undefined;
+  /** Usage reported before the failure (an aborted turn still consumed input). */
+  readonly partialUsage: ProviderUsage | undefined;
+  /** Text that streamed before the failure. */
+  readonly partialText: string | undefined;
+
+  constructor(
+    code: LlmErrorCode,
+    message: string,
+    options: {
+      retryable?: boolean;
+      status?: number;
+      partialUsage?: ProviderUsage;
+      partialText?: string;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+    this.status = options.status;
+    this.partialUsage = options.partialUsage;
+    this.partialText = options.partialText;
+  }
+}

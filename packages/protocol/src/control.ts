@@ -1,0 +1,51 @@
+// Control messages: abort, permission bubbling and tool-host calls.
+import { z } from "zod";
+import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
+
+/** Published on `agent.fork.<run_id>.abort` and mirrored into the run registry. */
+export const AbortRequestSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  run_id: RunIdSchema,
+  reason: z.string().max(4096).default("aborted by parent"),
+  requested_at: EpochMsSchema,
+  /** Who asked (agent id, user, `cli`). */
+  by: z.string().max(256).optional(),
+});
+
+/** A daemon asks the parent whether a tool call may run. */
+export const PermissionRequestSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  run_id: RunIdSchema,
+  tool_use_id: z.string().min(1),
+  name: z.string().min(1),
+  input: z.unknown(),
+  requested_at: EpochMsSchema,
+});
+
+export const PermissionResponseSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  decision: z.enum(["allow", "deny"]),
+  reason: z.string().max(4096).optional(),
+});
+
+/** A daemon asks a tool host to run a tool that exists only where the parent runs. */
+export const ToolHostRequestSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  run_id: RunIdSchema,
+  tool_use_id: z.string().min(1),
+  name: z.string().min(1),
+  input: z.unknown(),
+});
+
+export const ToolHostResponseSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  content: z.string(),
+  is_error: z.boolean().default(false),
+});
+
+export type AbortRequest = z.infer<typeof AbortRequestSchema>;
+export type AbortRequestInput = z.input<typeof AbortRequestSchema>;
+export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
+export type PermissionResponse = z.infer<typeof PermissionResponseSchema>;
+export type ToolHostRequest = z.infer<typeof ToolHostRequestSchema>;
+export type ToolHostResponse = z.infer<typeof ToolHostResponseSchema>;

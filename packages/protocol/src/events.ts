@@ -1,0 +1,232 @@
+// Every event of a run, published on `agent.fork.<run_id>.events`. The log of one run is enough to
+// rebuild its conversation: that is how another daemon resumes a run whose daemon died.
+import { z } from "zod";
+import { AssistantMessageSchema, ProviderUsageSchema } from "./anthropic.js";
+import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
+import { UsageTotalsSchema } from "./usage.js";
+
+const base = {
+  v: z.literal(PROTOCOL_VERSION),
+  run_id: RunIdSchema,
+  /** Contiguous from 1 per run, across attempts. */
+  seq: z.number().int().positive(),
+  /** Delivery attempt that published it; fences stale daemons. */
+  attempt: z.number().int().positive(),
+  ts: EpochMsSchema,
+};
+
+/** An error that crossed the wire. */
+export const WireErrorSchema = z.object({
+  code: z.string().min(1),
+  message: z.string(),
+  retryable: z.boolean(),
+  path: z.array(z.union([z.string(), z.number()])).optional(),
+});
+
+/** The `Scope: / Result: / Key files: / Files changed: / Issues:` report parsed out of the final text. */
+export const ForkReportSchema = z.object({
+  scope: z.string().optional(),
+  result: z.string().optional(),
+  key_files: z.array(z.string()).optional(),
+  files_changed: z.array(z.string()).optional(),
+  issues: z.string().optional(),
+});
+
+/** What a completed run returns. */
+export const ForkResultSchema = z.object({
+  final_text: z.string(),
+  report: ForkReportSchema.optional(),
+  usage: UsageTotalsSchema,
+  turns: z.number().int().nonnegative(),
+  tool_uses: z.number().int().nonnegative(),
+  duration_ms: z.number().nonnegative(),
+  /** False when the spec had no cache-safe params and the parent's cache could not be shared. */
+  cache_shared: z.boolean(),
+  /** Why the loop ended. */
+  stop: z.enum(["end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal"]),
+  /** The commit of the child's changes when it ran in a worktree. */
+  commit: z.object({ sha: z.string(), branch: z.string(), files_changed: z.array(z.string()) }).optional(),
+});
+
+export const AcceptedEventSchema = z.object({
+  ...base,
+  type: z.literal("accepted"),
+  daemon_id: z.string(),
+  host: z.string().optional(),
+  /** Time from the spec's `created_at` to this pickup. @unit ms */
+  queue_wait_ms: z.number(),
+  /** JetStream delivery count of the spec. */
+  delivery: z.number().int().positive(),
+  /** True when an earlier attempt's events were replayed to resume the run. */
+  resumed: z.boolean(),
+});
+
+export const StartedEventSchema = z.object({
+  ...base,
+  type: z.literal("started"),
+  model: z.string(),
+  /** Cache key hash of the inherited prefix (see core's cache-safe params); null when nothing is shared. */
+  prefix_hash: z.string().nullable(),
+  cache_shared: z.boolean(),
+});
+
+export const LlmRequestEventSchema = z.object({
+  ...base,
+  type: z.literal("llm.request"),
+  turn: z.number().int().positive(),
+  model: z.string(),
+  message_count: z.number().int().nonnegative(),
+});
+
+/** Streamed text, batched: several provider deltas per event. */
+export const LlmDeltaEventSchema = z.object({
+  ...base,
+  type: z.literal("llm.delta"),
+  turn: z.number().int().positive(),
+  text: z.string(),
+});
+
+export const LlmMessageEventSchema = z.object({
+  ...base,
+  type: z.literal("llm.message"),
+  turn: z.number().int().positive(),
+  message: AssistantMessageSchema,
+  stop_reason: z.string().nullable(),
+  usage: ProviderUsageSchema,
+  /** Time from request to first streamed byte. @unit ms */
+  ttft_ms: z.number().nonnegative().optional(),
+  duration_ms: z.number().nonnegative().optional(),
+});
+
+export const ToolCallEventSchema = z.object({
+  ...base,
+  type: z.literal("tool.call"),
+  turn: z.number().int().positive(),
+  tool_use_id: z.string(),
+  name: z.string(),
+  input: z.unknown(),
+});
+
+export const ToolResultEventSchema = z.object({
+  ...base,
+  type: z.literal("tool.result"),
+  turn: z.number().int().positive(),
+  tool_use_id: z.string(),
+  name: z.string(),
+  /** The exact `tool_result` block content appended to the conversation. */
+  content: z.string(),
+  is_error: z.boolean(),
+  duration_ms: z.number().nonnegative(),
+  /** Set when the result was synthesised on resume because the call was interrupted by a crash. */
+  interrupted: z.boolean().optional(),
+});
+
+export const ToolDeniedEventSchema = z.object({
+  ...base,
+  type: z.literal("tool.denied"),
+  turn: z.number().int().positive(),
+  tool_use_id: z.string(),
+  name: z.string(),
+  code: z.string(),
+  reason: z.string(),
+});
+
+/** A tool call waits for the parent's approval. */
+export const PermissionRequestedEventSchema = z.object({
+  ...base,
+  type: z.literal("permission.requested"),
+  turn: z.number().int().positive(),
+  tool_use_id: z.string(),
+  name: z.string(),
+  timeout_ms: z.number().int().positive(),
+});
+
+export const PermissionResolvedEventSchema = z.object({
+  ...base,
+  type: z.literal("permission.resolved"),
+  turn: z.number().int().positive(),
+  tool_use_id: z.string(),
+  decision: z.enum(["allow", "deny", "timeout"]),
+  reason: z.string().optional(),
+});
+
+/** The first turn read far less from the cache than the inherited prefix should have given. */
+export const CacheBreakEventSchema = z.object({
+  ...base,
+  type: z.literal("cache.break"),
+  turn: z.number().int().positive(),
+  /** The layer whose hash changed versus the parent's, or `none` (expiry or provider side). */
+  layer: z.enum(["model", "tools", "system", "messages", "none"]),
+  prompt_tokens: z.number().int().nonnegative(),
+  cache_read_tokens: z.number().int().nonnegative(),
+  detail: z.string(),
+});
+
+export const HeartbeatEventSchema = z.object({
+  ...base,
+  type: z.literal("heartbeat"),
+  daemon_id: z.string(),
+  turn: z.number().int().nonnegative(),
+});
+
+export const CompletedEventSchema = z.object({
+  ...base,
+  type: z.literal("completed"),
+  result: ForkResultSchema,
+});
+
+export const FailedEventSchema = z.object({
+  ...base,
+  type: z.literal("failed"),
+  error: WireErrorSchema,
+  usage: UsageTotalsSchema,
+});
+
+export const AbortedEventSchema = z.object({
+  ...base,
+  type: z.literal("aborted"),
+  reason: z.string(),
+  usage: UsageTotalsSchema,
+});
+
+/** Any event of a run. */
+export const ForkEventSchema = z.discriminatedUnion("type", [
+  AcceptedEventSchema,
+  StartedEventSchema,
+  LlmRequestEventSchema,
+  LlmDeltaEventSchema,
+  LlmMessageEventSchema,
+  ToolCallEventSchema,
+  ToolResultEventSchema,
+  ToolDeniedEventSchema,
+  PermissionRequestedEventSchema,
+  PermissionResolvedEventSchema,
+  CacheBreakEventSchema,
+  HeartbeatEventSchema,
+  CompletedEventSchema,
+  FailedEventSchema,
+  AbortedEventSchema,
+]);
+
+/** Event types after which a run publishes nothing more. */
+export const TERMINAL_EVENT_TYPES = ["completed", "failed", "aborted"] as const;
+
+export type WireError = z.infer<typeof WireErrorSchema>;
+export type ForkReport = z.infer<typeof ForkReportSchema>;
+export type ForkResult = z.infer<typeof ForkResultSchema>;
+export type ForkEvent = z.infer<typeof ForkEventSchema>;
+export type ForkEventType = ForkEvent["type"];
+/** The event of one type. */
+export type ForkEventOf<T extends ForkEventType> = Extract<ForkEvent, { type: T }>;
+export type TerminalForkEvent = ForkEventOf<(typeof TERMINAL_EVENT_TYPES)[number]>;
+/** An event before the envelope (`v`, `run_id`, `seq`, `attempt`, `ts`) is stamped on it. */
+export type ForkEventBody = ForkEvent extends infer E
+  ? E extends ForkEvent
+    ? Omit<E, "v" | "run_id" | "seq" | "attempt" | "ts">
+    : never
+  : never;
+
+/** True for `completed`, `failed` and `aborted`. */
+export function isTerminalEvent(event: ForkEvent): event is TerminalForkEvent {
+  return (TERMINAL_EVENT_TYPES as readonly string[]).includes(event.type);
+}

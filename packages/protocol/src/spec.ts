@@ -1,0 +1,170 @@
+// The fork spec: everything a daemon needs to run one child, published on `agent.fork.<run_id>`.
+import { z } from "zod";
+import { AssistantMessageSchema, CacheSafeParamsSchema } from "./anthropic.js";
+import { MAX_RUN_ID_LENGTH } from "./limits.js";
+
+/** Protocol version this package writes and the highest it reads. */
+export const PROTOCOL_VERSION = 1;
+
+/** A run id: one NATS token and one KV key. */
+export const RunIdSchema = z
+  .string()
+  .min(1)
+  .max(MAX_RUN_ID_LENGTH)
+  .regex(/^[A-Za-z0-9_=-]+$/, "must be a single NATS token of [A-Za-z0-9_=-]");
+
+/** Milliseconds since the Unix epoch. @unit ms */
+export const EpochMsSchema = z.number().nonnegative();
+
+/** SHA-256, lowercase hex. */
+export const Sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, "must be a lowercase hex SHA-256");
+
+/**
+ * What the child inherits: the parent's last request (cache-safe params) and the reply it got.
+ * `reply` is absent for a programmatic fork taken after a user turn.
+ */
+export const ForkPrefixSchema = z.object({
+  params: CacheSafeParamsSchema,
+  reply: AssistantMessageSchema.optional(),
+});
+
+/** How the spec carries its prefix. */
+export const PrefixSourceSchema = z.discriminatedUnion("kind", [
+  /** The prefix travels inside the spec. */
+  z.object({ kind: z.literal("inline"), prefix: ForkPrefixSchema }),
+  /** The prefix is in the object store under its content hash; N forks move it over the wire once. */
+  z.object({
+    kind: z.literal("ref"),
+    /** SHA-256 of the stored object's bytes; also its object name. */
+    hash: Sha256HexSchema,
+    /** Size of the stored object. @unit bytes */
+    size: z.number().int().positive(),
+  }),
+  /** A parent on its first turn has nothing to share: the daemon's default system prompt and tools are used. */
+  z.object({ kind: z.literal("none") }),
+]);
+
+/** Which of the parent's tools the child may use. */
+export const ToolFilterSpecSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("all") }),
+  z.object({ kind: z.literal("allow"), tools: z.array(z.string().min(1)) }),
+  /** Read-only tools everywhere; writes only inside `memory_dir`. */
+  z.object({ kind: z.literal("memory"), memory_dir: z.string().min(1) }),
+]);
+
+/** Who forked: enough to trace lineage and to stop runaway recursion across hosts. */
+export const ParentIdentitySchema = z.object({
+  /** Stable id of the parent agent (process or session). */
+  agent_id: z.string().min(1).max(256),
+  session_id: z.string().max(256).optional(),
+  /** When the parent is itself a fork: its run id. */
+  run_id: RunIdSchema.optional(),
+  /** Ancestor run ids, oldest first. */
+  lineage: z.array(RunIdSchema).max(64).default([]),
+  host: z.string().max(256).optional(),
+});
+
+export const LimitsSchema = z.object({
+  /** Model turns before the run stops; 0 returns at once. @default 200 */
+  max_turns: z.number().int().nonnegative().default(200),
+  /** Wall-clock limit of the run. @unit ms */
+  timeout_ms: z.number().int().positive().optional(),
+  budget: z
+    .object({
+      /** @unit USD */
+      max_cost_usd: z.number().positive().optional(),
+      max_output_tokens: z.number().int().positive().optional(),
+      max_input_tokens: z.number().int().positive().optional(),
+    })
+    .optional(),
+});
+
+/** Per-child changes. Anything here that changes the cache key (model, tools, system) makes the child miss the parent's cache; see docs. */
+export const OverridesSchema = z.object({
+  model: z.string().min(1).optional(),
+  max_tokens: z.number().int().positive().optional(),
+  /** A `critical_system_reminder`: injected after the cache boundary, never inside it. */
+  system_reminder: z
+    .string()
+    .max(64 * 1024)
+    .optional(),
+});
+
+export const IsolationSchema = z.object({
+  /** Run in a git worktree of its own; its commit is reported in the result. */
+  worktree: z.boolean().default(false),
+  /** Base ref of the worktree. @default "HEAD" */
+  base_ref: z.string().min(1).optional(),
+  /** Working directory relative to the daemon's workspace. */
+  cwd: z.string().optional(),
+});
+
+/** How tool calls that need approval are handled. */
+export const PermissionPolicySchema = z.object({
+  /** `allow`: run; `deny`: refuse; `ask`: bubble to the parent on `agent.fork.<run_id>.permission`. @default "allow" */
+  mode: z.enum(["allow", "ask", "deny"]).default("allow"),
+  /** No answer within this is a deny. @unit ms @default 60000 */
+  timeout_ms: z.number().int().positive().default(60_000),
+});
+
+export const ToolHostRefSchema = z.object({
+  /** Serves `agent.toolhost.<id>`. */
+  id: RunIdSchema,
+  /** Tool names it serves. */
+  tools: z.array(z.string().min(1)),
+});
+
+/** W3C trace context of the parent's span. */
+export const TraceContextSchema = z.object({
+  traceparent: z.string().regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/),
+  tracestate: z.string().max(512).optional(),
+});
+
+/** Which of the parent's fork calls this child answers. */
+export const ForkCallSchema = z.object({
+  tool_use_id: z.string().min(1),
+  description: z.string().optional(),
+});
+
+/** A fork spec, version 1. */
+export const ForkSpecSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION),
+  run_id: RunIdSchema,
+  parent: ParentIdentitySchema,
+  label: z.string().max(256).optional(),
+  /** The query source of the forking agent; the recursion guard refuses a fork from a fork. */
+  query_source: z.string().max(128).default("agent"),
+  /** What this child is asked to do. */
+  directive: z
+    .string()
+    .min(1)
+    .max(256 * 1024),
+  fork_call: ForkCallSchema.optional(),
+  prefix: PrefixSourceSchema,
+  tool_filter: ToolFilterSpecSchema.default({ kind: "all" }),
+  overrides: OverridesSchema.default({}),
+  limits: LimitsSchema.default({ max_turns: 200 }),
+  isolation: IsolationSchema.default({ worktree: false }),
+  permissions: PermissionPolicySchema.default({ mode: "allow", timeout_ms: 60_000 }),
+  tool_host: ToolHostRefSchema.optional(),
+  trace: TraceContextSchema.optional(),
+  created_at: EpochMsSchema,
+  /** After this the run is not started (or is stopped) and ends `failed` with `deadline_exceeded`. @unit ms since epoch */
+  deadline_at: EpochMsSchema.optional(),
+});
+
+export type ForkPrefix = z.infer<typeof ForkPrefixSchema>;
+export type PrefixSource = z.infer<typeof PrefixSourceSchema>;
+export type ToolFilterSpec = z.infer<typeof ToolFilterSpecSchema>;
+export type ParentIdentity = z.infer<typeof ParentIdentitySchema>;
+export type Limits = z.infer<typeof LimitsSchema>;
+export type Overrides = z.infer<typeof OverridesSchema>;
+export type Isolation = z.infer<typeof IsolationSchema>;
+export type PermissionPolicy = z.infer<typeof PermissionPolicySchema>;
+export type ToolHostRef = z.infer<typeof ToolHostRefSchema>;
+export type TraceContext = z.infer<typeof TraceContextSchema>;
+export type ForkCall = z.infer<typeof ForkCallSchema>;
+/** A validated fork spec (defaults applied). */
+export type ForkSpec = z.infer<typeof ForkSpecSchema>;
+/** A fork spec as written by a sender (defaults may be omitted). */
+export type ForkSpecInput = z.input<typeof ForkSpecSchema>;

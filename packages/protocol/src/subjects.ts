@@ -1,0 +1,98 @@
+// NATS subject names and JetStream resource names, derived from one configurable prefix.
+import { ProtocolError } from "./errors.js";
+import { MAX_RUN_ID_LENGTH } from "./limits.js";
+
+/** Default subject prefix. Tenants are separated by NATS accounts, not by prefixes. */
+export const DEFAULT_SUBJECT_PREFIX = "agent";
+
+// One NATS token that is also a valid KV key and a valid part of a Nats-Msg-Id.
+const RUN_ID_PATTERN = /^[A-Za-z0-9_=-]+$/;
+const PREFIX_PATTERN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
+/** True when `runId` can stand as one NATS subject token and one KV key. */
+export function isValidRunId(runId: unknown): runId is string {
+  return (
+    typeof runId === "string" &&
+    runId.length > 0 &&
+    runId.length <= MAX_RUN_ID_LENGTH &&
+    RUN_ID_PATTERN.test(runId)
+  );
+}
+
+/** Throws `invalid_subject_token` unless {@link isValidRunId}. */
+export function assertValidRunId(runId: unknown): asserts runId is string {
+  if (!isValidRunId(runId)) {
+    const shown = typeof runId === "string" ? JSON.stringify(runId.slice(0, 80)) : typeof runId;
+    throw new ProtocolError(
+      "invalid_subject_token",
+      `run id ${shown} is not a single NATS token: use 1-${MAX_RUN_ID_LENGTH} characters from [A-Za-z0-9_=-]`,
+    );
+  }
+}
+
+/** Every subject and JetStream resource name forkd uses, for one prefix. */
+export interface ForkSubjects {
+  readonly prefix: string;
+  /** `agent.fork.<run_id>`: the fork spec (work-queue stream). */
+  spec(runId: string): string;
+  /** `agent.fork.<run_id>.events`: the run's event log (limits stream). */
+  events(runId: string): string;
+  /** `agent.fork.<run_id>.abort`: core NATS, the fast path of an abort. */
+  abort(runId: string): string;
+  /** `agent.fork.<run_id>.permission`: request/reply from the daemon to the parent for a tool call that needs approval. */
+  permission(runId: string): string;
+  /** `agent.toolhost.<host_id>`: request/reply to a process that serves tools for remote forks. */
+  toolHost(hostId: string): string;
+  /** `agent.fork.*`: every spec (the work-queue stream's subject). */
+  readonly allSpecs: string;
+  /** `agent.fork.*.events`: every event (the events stream's subject). */
+  readonly allEvents: string;
+  /** `agent.fork.*.abort`: every abort; each daemon holds one wildcard subscription on it. */
+  readonly allAborts: string;
+  readonly streams: { readonly specs: string; readonly events: string };
+  /** Durable consumer shared by every daemon on the specs stream. */
+  readonly specsConsumer: string;
+  readonly buckets: { readonly runs: string; readonly daemons: string; readonly prefixes: string };
+}
+
+/**
+ * Builds the subject and resource names for `prefix`.
+ * @param prefix dot-separated tokens of `[A-Za-z0-9_-]`. @default "agent"
+ */
+export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubjects {
+  if (!PREFIX_PATTERN.test(prefix)) {
+    throw new ProtocolError("invalid_subject_token", `subject prefix ${JSON.stringify(prefix)} is not valid`);
+  }
+  const name = prefix.replace(/[.-]/g, "_");
+  const upper = name.toUpperCase();
+  const run = (runId: string) => {
+    assertValidRunId(runId);
+    return `${prefix}.fork.${runId}`;
+  };
+  return {
+    prefix,
+    spec: run,
+    events: (runId) => `${run(runId)}.events`,
+    abort: (runId) => `${run(runId)}.abort`,
+    permission: (runId) => `${run(runId)}.permission`,
+    toolHost: (hostId) => {
+      assertValidRunId(hostId);
+      return `${prefix}.toolhost.${hostId}`;
+    },
+    allSpecs: `${prefix}.fork.*`,
+    allEvents: `${prefix}.fork.*.events`,
+    allAborts: `${prefix}.fork.*.abort`,
+    streams: { specs: `${upper}_FORK_SPECS`, events: `${upper}_FORK_EVENTS` },
+    specsConsumer: `${name}_fork_daemons`,
+    buckets: {
+      runs: `${name}_fork_runs`,
+      daemons: `${name}_fork_daemons`,
+      prefixes: `${name}_fork_prefixes`,
+    },
+  };
+}
+
+/** `Nats-Msg-Id` of an event: JetStream's duplicate window drops a republished `(run, seq)`. */
+export function eventMsgId(runId: string, seq: number): string {
+  return `${runId}-${seq}`;
+}
