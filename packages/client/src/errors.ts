@@ -1,0 +1,28 @@
+// Errors of the parent side of forkd over NATS.
+
+/** Why a client operation failed. */
+export type ClientErrorCode =
+  | "infrastructure"
+  | "publish_failed"
+  | "prefix_upload_failed"
+  | "run_not_found"
+  | "aborted"
+  | "closed"
+  | "tool_host";
+
+/** A failure of the client library itself (not of a run: a run's failure is a {@link ForkOutcome}). */
+export class ClientError extends Error {
+  override readonly name = "ClientError";
+  readonly code: ClientErrorCode;
+  readonly retryable: boolean;
+
+  constructor(
+    code: ClientErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}

@@ -1,0 +1,399 @@
+// The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
+// siblings warm-first so that they read the cache the first one writes instead of all missing.
+
+import type { ForkHandle, ForkOutcome, ForkParams, ForkSubagent } from "@forkd/core";
+import {
+  abortRequestCodec,
+  type ForkEvent,
+  type ForkPrefix,
+  type ForkSpecInput,
+  forkSpecCodec,
+  isTerminalEvent,
+  type PermissionRequest,
+  type PermissionResponse,
+  PROTOCOL_VERSION,
+  type PrefixSource,
+  permissionRequestCodec,
+  permissionResponseCodec,
+  type RunState,
+  runStateCodec,
+  type ToolHostRef,
+} from "@forkd/protocol";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import { context, propagation } from "@opentelemetry/api";
+import { v7 as uuidv7 } from "uuid";
+import { ClientError } from "./errors.js";
+import { readEventLog } from "./event-log.js";
+import { outcomeFromTerminalEvent } from "./outcome.js";
+import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
+import { ensureForkResources, type ForkResourceOptions, type ForkResources } from "./resources.js";
+import { getRunState, updateRunState } from "./run-registry.js";
+
+/** Structural logger; pass pino or console. */
+export interface ClientLogger {
+  debug(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+/** Answers a daemon that asks whether a tool call of one of this parent's forks may run. */
+export type PermissionHandler = (
+  request: PermissionRequest,
+) => Promise<PermissionResponse> | PermissionResponse;
+
+/** Options of {@link NatsForkSubagent}. */
+export interface NatsForkSubagentOptions extends ForkResourceOptions {
+  /**
+   * How the prefix travels. `ref` stores it once in the object store and sends its hash; `inline`
+   * puts it in every spec; `auto` uses `ref` above `inlineThresholdBytes`.
+   * @default "auto"
+   */
+  prefixTransport?: "auto" | "inline" | "ref";
+  /** @unit bytes @default 32768 */
+  inlineThresholdBytes?: number;
+  /** Answers permission requests of forks launched with `permissions.mode: "ask"`. Without it they time out (deny). */
+  onPermission?: PermissionHandler;
+  /** A tool host (see {@link serveTools}) every fork of this subagent may call. */
+  toolHost?: ToolHostRef;
+  logger?: ClientLogger;
+}
+
+/** One child of a fan-out. */
+export interface FanOutChild {
+  directive: string;
+  forkCall?: ForkParams["forkCall"];
+  label?: string;
+  runId?: string;
+}
+
+/** Options of {@link NatsForkSubagent.fanOut}. */
+export interface FanOutOptions {
+  /**
+   * Launch one child first and release the others once its response has begun, so they read the
+   * cache entry it writes (an entry is readable only after the writing response has started; N
+   * requests fired at once all miss). `false` launches all at once.
+   * @default true
+   */
+  warmFirst?: boolean;
+  /** Release the others anyway after this long. @unit ms @default 120000 */
+  warmTimeoutMs?: number;
+}
+
+const noopLogger: ClientLogger = { debug() {}, warn() {} };
+
+/** Trace context of the active OpenTelemetry span, if an SDK is installed. */
+function activeTraceContext(): ForkSpecInput["trace"] {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  const traceparent = carrier.traceparent;
+  if (!traceparent) return undefined;
+  return carrier.tracestate ? { traceparent, tracestate: carrier.tracestate } : { traceparent };
+}
+
+/**
+ * Runs forks on a forkd cluster. Implements the same {@link ForkSubagent} interface as the in-process fork.
+ *
+ * @example
+ * const forks = await NatsForkSubagent.create(nc);
+ * const handle = forks.fork({ prefix, directive: "Audit the codec", parent: { agent_id: "me" } });
+ * const outcome = await handle.result();
+ */
+export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
+  readonly resources: ForkResources;
+  readonly #options: NatsForkSubagentOptions;
+  readonly #logger: ClientLogger;
+  // Encoded prefixes by object identity: N forks of one parent encode, hash and upload once.
+  readonly #encodedPrefixes = new WeakMap<ForkPrefix, { bytes: Uint8Array; ref: StoredPrefixRef }>();
+  readonly #uploads = new Map<string, Promise<void>>();
+  readonly #permissionRuns = new Set<string>();
+  readonly #closers: (() => void)[] = [];
+
+  private constructor(resources: ForkResources, options: NatsForkSubagentOptions) {
+    this.resources = resources;
+    this.#options = options;
+    this.#logger = options.logger ?? noopLogger;
+    if (options.onPermission) this.#servePermissions(options.onPermission);
+  }
+
+  /** Ensures the JetStream resources exist and returns a ready subagent. */
+  static async create(nc: NatsConnection, options: NatsForkSubagentOptions = {}): Promise<NatsForkSubagent> {
+    return new NatsForkSubagent(await ensureForkResources(nc, options), options);
+  }
+
+  /** Starts one child; returns its handle at once (the spec is published in the background). */
+  fork(params: ForkParams): ForkHandle {
+    return this.#fork(params, Promise.resolve());
+  }
+
+  /**
+   * Forks one child per entry from one parent prefix, uploading the prefix once and launching
+   * warm-first (see {@link FanOutOptions.warmFirst}). Returns the handles at once, in order.
+   */
+  fanOut(
+    base: Omit<ForkParams, "directive" | "forkCall" | "label" | "runId">,
+    children: FanOutChild[],
+    options: FanOutOptions = {},
+  ): ForkHandle[] {
+    if (children.length === 0) return [];
+    const warmFirst = options.warmFirst ?? true;
+    const paramsOf = (child: FanOutChild): ForkParams => ({ ...base, ...child }) as ForkParams;
+    const first = this.#fork(paramsOf(children[0]!), Promise.resolve());
+    if (!warmFirst)
+      return [first, ...children.slice(1).map((child) => this.#fork(paramsOf(child), Promise.resolve()))];
+    const released = this.#responseStarted(first, options.warmTimeoutMs ?? 120_000);
+    return [first, ...children.slice(1).map((child) => this.#fork(paramsOf(child), released))];
+  }
+
+  /** A handle on an existing run (a parent that restarted, an observer). */
+  attach(runId: string): ForkHandle {
+    return new NatsForkHandle(this.resources, runId, Promise.resolve(), this.#logger);
+  }
+
+  /** Current registry entry of a run. */
+  async state(runId: string): Promise<RunState | null> {
+    return (await getRunState(this.resources, runId))?.state ?? null;
+  }
+
+  /** Stops the permission responder. Does not close the NATS connection. */
+  async close(): Promise<void> {
+    for (const close of this.#closers.splice(0)) close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  // Resolves once `handle`'s first model response has begun (or the run ended, or the timeout).
+  async #responseStarted(handle: ForkHandle, timeoutMs: number): Promise<void> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    try {
+      for await (const event of handle.events({ signal: timeout })) {
+        if (event.type === "llm.delta" || event.type === "llm.message" || isTerminalEvent(event)) return;
+      }
+    } catch (error) {
+      this.#logger.warn(
+        { err: error, runId: handle.runId },
+        "warm-first: releasing siblings without a warm cache",
+      );
+    }
+  }
+
+  #fork(params: ForkParams, releaseAfter: Promise<void>): ForkHandle {
+    const runId = params.runId ?? uuidv7();
+    const { prefixSource, upload } = this.#prefixSource(params.prefix);
+    const spec = this.#specOf(params, runId, prefixSource);
+    const bytes = forkSpecCodec.encode(spec); // throws for invalid params, before anything is sent
+    if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
+    const launch = (async () => {
+      await Promise.all([upload, releaseAfter]);
+      const registered = this.#registerQueued(spec);
+      const h = natsHeaders();
+      if (spec.trace) h.set("traceparent", spec.trace.traceparent);
+      await this.resources.js.publish(this.resources.subjects.spec(runId), bytes, {
+        msgID: runId,
+        headers: h,
+      });
+      await registered;
+    })();
+    return new NatsForkHandle(this.resources, runId, launch, this.#logger);
+  }
+
+  #specOf(params: ForkParams, runId: string, prefix: PrefixSource): ForkSpecInput {
+    const spec: ForkSpecInput = {
+      v: PROTOCOL_VERSION,
+      run_id: runId,
+      parent: { ...params.parent, lineage: params.parent.lineage ?? [] },
+      directive: params.directive,
+      prefix,
+      created_at: Date.now(),
+    };
+    if (params.label !== undefined) spec.label = params.label;
+    if (params.querySource !== undefined) spec.query_source = params.querySource;
+    if (params.forkCall !== undefined) spec.fork_call = params.forkCall;
+    if (params.toolFilter !== undefined) spec.tool_filter = params.toolFilter;
+    if (params.overrides !== undefined) spec.overrides = params.overrides;
+    if (params.limits !== undefined) spec.limits = params.limits;
+    if (params.isolation !== undefined) spec.isolation = params.isolation;
+    if (params.permissions !== undefined) spec.permissions = params.permissions;
+    if (params.deadlineAt !== undefined) spec.deadline_at = params.deadlineAt;
+    if (this.#options.toolHost !== undefined) spec.tool_host = this.#options.toolHost;
+    const trace = activeTraceContext();
+    if (trace) spec.trace = trace;
+    return spec;
+  }
+
+  #prefixSource(prefix: ForkPrefix | null): { prefixSource: PrefixSource; upload: Promise<void> } {
+    if (prefix === null) return { prefixSource: { kind: "none" }, upload: Promise.resolve() };
+    const transport = this.#options.prefixTransport ?? "auto";
+    if (transport === "inline")
+      return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
+    let encoded = this.#encodedPrefixes.get(prefix);
+    if (!encoded) {
+      encoded = encodeStoredPrefix(prefix);
+      this.#encodedPrefixes.set(prefix, encoded);
+    }
+    if (transport === "auto" && encoded.ref.size <= (this.#options.inlineThresholdBytes ?? 32 * 1024)) {
+      return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
+    }
+    const { bytes, ref } = encoded;
+    let upload = this.#uploads.get(ref.hash);
+    if (!upload) {
+      upload = uploadPrefixBytes(this.resources, bytes, ref);
+      this.#uploads.set(ref.hash, upload);
+      upload.catch(() => this.#uploads.delete(ref.hash));
+    }
+    return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload };
+  }
+
+  // The registry shows the run as queued before any daemon claims it; a daemon's claim wins if first.
+  async #registerQueued(spec: ForkSpecInput): Promise<void> {
+    const now = Date.now();
+    const queued: RunState = {
+      v: PROTOCOL_VERSION,
+      run_id: spec.run_id,
+      status: "queued",
+      attempt: 0,
+      last_seq: 0,
+      created_at: spec.created_at,
+      updated_at: now,
+      parent_agent_id: spec.parent.agent_id,
+    };
+    if (spec.label !== undefined) queued.label = spec.label;
+    try {
+      await this.resources.runs.create(spec.run_id, runStateCodec.encode(queued));
+    } catch {
+      // already registered (a daemon claimed it first, or an idempotent resubmission)
+    }
+  }
+
+  #servePermissions(handler: PermissionHandler): void {
+    const subscription = this.resources.nc.subscribe(`${this.resources.subjects.prefix}.fork.*.permission`, {
+      callback: (error, message) => {
+        if (error) return;
+        void (async () => {
+          let request: PermissionRequest;
+          try {
+            request = permissionRequestCodec.decode(message.data);
+          } catch (decodeError) {
+            this.#logger.warn({ err: decodeError }, "ignoring a malformed permission request");
+            return;
+          }
+          if (!this.#permissionRuns.has(request.run_id)) return; // another parent's fork
+          let response: PermissionResponse;
+          try {
+            response = await handler(request);
+          } catch (handlerError) {
+            response = {
+              v: PROTOCOL_VERSION,
+              decision: "deny",
+              reason: `permission handler failed: ${String(handlerError)}`,
+            };
+          }
+          message.respond(permissionResponseCodec.encode(response));
+        })();
+      },
+    });
+    this.#closers.push(() => subscription.unsubscribe());
+  }
+}
+
+/** A run on the cluster, seen from the parent. */
+class NatsForkHandle implements ForkHandle {
+  readonly runId: string;
+  readonly #resources: ForkResources;
+  readonly #launch: Promise<void>;
+  readonly #logger: ClientLogger;
+  #result: Promise<ForkOutcome> | undefined;
+  #settled = false;
+
+  constructor(resources: ForkResources, runId: string, launch: Promise<void>, logger: ClientLogger) {
+    this.#resources = resources;
+    this.runId = runId;
+    this.#launch = launch;
+    this.#logger = logger;
+    launch.catch((error) => logger.warn({ err: error, runId }, "fork launch failed"));
+  }
+
+  events(options: { signal?: AbortSignal } = {}): AsyncIterable<ForkEvent> {
+    const resources = this.#resources;
+    const runId = this.runId;
+    const launch = this.#launch;
+    return {
+      async *[Symbol.asyncIterator]() {
+        // A launch failure would leave the log empty forever: surface it instead of waiting.
+        const failed = new AbortController();
+        launch.catch(() => failed.abort());
+        const signal = options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
+        try {
+          for await (const logged of readEventLog(resources, runId, { follow: true, signal }))
+            yield logged.event;
+        } catch (error) {
+          if (failed.signal.aborted) await launch; // rethrows the launch error
+          throw error;
+        }
+      },
+    };
+  }
+
+  result(options: { signal?: AbortSignal } = {}): Promise<ForkOutcome> {
+    if (options.signal) return this.#awaitTerminal(options.signal);
+    this.#result ??= this.#awaitTerminal(undefined).finally(() => {
+      this.#settled = true;
+    });
+    return this.#result;
+  }
+
+  async #awaitTerminal(signal: AbortSignal | undefined): Promise<ForkOutcome> {
+    for await (const event of this.events(signal ? { signal } : {})) {
+      if (isTerminalEvent(event)) return outcomeFromTerminalEvent(event);
+    }
+    throw new ClientError("aborted", `stopped waiting for run ${this.runId}`);
+  }
+
+  async abort(reason = "aborted by parent"): Promise<void> {
+    const resources = this.#resources;
+    const requestedAt = Date.now();
+    const bytes = abortRequestCodec.encode({
+      v: PROTOCOL_VERSION,
+      run_id: this.runId,
+      reason,
+      requested_at: requestedAt,
+    });
+    const subject = resources.subjects.abort(this.runId);
+    // Fast path first: a daemon running the run stops within milliseconds.
+    resources.nc.publish(subject, bytes);
+    // Then the registry flag, for a spec picked up or redelivered later.
+    await updateRunState(resources, this.runId, (current) => {
+      if (
+        current &&
+        (current.status === "completed" || current.status === "failed" || current.status === "aborted")
+      ) {
+        return "unchanged";
+      }
+      const now = Date.now();
+      const base: RunState = current ?? {
+        v: PROTOCOL_VERSION,
+        run_id: this.runId,
+        status: "queued",
+        attempt: 0,
+        last_seq: 0,
+        created_at: now,
+        updated_at: now,
+      };
+      return { ...base, updated_at: now, abort: { reason, requested_at: requestedAt } };
+    });
+    // Again, for a daemon that claimed the run between the first publish and the flag.
+    resources.nc.publish(subject, bytes);
+    await resources.nc.flush();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#result === undefined && !this.#settled) {
+      try {
+        await this.abort("handle disposed before its result was awaited");
+      } catch (error) {
+        this.#logger.warn({ err: error, runId: this.runId }, "abort on dispose failed");
+      }
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// The run registry (JetStream KV): one entry per run, changed only by compare-and-set so that
+// concurrent writers (a parent's abort, a daemon's claim, a stale daemon's heartbeat) never lose updates.
+import { type RunState, runStateCodec } from "@forkd/protocol";
+import type { ForkResources } from "./resources.js";
+
+/** A registry entry with the revision to compare against. */
+export interface RunStateEntry {
+  state: RunState;
+  revision: number;
+}
+
+/** Reads a run's entry; null when there is none. */
+export async function getRunState(resources: ForkResources, runId: string): Promise<RunStateEntry | null> {
+  const entry = await resources.runs.get(runId);
+  if (!entry || entry.operation !== "PUT" || entry.length === 0) return null;
+  return { state: runStateCodec.decode(entry.value), revision: entry.revision };
+}
+
+/** What a mutation decides: write this state, or leave the entry alone. */
+export type RunStateMutation = RunState | "unchanged";
+
+/**
+ * Applies `mutate` with compare-and-set, retrying on conflict.
+ * @returns the entry as written, or as found when `mutate` returned `"unchanged"`.
+ */
+export async function updateRunState(
+  resources: ForkResources,
+  runId: string,
+  mutate: (current: RunState | null) => RunStateMutation,
+  options: { maxAttempts?: number } = {},
+): Promise<RunStateEntry | null> {
+  const maxAttempts = options.maxAttempts ?? 20;
+  for (let attempt = 1; ; attempt++) {
+    const current = await getRunState(resources, runId);
+    const next = mutate(current?.state ?? null);
+    if (next === "unchanged") return current;
+    const bytes = runStateCodec.encode(next);
+    try {
+      const revision = current
+        ? await resources.runs.update(runId, bytes, current.revision)
+        : await resources.runs.create(runId, bytes);
+      return { state: next, revision };
+    } catch (error) {
+      if (attempt >= maxAttempts) throw error;
+      // another writer got there first: read again and re-apply
+    }
+  }
+}
