@@ -1,0 +1,148 @@
+// A real single nats-server: pub/sub, clean stop, crash and restart with JetStream data intact, and
+// configuration reload.
+import { existsSync } from "node:fs";
+import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  NatsServerUnsupportedError,
+  runningNatsServerCount,
+  startNatsServer,
+  stopAllNatsServers,
+} from "./index.js";
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
+    throw error;
+  }
+}
+
+const connections: NatsConnection[] = [];
+async function client(servers: string, options: { reconnect?: boolean } = {}): Promise<NatsConnection> {
+  const nc = await connect({
+    servers,
+    ...(options.reconnect ? { maxReconnectAttempts: -1, reconnectTimeWait: 50 } : { reconnect: false }),
+  });
+  connections.push(nc);
+  return nc;
+}
+
+afterAll(async () => {
+  await Promise.allSettled(connections.map((nc) => nc.close()));
+  await stopAllNatsServers();
+  expect(runningNatsServerCount()).toBe(0);
+});
+
+describe("startNatsServer (binary)", () => {
+  it("starts a loopback server that carries publish/subscribe, and stop() leaves nothing behind", async () => {
+    const server = await startNatsServer({ name: "single-pubsub" });
+    expect(server.kind).toBe("binary");
+    expect(server.url).toMatch(/^nats:\/\/127\.0\.0\.1:\d+$/);
+    expect(server.url).toBe(`nats://127.0.0.1:${server.port}`);
+    expect(server.monitorUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(server.clusterPort).toBeUndefined();
+    expect(server.running).toBe(true);
+    expect(server.log()).toContain("Server is ready");
+    const pid = server.pid;
+    expect(pid).toBeTypeOf("number");
+    expect(existsSync(server.storeDir)).toBe(true);
+
+    const nc = await client(server.url);
+    const sub = nc.subscribe("greet.*", { max: 1 });
+    nc.publish("greet.joe", "hello");
+    for await (const msg of sub) {
+      expect(msg.subject).toBe("greet.joe");
+      expect(msg.string()).toBe("hello");
+    }
+    await nc.close();
+
+    await server.stop();
+    expect(server.running).toBe(false);
+    expect(server.pid).toBeUndefined();
+    expect(isAlive(pid!)).toBe(false);
+    expect(existsSync(server.storeDir)).toBe(false);
+    await server.stop(); // idempotent
+    await expect(server.restart()).rejects.toBeInstanceOf(NatsServerUnsupportedError);
+  });
+
+  it("keeps its URL and its JetStream file store across SIGKILL and restart", async () => {
+    const server = await startNatsServer({ name: "single-restart" });
+    const url = server.url;
+    const firstPid = server.pid!;
+
+    const nc = await client(url);
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: "KEEP", subjects: ["keep.>"], storage: StorageType.File });
+    const ack = await jetstream(nc).publish("keep.one", "survives a crash");
+    expect(ack.seq).toBe(1);
+    await nc.close();
+
+    await server.kill(); // SIGKILL by default
+    expect(server.running).toBe(false);
+    expect(isAlive(firstPid)).toBe(false);
+    await server.kill(); // no-op once gone
+
+    await server.restart();
+    expect(server.url).toBe(url);
+    expect(server.pid).not.toBe(firstPid);
+
+    const again = await client(url);
+    const stored = await (await jetstreamManager(again)).streams.getMessage("KEEP", { seq: 1 });
+    expect(stored?.subject).toBe("keep.one");
+    expect(stored?.string()).toBe("survives a crash");
+    await again.close();
+    await server.stop();
+  });
+
+  it("lets a connected client reconnect to the restarted server at the same address", async () => {
+    await using server = await startNatsServer({ name: "single-reconnect" });
+    const nc = await client(server.url, { reconnect: true });
+    const statuses = nc.status();
+    await server.kill();
+    const restarted = server.restart();
+    for await (const status of statuses) {
+      if (status.type === "reconnect") break;
+    }
+    await restarted;
+    const sub = nc.subscribe("after.restart", { max: 1 });
+    await nc.flush();
+    nc.publish("after.restart", "back");
+    for await (const msg of sub) expect(msg.string()).toBe("back");
+    await nc.close();
+  });
+
+  it("applies extra configuration text and reloads a new one", async () => {
+    const server = await startNatsServer({ name: "single-config", config: "max_payload: 4096" });
+    const before = await client(server.url);
+    expect(before.info?.max_payload).toBe(4096);
+    await before.close();
+
+    await server.reload("max_payload: 8192");
+    const after = await client(server.url);
+    expect(after.info?.max_payload).toBe(8192);
+    await after.close();
+
+    await expect(server.reload("max_payload: {")).rejects.toMatchObject({
+      code: "nats_server_reload_failed",
+    });
+    expect(server.running).toBe(true);
+    await server.restart(); // the file holds the last good configuration again
+    const restarted = await client(server.url);
+    expect(restarted.info?.max_payload).toBe(8192);
+    await restarted.close();
+    await server.stop();
+  });
+
+  it("fails with the server's log when the configuration is invalid", async () => {
+    await expect(
+      startNatsServer({ name: "single-bad-config", config: "this is { not valid" }),
+    ).rejects.toMatchObject({
+      code: "nats_server_start_failed",
+      message: expect.stringMatching(/exited .* before it was ready[\s\S]*log/),
+    });
+  });
+});
