@@ -1,0 +1,724 @@
+/**
+ * The HTTP server: routes, request lifecycle, latency, faults, events. Everything it simulates is
+ * decided by the other modules (validate, prompt, cache, model, faults, sse, log); this file wires
+ * them to `node:http`.
+ *
+ * Routes: `POST /v1/messages`, `POST /v1/messages/count_tokens`, `GET /v1/sim/stats`,
+ * `GET /v1/sim/requests`, `POST /v1/sim/reset`, `GET /v1/sim/health`.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { z } from "zod";
+import {
+  type Breakpoint,
+  type CachePlan,
+  LOOKBACK_BLOCKS,
+  PromptCache,
+  type PromptCacheStats,
+  resolveBreakpoints,
+} from "./cache.js";
+import { type Clock, hiResNow, systemClock } from "./clock.js";
+import {
+  type ApiErrorType,
+  apiErrorBody,
+  SimApiError,
+  SimOptionsError,
+  statusOfErrorType,
+} from "./errors.js";
+import { describeFault, FaultInjector, type FaultSpec, parseFault } from "./faults.js";
+import { RequestLog, type RequestLogEntry, type RequestTotals } from "./log.js";
+import { runScriptedModel } from "./model.js";
+import { minCacheableTokens } from "./models.js";
+import { layoutPrompt } from "./prompt.js";
+import { type Frame, messageFrames, sseEvent } from "./sse.js";
+import type { MessageResponse, Usage } from "./types.js";
+import { validateRequest } from "./validate.js";
+
+/** Latency applied to every `/v1/messages` request unless its script says otherwise. */
+export interface LatencyOptions {
+  /** Time to first token (before `message_start`, or before the whole non-streaming body). @default 0 @unit milliseconds */
+  ttftMs?: number;
+  /** Output speed; 0 means as fast as possible. @default 0 @unit tokens per second */
+  tokensPerSecond?: number;
+}
+
+/** Random faults at a rate (seeded, deterministic in request order). */
+export interface SimFaultOptions {
+  /** Probability that a `/v1/messages` request gets a fault, 0..1. */
+  rate: number;
+  /** @default 1 */
+  seed?: number;
+  /** Faults to choose from, as objects or as written in scripts (`"429 retry-after=1"`). @default 429, 529, 500 */
+  kinds?: ReadonlyArray<FaultSpec | string>;
+}
+
+/** Options of {@link startSim}. */
+export interface SimOptions {
+  /** @default 0 (any free port) */
+  port?: number;
+  /** @default "127.0.0.1" */
+  host?: string;
+  latency?: LatencyOptions;
+  faults?: SimFaultOptions;
+  /** Append the request log here as JSON lines. */
+  logFile?: string;
+  /** Log entries kept in memory. @default 1000 */
+  logLimit?: number;
+  /** Clock of the prompt cache (TTLs). @default the system clock */
+  clock?: Clock;
+  /** Accept only these API keys (others get 401). @default any non-empty key */
+  apiKeys?: readonly string[];
+  /** Maps an API key to its cache scope (keys of one workspace share entries). @default every key its own scope */
+  cacheScope?: (apiKey: string) => string;
+  /** Minimum cacheable tokens by model name prefix, checked before the built-in table. */
+  minCacheableTokens?: Readonly<Record<string, number>>;
+  /** Cache lookback window. @default 20 @unit blocks */
+  lookbackBlocks?: number;
+  /** Largest request body. @default 33554432 (32 MiB) @unit bytes */
+  maxBodyBytes?: number;
+}
+
+/** Statistics of a running simulator. */
+export interface SimStats extends RequestTotals {
+  cache: PromptCacheStats;
+}
+
+/** Emitted when a response's first byte is sent; its cache writes are readable from then. */
+export interface FirstByteEvent {
+  seq: number;
+  id: string;
+  /** @unit ms since epoch (high resolution) */
+  at: number;
+  stream: boolean;
+  usage: Usage;
+}
+
+/** Emitted when a client closes the connection before its response is complete. */
+export interface DisconnectEvent {
+  seq: number;
+  id: string;
+  /** When the simulator saw the connection close. @unit ms since epoch (high resolution) */
+  at: number;
+  /** The response had started. */
+  afterFirstByte: boolean;
+  /** @unit tokens */
+  outputTokensSent: number;
+}
+
+/** Events of a {@link Sim}. */
+export interface SimEvents {
+  /** A request is over (answered, failed, cut or abandoned) and logged. */
+  request: RequestLogEntry;
+  firstByte: FirstByteEvent;
+  disconnect: DisconnectEvent;
+}
+
+/** A running simulator. */
+export interface Sim extends AsyncDisposable {
+  /** Base URL, e.g. `http://127.0.0.1:41234` (give it to the SDK as `baseURL`). */
+  readonly url: string;
+  readonly port: number;
+  readonly host: string;
+  /** The request log in memory, oldest first. */
+  requests(): RequestLogEntry[];
+  stats(): SimStats;
+  on<K extends keyof SimEvents>(event: K, listener: (e: SimEvents[K]) => void): Sim;
+  off<K extends keyof SimEvents>(event: K, listener: (e: SimEvents[K]) => void): Sim;
+  /** Resolves with the next event of that kind that passes `filter`; rejects when `signal` aborts. */
+  next<K extends keyof SimEvents>(
+    event: K,
+    options?: { filter?: (e: SimEvents[K]) => boolean; signal?: AbortSignal },
+  ): Promise<SimEvents[K]>;
+  /** Forgets cache entries, the log in memory, totals and `fault-once` memory. */
+  reset(): void;
+  /** Stops listening, ends in-flight requests, flushes the log file. */
+  close(): Promise<void>;
+}
+
+const optionsSchema = z
+  .object({
+    port: z.number().int().min(0).max(65535).optional(),
+    host: z.string().min(1).optional(),
+    latency: z
+      .object({ ttftMs: z.number().min(0).optional(), tokensPerSecond: z.number().min(0).optional() })
+      .strict()
+      .optional(),
+    faults: z
+      .object({
+        rate: z.number().min(0).max(1),
+        seed: z.number().int().optional(),
+        kinds: z.array(z.union([z.string(), z.object({ kind: z.string() }).passthrough()])).optional(),
+      })
+      .strict()
+      .optional(),
+    logFile: z.string().min(1).optional(),
+    logLimit: z.number().int().min(0).optional(),
+    clock: z
+      .custom<Clock>((v) => typeof (v as Clock | undefined)?.now === "function", "clock must have now()")
+      .optional(),
+    apiKeys: z.array(z.string().min(1)).optional(),
+    cacheScope: z
+      .custom<(k: string) => string>((v) => typeof v === "function", "cacheScope must be a function")
+      .optional(),
+    minCacheableTokens: z.record(z.string(), z.number().int().min(0)).optional(),
+    lookbackBlocks: z.number().int().min(0).optional(),
+    maxBodyBytes: z.number().int().min(1).optional(),
+  })
+  .strict();
+
+const FAULT_MESSAGES: Partial<Record<ApiErrorType, string>> = {
+  rate_limit_error: "This request would exceed your rate limit (simulated fault).",
+  overloaded_error: "Overloaded",
+  api_error: "Internal server error (simulated fault)",
+};
+
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  if (ms <= 0) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function apiKeyOf(req: IncomingMessage): string | undefined {
+  const key = req.headers["x-api-key"];
+  if (typeof key === "string" && key !== "") return key;
+  const auth = req.headers.authorization;
+  if (typeof auth === "string") {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (m !== null) return m[1];
+  }
+  return undefined;
+}
+
+/** State of one HTTP exchange. */
+interface Exchange {
+  readonly seq: number;
+  readonly id: string;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly abort: AbortController;
+  readonly entry: RequestLogEntry;
+  plan: CachePlan | undefined;
+  /** Input usage decided at accept time, charged at first byte. */
+  inputUsage: Omit<Usage, "output_tokens"> | undefined;
+  outputTokens: number;
+  logged: boolean;
+}
+
+/**
+ * Starts a simulator.
+ * @throws {SimOptionsError} for options that cannot work
+ * @example
+ * await using sim = await startSim();
+ * const client = new Anthropic({ apiKey: "test", baseURL: sim.url });
+ */
+export async function startSim(options: SimOptions = {}): Promise<Sim> {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    throw new SimOptionsError(
+      parsed.error.issues.map((i) => `${i.path.join(".") || "options"}: ${i.message}`),
+    );
+  }
+  let kinds: FaultSpec[] | undefined;
+  try {
+    kinds = options.faults?.kinds?.map((k) => (typeof k === "string" ? parseFault(k) : k));
+  } catch (e) {
+    throw new SimOptionsError([`faults.kinds: ${(e as Error).message}`], { cause: e });
+  }
+  const host = options.host ?? "127.0.0.1";
+  const clock = options.clock ?? systemClock;
+  const ttftDefault = options.latency?.ttftMs ?? 0;
+  const tpsDefault = options.latency?.tokensPerSecond ?? 0;
+  const maxBody = options.maxBodyBytes ?? 32 * 1024 * 1024;
+  const allowedKeys = options.apiKeys === undefined ? undefined : new Set(options.apiKeys);
+  const overrides = options.minCacheableTokens;
+  const cache = new PromptCache({
+    clock,
+    lookback: options.lookbackBlocks ?? LOOKBACK_BLOCKS,
+    minCacheableTokens: (model) => minCacheableTokens(model, overrides),
+  });
+  const faults = new FaultInjector(
+    options.faults === undefined
+      ? undefined
+      : {
+          rate: options.faults.rate,
+          ...(options.faults.seed === undefined ? {} : { seed: options.faults.seed }),
+          ...(kinds === undefined ? {} : { kinds }),
+        },
+  );
+  const log = new RequestLog({
+    ...(options.logFile === undefined ? {} : { file: options.logFile }),
+    ...(options.logLimit === undefined ? {} : { limit: options.logLimit }),
+  });
+  try {
+    await log.ready();
+  } catch (e) {
+    throw new SimOptionsError([`logFile: cannot write ${options.logFile}: ${(e as Error).message}`], {
+      cause: e,
+    });
+  }
+  const events = new EventEmitter();
+  events.setMaxListeners(0);
+  const instance = randomBytes(3).toString("hex");
+  const keyIds = new Map<string, string>();
+  const inFlight = new Set<Exchange>();
+  let seq = 0;
+  let closing = false;
+
+  const keyIdOf = (key: string): string => {
+    let id = keyIds.get(key);
+    if (id === undefined) {
+      if (keyIds.size > 10_000) keyIds.clear();
+      id = `key_${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
+      keyIds.set(key, id);
+    }
+    return id;
+  };
+
+  const sendJson = (
+    ex: Exchange,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): void => {
+    const { res } = ex;
+    if (res.headersSent || res.destroyed) return;
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      ...headers,
+    });
+    res.end(text);
+    ex.entry.status = status;
+  };
+
+  const sendError = (ex: Exchange, err: SimApiError): void => {
+    ex.entry.errorType = err.errorType;
+    ex.entry.errorMessage = err.message;
+    sendJson(ex, err.status, apiErrorBody(err.errorType, err.message, ex.id), { ...err.headers });
+  };
+
+  const finish = (ex: Exchange): void => {
+    if (ex.logged) return;
+    ex.logged = true;
+    inFlight.delete(ex);
+    const e = ex.entry;
+    e.endedAt = hiResNow();
+    if (ex.plan !== undefined) cache.abandon(ex.plan); // no-op once committed
+    if (ex.inputUsage !== undefined && e.firstByteAt !== null) {
+      e.usage = { ...ex.inputUsage, output_tokens: e.outputTokensSent } as Usage;
+    }
+    log.add(e);
+    events.emit("request", e);
+  };
+
+  /** The response starts: cache writes become readable, input is charged. */
+  const firstByte = (ex: Exchange, stream: boolean): void => {
+    const at = hiResNow();
+    ex.entry.firstByteAt = at;
+    if (ex.plan !== undefined) cache.commit(ex.plan);
+    if (ex.inputUsage !== undefined && events.listenerCount("firstByte") > 0) {
+      const e: FirstByteEvent = {
+        seq: ex.seq,
+        id: ex.id,
+        at,
+        stream,
+        usage: { ...ex.inputUsage, output_tokens: ex.outputTokens } as Usage,
+      };
+      events.emit("firstByte", e);
+    }
+  };
+
+  const readBody = (ex: Exchange): Promise<string | undefined> =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let tooBig = false;
+      ex.req.on("data", (c: Buffer) => {
+        size += c.length;
+        if (size > maxBody) tooBig = true;
+        else chunks.push(c);
+      });
+      ex.req.on("end", () => {
+        if (tooBig)
+          reject(
+            new SimApiError("request_too_large", `Request exceeds the maximum size of ${maxBody} bytes.`),
+          );
+        else resolve(Buffer.concat(chunks, size).toString("utf8"));
+      });
+      ex.req.on("error", () => resolve(undefined));
+      ex.req.on("aborted", () => resolve(undefined));
+    });
+
+  const authenticate = (ex: Exchange): string => {
+    const key = apiKeyOf(ex.req);
+    if (key === undefined) throw new SimApiError("authentication_error", "x-api-key header is required");
+    if (allowedKeys !== undefined && !allowedKeys.has(key))
+      throw new SimApiError("authentication_error", "invalid x-api-key");
+    ex.entry.keyId = keyIdOf(key);
+    return key;
+  };
+
+  const parseJson = (body: string): unknown => {
+    try {
+      return JSON.parse(body);
+    } catch (e) {
+      throw new SimApiError(
+        "invalid_request_error",
+        `There was an issue with the request body: invalid JSON (${(e as Error).message})`,
+      );
+    }
+  };
+
+  const countTokensRoute = async (ex: Exchange): Promise<void> => {
+    const body = await readBody(ex);
+    if (body === undefined) return;
+    ex.entry.body = body;
+    authenticate(ex);
+    const request = validateRequest(parseJson(body), "count_tokens");
+    ex.entry.model = request.model;
+    const layout = layoutPrompt(request);
+    resolveBreakpoints(layout, request.cache_control);
+    ex.entry.acceptedAt = hiResNow();
+    sendJson(ex, 200, { input_tokens: layout.totalTokens });
+  };
+
+  const streamFrames = async (
+    ex: Exchange,
+    frames: Frame[],
+    tps: number,
+    fault: FaultSpec | null,
+  ): Promise<void> => {
+    const { res } = ex;
+    const signal = ex.abort.signal;
+    const cutAt = fault !== null && fault.kind !== "status" ? fault : null;
+    const t0 = hiResNow();
+    let sent = 0;
+    let buf = "";
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+    ex.entry.status = 200;
+    firstByte(ex, true);
+    res.write(frames[0]!.data);
+    for (let j = 1; j < frames.length; j++) {
+      const f = frames[j]!;
+      if (cutAt !== null && (sent >= cutAt.afterTokens || f.final === true)) {
+        if (cutAt.kind === "cut") {
+          if (buf !== "") res.write(buf);
+          ex.entry.cut = true;
+          res.destroy();
+        } else {
+          const msg = FAULT_MESSAGES[cutAt.errorType] ?? "Simulated fault";
+          res.end(buf + sseEvent("error", apiErrorBody(cutAt.errorType, msg, ex.id)));
+          ex.entry.errorType = cutAt.errorType;
+          ex.entry.errorMessage = msg;
+        }
+        return;
+      }
+      if (tps > 0 && (f.tokens > 0 || f.final === true)) {
+        const wait = t0 + (sent / tps) * 1000 - hiResNow();
+        if (wait >= 1) {
+          if (buf !== "") res.write(buf);
+          buf = "";
+          if (!(await sleep(wait, signal))) return;
+        }
+      }
+      buf += f.data;
+      sent += f.tokens;
+      ex.entry.outputTokensSent = sent;
+    }
+    res.end(buf);
+  };
+
+  const messagesRoute = async (ex: Exchange): Promise<void> => {
+    const body = await readBody(ex);
+    if (body === undefined) return;
+    const entry = ex.entry;
+    entry.body = body;
+    const apiKey = authenticate(ex);
+    const request = validateRequest(parseJson(body), "messages");
+    entry.model = request.model;
+    const stream = request.stream === true;
+    entry.stream = stream;
+    const layout = layoutPrompt(request);
+    const breakpoints: Breakpoint[] = resolveBreakpoints(layout, request.cache_control);
+    const reply = runScriptedModel(request);
+    entry.turn = reply.turn;
+
+    let fault: FaultSpec | null = null;
+    if (reply.fault !== undefined) {
+      if (
+        !reply.fault.once ||
+        faults.firstTime(`${entry.keyId}\u0000${createHash("sha256").update(body).digest("base64url")}`)
+      ) {
+        fault = reply.fault.spec;
+      }
+    } else {
+      fault = faults.draw();
+    }
+    if (fault !== null && !stream && fault.kind === "stream-error") {
+      fault = { kind: "status", status: statusOfErrorType(fault.errorType), errorType: fault.errorType };
+    }
+    if (fault !== null) entry.fault = describeFault(fault);
+    if (fault?.kind === "status") {
+      const headers: Record<string, string> = {};
+      if (fault.retryAfterSeconds !== undefined) headers["retry-after"] = String(fault.retryAfterSeconds);
+      throw new SimApiError(
+        fault.errorType,
+        FAULT_MESSAGES[fault.errorType] ?? `Simulated fault (HTTP ${fault.status})`,
+        {
+          status: fault.status,
+          headers,
+        },
+      );
+    }
+
+    const scope =
+      options.cacheScope === undefined ? (entry.keyId as string) : `scope:${options.cacheScope(apiKey)}`;
+    const plan = cache.plan(layout, breakpoints, scope);
+    ex.plan = plan;
+    entry.acceptedAt = hiResNow();
+    ex.inputUsage = { ...plan.usage, service_tier: "standard" };
+    ex.outputTokens = reply.outputTokens;
+    entry.stopReason = reply.stopReason;
+    const message: MessageResponse = {
+      id: `msg_sim${ex.id.slice(7)}`,
+      type: "message",
+      role: "assistant",
+      model: request.model,
+      content: reply.content,
+      stop_reason: reply.stopReason,
+      stop_sequence: reply.stopSequence,
+      usage: { ...plan.usage, output_tokens: reply.outputTokens, service_tier: "standard" },
+    };
+    const ttft = reply.ttftMs ?? ttftDefault;
+    const tps = reply.tokensPerSecond ?? tpsDefault;
+    const signal = ex.abort.signal;
+
+    if (stream) {
+      if (!(await sleep(ttft, signal))) return;
+      const boundaries = fault !== null ? [fault.afterTokens] : [];
+      const chunkTokens = tps > 0 ? Math.max(1, Math.ceil(tps / 50)) : 16;
+      await streamFrames(ex, messageFrames(message, { chunkTokens, boundaries }), tps, fault);
+      return;
+    }
+    const generation = tps > 0 ? (reply.outputTokens / tps) * 1000 : 0;
+    if (!(await sleep(ttft + generation, signal))) return;
+    const text = JSON.stringify(message);
+    const { res } = ex;
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+    entry.status = 200;
+    firstByte(ex, false);
+    if (fault?.kind === "cut") {
+      res.write(text.slice(0, Math.floor(text.length / 2)));
+      entry.outputTokensSent = Math.min(fault.afterTokens, reply.outputTokens);
+      entry.cut = true;
+      res.destroy();
+      return;
+    }
+    entry.outputTokensSent = reply.outputTokens;
+    res.end(text);
+  };
+
+  const statsOf = (): SimStats => ({ ...log.stats(), cache: cache.stats() });
+
+  const simRoute = (ex: Exchange, path: string, url: URL): void => {
+    const method = ex.req.method ?? "GET";
+    if (path === "/v1/sim/stats" && method === "GET") sendJson(ex, 200, statsOf());
+    else if (path === "/v1/sim/health" && method === "GET") sendJson(ex, 200, { ok: true });
+    else if (path === "/v1/sim/requests" && method === "GET") {
+      const limit = Number(url.searchParams.get("limit") ?? "0");
+      const bodies = url.searchParams.get("bodies") !== "0" && url.searchParams.get("bodies") !== "false";
+      let data = log.entries();
+      if (limit > 0) data = data.slice(-limit);
+      if (!bodies) data = data.map((e) => ({ ...e, body: "" }));
+      sendJson(ex, 200, { data });
+    } else if (path === "/v1/sim/reset" && method === "POST") {
+      reset();
+      sendJson(ex, 200, { ok: true });
+    } else sendError(ex, new SimApiError("not_found_error", `Not found: ${method} ${path}`));
+  };
+
+  const reset = (): void => {
+    cache.clear();
+    log.clear();
+    faults.clear();
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const n = ++seq;
+    const id = `req_sim${instance}${n.toString(36).padStart(8, "0")}`;
+    const receivedAt = hiResNow();
+    const url = new URL(req.url ?? "/", "http://sim");
+    const path = url.pathname.replace(/\/+$/, "") || "/";
+    res.setHeader("request-id", id);
+    const ex: Exchange = {
+      seq: n,
+      id,
+      req,
+      res,
+      abort: new AbortController(),
+      plan: undefined,
+      inputUsage: undefined,
+      outputTokens: 0,
+      logged: false,
+      entry: {
+        seq: n,
+        id,
+        time: new Date(receivedAt).toISOString(),
+        receivedAt,
+        acceptedAt: null,
+        firstByteAt: null,
+        endedAt: receivedAt,
+        method: req.method ?? "GET",
+        path,
+        keyId: null,
+        model: null,
+        stream: false,
+        status: null,
+        errorType: null,
+        errorMessage: null,
+        fault: null,
+        turn: null,
+        stopReason: null,
+        usage: null,
+        outputTokensSent: 0,
+        disconnected: false,
+        disconnectedAt: null,
+        cut: false,
+        body: "",
+      },
+    };
+    if (path.startsWith("/v1/sim/")) {
+      simRoute(ex, path, url);
+      return;
+    }
+    inFlight.add(ex);
+    res.on("close", () => {
+      ex.abort.abort();
+      if (!res.writableFinished && !ex.entry.cut && !closing) {
+        const at = hiResNow();
+        ex.entry.disconnected = true;
+        ex.entry.disconnectedAt = at;
+        events.emit("disconnect", {
+          seq: n,
+          id,
+          at,
+          afterFirstByte: ex.entry.firstByteAt !== null,
+          outputTokensSent: ex.entry.outputTokensSent,
+        } satisfies DisconnectEvent);
+      }
+      finish(ex);
+    });
+    let route: ((ex: Exchange) => Promise<void>) | undefined;
+    if (path === "/v1/messages") route = messagesRoute;
+    else if (path === "/v1/messages/count_tokens") route = countTokensRoute;
+    if (route === undefined) {
+      sendError(ex, new SimApiError("not_found_error", `Not found: ${req.method} ${path}`));
+      return;
+    }
+    if (req.method !== "POST") {
+      sendError(
+        ex,
+        new SimApiError("invalid_request_error", `Method ${req.method} not allowed on ${path}`, {
+          status: 405,
+        }),
+      );
+      return;
+    }
+    route(ex).catch((err: unknown) => {
+      if (err instanceof SimApiError) sendError(ex, err);
+      else {
+        sendError(
+          ex,
+          new SimApiError(
+            "api_error",
+            `Internal simulator error: ${(err as Error)?.message ?? String(err)}`,
+            { cause: err },
+          ),
+        );
+      }
+    });
+  };
+
+  const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, handle);
+  server.headersTimeout = 66_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      closing = true;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const ex of inFlight) ex.abort.abort();
+      server.closeAllConnections();
+      await stopped;
+      for (const ex of [...inFlight]) finish(ex);
+      await log.close();
+    })();
+    return closed;
+  };
+
+  const sim: Sim = {
+    url,
+    port,
+    host,
+    requests: () => log.entries(),
+    stats: statsOf,
+    on(event, listener) {
+      events.on(event, listener as (e: unknown) => void);
+      return sim;
+    },
+    off(event, listener) {
+      events.off(event, listener as (e: unknown) => void);
+      return sim;
+    },
+    next(event, opts) {
+      return new Promise((resolve, reject) => {
+        const signal = opts?.signal;
+        if (signal?.aborted) {
+          reject(signal.reason);
+          return;
+        }
+        const listener = (e: SimEvents[typeof event]): void => {
+          if (opts?.filter !== undefined && !opts.filter(e)) return;
+          cleanup();
+          resolve(e);
+        };
+        const onAbort = (): void => {
+          cleanup();
+          reject(signal?.reason);
+        };
+        const cleanup = (): void => {
+          events.off(event, listener as (e: unknown) => void);
+          signal?.removeEventListener("abort", onAbort);
+        };
+        events.on(event, listener as (e: unknown) => void);
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+    },
+    reset,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+  return sim;
+}

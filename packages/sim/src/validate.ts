@@ -1,0 +1,299 @@
+/**
+ * Request validation: the common checks Anthropic makes on a Messages request, with errors in its
+ * words (`<path>: <problem>`), each a 400 `invalid_request_error`. Unknown top-level fields are
+ * accepted and ignored. The request is checked in place and returned typed; nothing is copied.
+ */
+import { invalidRequest } from "./errors.js";
+import type { MessagesRequest } from "./types.js";
+
+type Json = Record<string, unknown>;
+
+const BLOCK_TYPES_USER = new Set([
+  "text",
+  "image",
+  "document",
+  "tool_result",
+  "search_result",
+  "container_upload",
+]);
+const BLOCK_TYPES_ASSISTANT = new Set([
+  "text",
+  "tool_use",
+  "thinking",
+  "redacted_thinking",
+  "server_tool_use",
+  "web_search_tool_result",
+  "web_fetch_tool_result",
+  "code_execution_tool_result",
+  "bash_code_execution_tool_result",
+  "text_editor_code_execution_tool_result",
+  "mcp_tool_use",
+  "mcp_tool_result",
+  "container_upload",
+]);
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function fail(path: string, problem: string): never {
+  throw invalidRequest(path === "" ? problem : `${path}: ${problem}`);
+}
+
+function checkCacheControl(v: unknown, path: string): void {
+  if (v === undefined || v === null) return;
+  if (!isObject(v)) fail(path, "Input should be a valid dictionary");
+  if (v.type !== "ephemeral") fail(`${path}.type`, "Input should be 'ephemeral'");
+  if (v.ttl !== undefined && v.ttl !== "5m" && v.ttl !== "1h")
+    fail(`${path}.ttl`, "Input should be '5m' or '1h'");
+}
+
+function checkText(v: unknown, path: string): void {
+  if (typeof v !== "string")
+    fail(path, v === undefined ? "Field required" : "Input should be a valid string");
+  if (v.length === 0) fail(path.replace(/\.text$/, ""), "text content blocks must be non-empty");
+}
+
+function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool_result"): void {
+  if (!isObject(b)) fail(path, "Input should be a valid dictionary");
+  const type = b.type;
+  if (typeof type !== "string") fail(`${path}.type`, "Field required");
+  const allowed = role === "assistant" ? BLOCK_TYPES_ASSISTANT : BLOCK_TYPES_USER;
+  if (!allowed.has(type) || (role === "tool_result" && type === "tool_result")) {
+    fail(
+      path,
+      `Input tag '${type}' found using 'type' does not match any of the expected tags for ${role} content`,
+    );
+  }
+  switch (type) {
+    case "text":
+      checkText(b.text, `${path}.text`);
+      break;
+    case "tool_use":
+      if (typeof b.id !== "string" || b.id === "") fail(`${path}.id`, "Field required");
+      if (typeof b.name !== "string" || !TOOL_NAME.test(b.name)) {
+        fail(`${path}.name`, "String should match pattern '^[a-zA-Z0-9_-]{1,128}$'");
+      }
+      if (!isObject(b.input)) fail(`${path}.input`, "Input should be a valid dictionary");
+      break;
+    case "tool_result": {
+      if (typeof b.tool_use_id !== "string" || b.tool_use_id === "")
+        fail(`${path}.tool_use_id`, "Field required");
+      const c = b.content;
+      if (Array.isArray(c))
+        c.forEach((inner, i) => {
+          checkBlock(inner, `${path}.content.${i}`, "tool_result");
+        });
+      else if (c !== undefined && typeof c !== "string")
+        fail(`${path}.content`, "Input should be a valid string or list");
+      if (b.is_error !== undefined && typeof b.is_error !== "boolean") {
+        fail(`${path}.is_error`, "Input should be a valid boolean");
+      }
+      break;
+    }
+    case "thinking":
+      if (typeof b.thinking !== "string") fail(`${path}.thinking`, "Field required");
+      if (typeof b.signature !== "string") fail(`${path}.signature`, "Field required");
+      if (b.cache_control != null)
+        fail(`${path}.cache_control`, "cache_control cannot be set on thinking blocks");
+      break;
+    case "redacted_thinking":
+      if (typeof b.data !== "string") fail(`${path}.data`, "Field required");
+      if (b.cache_control != null)
+        fail(`${path}.cache_control`, "cache_control cannot be set on thinking blocks");
+      break;
+  }
+  checkCacheControl(b.cache_control, `${path}.cache_control`);
+}
+
+function checkTools(tools: unknown): Set<string> {
+  const names = new Set<string>();
+  if (tools === undefined) return names;
+  if (!Array.isArray(tools)) fail("tools", "Input should be a valid list");
+  tools.forEach((t, i) => {
+    const path = `tools.${i}`;
+    if (!isObject(t)) fail(path, "Input should be a valid dictionary");
+    if (typeof t.name !== "string" || !TOOL_NAME.test(t.name)) {
+      fail(`${path}.name`, "String should match pattern '^[a-zA-Z0-9_-]{1,128}$'");
+    }
+    const custom = t.type === undefined || t.type === "custom";
+    if (custom && !isObject(t.input_schema)) fail(`${path}.input_schema`, "Field required");
+    if (t.description !== undefined && typeof t.description !== "string") {
+      fail(`${path}.description`, "Input should be a valid string");
+    }
+    if (names.has(t.name)) fail("tools", `Tool names must be unique. Duplicate: '${t.name}'`);
+    names.add(t.name);
+    checkCacheControl(t.cache_control, `${path}.cache_control`);
+  });
+  return names;
+}
+
+function checkSystem(system: unknown): void {
+  if (system === undefined || typeof system === "string") return;
+  if (!Array.isArray(system)) fail("system", "Input should be a valid string or list");
+  system.forEach((b, i) => {
+    const path = `system.${i}`;
+    if (!isObject(b)) fail(path, "Input should be a valid dictionary");
+    if (b.type !== "text") fail(`${path}.type`, "Input should be 'text'");
+    checkText(b.text, `${path}.text`);
+    checkCacheControl(b.cache_control, `${path}.cache_control`);
+  });
+}
+
+function checkMessages(messages: unknown): void {
+  if (messages === undefined) fail("messages", "Field required");
+  if (!Array.isArray(messages)) fail("messages", "Input should be a valid list");
+  if (messages.length === 0) fail("messages", "at least one message is required");
+  let pendingToolUses: string[] = []; // tool_use ids of the previous assistant message
+  messages.forEach((m, i) => {
+    const path = `messages.${i}`;
+    if (!isObject(m)) fail(path, "Input should be a valid dictionary");
+    const role = m.role;
+    if (role !== "user" && role !== "assistant")
+      fail(`${path}.role`, "Input should be 'user' or 'assistant'");
+    const content = m.content;
+    const last = i === messages.length - 1;
+    if (content === undefined) fail(`${path}.content`, "Field required");
+    if (typeof content === "string") {
+      if (content.length === 0 && !(last && role === "assistant")) {
+        fail("messages", "text content blocks must be non-empty");
+      }
+    } else if (Array.isArray(content)) {
+      if (content.length === 0 && !(last && role === "assistant")) {
+        fail(`${path}.content`, "List should have at least 1 item");
+      }
+      content.forEach((b, j) => {
+        checkBlock(b, `${path}.content.${j}`, role);
+      });
+    } else {
+      fail(`${path}.content`, "Input should be a valid string or list");
+    }
+    const blocks: Json[] = Array.isArray(content) ? (content as Json[]) : [];
+    if (role === "user") {
+      const answered = new Set<string>();
+      let seenOther = false;
+      blocks.forEach((b, j) => {
+        if (b.type !== "tool_result") {
+          seenOther = true;
+          return;
+        }
+        const id = b.tool_use_id as string;
+        if (!pendingToolUses.includes(id)) {
+          fail(
+            `${path}.content.${j}`,
+            `unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+          );
+        }
+        if (seenOther) {
+          fail(
+            `${path}.content.${j}`,
+            "`tool_result` blocks must come before any other content in a user message.",
+          );
+        }
+        answered.add(id);
+      });
+      const missing = pendingToolUses.filter((id) => !answered.has(id));
+      if (missing.length > 0) {
+        fail(
+          `messages.${i - 1}`,
+          `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+        );
+      }
+      pendingToolUses = [];
+    } else {
+      if (pendingToolUses.length > 0) {
+        fail(
+          `messages.${i - 1}`,
+          `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+        );
+      }
+      pendingToolUses = blocks.filter((b) => b.type === "tool_use").map((b) => b.id as string);
+      if (last) {
+        const tail =
+          typeof content === "string" ? content : blocks.at(-1)?.type === "text" ? blocks.at(-1)?.text : "";
+        if (typeof tail === "string" && tail.length > 0 && /\s$/.test(tail)) {
+          fail("", "final assistant content cannot end with trailing whitespace");
+        }
+      }
+    }
+  });
+}
+
+function checkToolChoice(choice: unknown, names: Set<string>): void {
+  if (choice === undefined) return;
+  if (!isObject(choice)) fail("tool_choice", "Input should be a valid dictionary");
+  const t = choice.type;
+  if (t !== "auto" && t !== "any" && t !== "tool" && t !== "none") {
+    fail("tool_choice.type", "Input should be 'auto', 'any', 'tool' or 'none'");
+  }
+  if (t === "tool") {
+    if (typeof choice.name !== "string") fail("tool_choice.tool.name", "Field required");
+    if (!names.has(choice.name)) fail("tool_choice", `Tool '${choice.name}' not found in tools`);
+  }
+  if (
+    choice.disable_parallel_tool_use !== undefined &&
+    typeof choice.disable_parallel_tool_use !== "boolean"
+  ) {
+    fail("tool_choice.disable_parallel_tool_use", "Input should be a valid boolean");
+  }
+}
+
+function checkThinking(thinking: unknown, maxTokens: number | undefined): void {
+  if (thinking === undefined) return;
+  if (!isObject(thinking)) fail("thinking", "Input should be a valid dictionary");
+  const t = thinking.type;
+  if (t === "disabled" || t === "adaptive") return;
+  if (t !== "enabled") fail("thinking.type", "Input should be 'enabled', 'disabled' or 'adaptive'");
+  const budget = thinking.budget_tokens;
+  if (typeof budget !== "number" || !Number.isInteger(budget)) {
+    fail("thinking.enabled.budget_tokens", "Input should be a valid integer");
+  }
+  if (budget < 1024) fail("thinking.enabled.budget_tokens", "Input should be greater than or equal to 1024");
+  if (maxTokens !== undefined && maxTokens <= budget) {
+    fail("", "`max_tokens` must be greater than `thinking.budget_tokens`");
+  }
+}
+
+function checkNumber(v: unknown, path: string, min: number, max: number): void {
+  if (v === undefined) return;
+  if (typeof v !== "number" || Number.isNaN(v)) fail(path, "Input should be a valid number");
+  if (v < min) fail(path, `Input should be greater than or equal to ${min}`);
+  if (v > max) fail(path, `Input should be less than or equal to ${max}`);
+}
+
+/**
+ * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
+ * @param body the parsed JSON body
+ * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
+ * @throws {SimApiError} 400 `invalid_request_error` naming the field at fault
+ */
+export function validateRequest(body: unknown, kind: "messages" | "count_tokens"): MessagesRequest {
+  if (!isObject(body)) fail("", "request body must be a JSON object");
+  if (body.model === undefined) fail("model", "Field required");
+  if (typeof body.model !== "string" || body.model === "") fail("model", "Input should be a valid string");
+  const maxTokens = body.max_tokens;
+  if (kind === "messages" || maxTokens !== undefined) {
+    if (maxTokens === undefined) fail("max_tokens", "Field required");
+    if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens)) {
+      fail("max_tokens", "Input should be a valid integer");
+    }
+    if (maxTokens < 1) fail("max_tokens", "Input should be greater than or equal to 1");
+  }
+  checkMessages(body.messages);
+  checkSystem(body.system);
+  const names = checkTools(body.tools);
+  checkToolChoice(body.tool_choice, names);
+  checkThinking(body.thinking, maxTokens as number | undefined);
+  checkCacheControl(body.cache_control, "cache_control");
+  if (body.stream !== undefined && typeof body.stream !== "boolean")
+    fail("stream", "Input should be a valid boolean");
+  checkNumber(body.temperature, "temperature", 0, 1);
+  checkNumber(body.top_p, "top_p", 0, 1);
+  checkNumber(body.top_k, "top_k", 0, Number.MAX_SAFE_INTEGER);
+  const stops = body.stop_sequences;
+  if (stops !== undefined && (!Array.isArray(stops) || stops.some((s) => typeof s !== "string"))) {
+    fail("stop_sequences", "Input should be a valid list of strings");
+  }
+  return body as MessagesRequest;
+}
