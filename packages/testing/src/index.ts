@@ -17,6 +17,7 @@ export { freePort } from "./free-port.js";
 export type { NatsServerHandle, RestartOptions } from "./handle.js";
 export type { NatsLocateOptions, NatsServerLocation, NatsServerMode } from "./locate.js";
 export { detectContainerRuntime, INSTALL_HINT, locateNatsServer } from "./locate.js";
+export { isProcessAlive } from "./process-alive.js";
 export { runningNatsServerCount, stopAllNatsServers } from "./registry.js";
 export type { WaitForLogOptions } from "./server-log.js";
 export type { NatsClusterHandle, StartNatsClusterOptions } from "./start-cluster.js";

@@ -53,6 +53,11 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/** The first executable file named `name` in `dirs`. @internal */
+export function findExecutable(name: string, dirs: readonly string[]): string | undefined {
+  return dirs.map((dir) => join(dir, name)).find(isExecutableFile);
+}
+
 /**
  * Whether a container engine looks reachable: `DOCKER_HOST` is set, or a Docker socket exists at
  * `/var/run/docker.sock`, `~/.docker/run/docker.sock` or `$XDG_RUNTIME_DIR/docker.sock`. A cheap
@@ -72,7 +77,7 @@ export function detectContainerRuntime(env: NodeJS.ProcessEnv = process.env): bo
 /** The install hint every "no nats-server" error carries. */
 export const INSTALL_HINT =
   "Install nats-server: on Debian/Ubuntu `apt-get install -y nats-server`; elsewhere download the " +
-  "release binary from the nats-server releases page and put it on PATH (or set NATS_SERVER_BIN to its path); " +
+  "release binary from the nats-io/nats-server GitHub releases and put it on PATH (or set NATS_SERVER_BIN to its path); " +
   "or run a Docker engine and set FORKD_TEST_NATS=container to use @testcontainers/nats.";
 
 function parseMode(value: string | undefined): NatsServerMode | undefined {
@@ -104,18 +109,14 @@ export function locateNatsServer(options: NatsLocateOptions = {}): NatsServerLoc
         .split(delimiter)
         .filter((dir) => dir !== "")
     : [];
-  const found = bare
-    ? searchedDirs.map((dir) => join(dir, binary)).find(isExecutableFile)
-    : isExecutableFile(binary)
-      ? binary
-      : undefined;
+  const found = bare ? findExecutable(binary, searchedDirs) : isExecutableFile(binary) ? binary : undefined;
   if (found !== undefined) return { kind: "binary", path: isAbsolute(found) ? found : resolve(found) };
   if (mode === "auto" && containerRuntimeDetected) return { kind: "container", containerRuntimeDetected };
 
   const where = bare ? `on ${searchedDirs.join(delimiter) || "an empty search path"}` : "at that path";
   const container =
     mode === "binary"
-      ? "FORKD_TEST_NATS=binary rules out a container."
+      ? "Mode 'binary' (the mode option or FORKD_TEST_NATS) rules out the container fallback."
       : "No Docker engine was detected for the @testcontainers/nats fallback.";
   throw new NatsServerUnavailableError(
     `nats-server not found: no executable ${binary} ${where}. ${container} ${INSTALL_HINT}`,

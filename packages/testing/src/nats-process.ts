@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { NatsServerReloadError, NatsServerStartError, NatsServerUnsupportedError } from "./errors.js";
 import type { NatsServerHandle, RestartOptions } from "./handle.js";
-import { trackChild, trackStoppable, trackTempDir, untrackStoppable, untrackTempDir } from "./registry.js";
+import { findExecutable } from "./locate.js";
+import { trackChild, trackStoppable, untrackStoppable, untrackTempDir } from "./registry.js";
 import { ServerLog, type WaitForLogOptions } from "./server-log.js";
 
 /** The host every harness server binds. */
@@ -47,6 +48,17 @@ interface PortsFile {
 
 const READY_LINE = "Server is ready";
 const RELOAD_RESULT = /Reloaded server configuration|Failed to reload server configuration/;
+
+/**
+ * On Linux, `setpriv --pdeathsig SIGKILL` (util-linux) execs nats-server with a parent-death signal:
+ * the kernel kills the server when the test process dies, even by a signal that runs no 'exit'
+ * handler (vitest ends its fork workers that way). Same pid, as setpriv execs.
+ */
+const parentDeathGuard: readonly string[] = (() => {
+  if (process.platform !== "linux") return [];
+  const setpriv = findExecutable("setpriv", ["/usr/bin", "/bin", ...(process.env.PATH ?? "").split(":")]);
+  return setpriv === undefined ? [] : [setpriv, "--pdeathsig", "SIGKILL", "--"];
+})();
 
 function isRunning(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
@@ -103,7 +115,6 @@ export class NatsProcess implements NatsServerHandle {
    * On failure the process is killed and, if the spec owns it, the dir removed.
    */
   static async start(spec: NatsProcessSpec, signal?: AbortSignal): Promise<NatsProcess> {
-    if (spec.ownsDir) trackTempDir(spec.dir);
     const server = new NatsProcess(spec);
     trackStoppable(server);
     try {
@@ -269,7 +280,8 @@ export class NatsProcess implements NatsServerHandle {
     await this.#writeConfig();
     const { dir } = this.#spec;
     const watcher = watch(dir);
-    const child = spawn(this.#spec.binary, this.#args(), { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    const [command, ...args] = [...parentDeathGuard, this.#spec.binary, ...this.#args()];
+    const child = spawn(command!, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
     trackChild(child);
     this.#child = child;
     this.#closed = new Promise<void>((resolve) => {

@@ -5,21 +5,12 @@ import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 import {
+  isProcessAlive,
   NatsServerUnsupportedError,
   runningNatsServerCount,
   startNatsServer,
   stopAllNatsServers,
 } from "./index.js";
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ESRCH") return false;
-    throw error;
-  }
-}
 
 const connections: NatsConnection[] = [];
 async function client(servers: string, options: { reconnect?: boolean } = {}): Promise<NatsConnection> {
@@ -63,7 +54,7 @@ describe("startNatsServer (binary)", () => {
     await server.stop();
     expect(server.running).toBe(false);
     expect(server.pid).toBeUndefined();
-    expect(isAlive(pid!)).toBe(false);
+    expect(isProcessAlive(pid!)).toBe(false);
     expect(existsSync(server.storeDir)).toBe(false);
     await server.stop(); // idempotent
     await expect(server.restart()).rejects.toBeInstanceOf(NatsServerUnsupportedError);
@@ -83,7 +74,7 @@ describe("startNatsServer (binary)", () => {
 
     await server.kill(); // SIGKILL by default
     expect(server.running).toBe(false);
-    expect(isAlive(firstPid)).toBe(false);
+    expect(isProcessAlive(firstPid)).toBe(false);
     await server.kill(); // no-op once gone
 
     await server.restart();

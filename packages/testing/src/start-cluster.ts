@@ -1,7 +1,6 @@
 // startNatsCluster: N nats-server processes with JetStream, routed to each other on loopback, ready
 // once every node agrees on a JetStream meta leader.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { NatsServerStartError, NatsServerUnavailableError } from "./errors.js";
 import { freePort } from "./free-port.js";
@@ -9,7 +8,8 @@ import type { NatsServerHandle } from "./handle.js";
 import { INSTALL_HINT, locateNatsServer, type NatsLocateOptions } from "./locate.js";
 import { fetchJsz, isHealthy } from "./monitor.js";
 import { LOOPBACK, NatsProcess } from "./nats-process.js";
-import { trackStoppable, trackTempDir, untrackStoppable, untrackTempDir } from "./registry.js";
+import { trackStoppable, untrackStoppable, untrackTempDir } from "./registry.js";
+import { makeTempDir } from "./temp-dirs.js";
 import { waitFor } from "./wait-for.js";
 
 /** Options of {@link startNatsCluster}. */
@@ -137,8 +137,7 @@ export async function startNatsCluster(options: StartNatsClusterOptions = {}): P
     throw new RangeError(`nodes must be a positive integer, got ${size}`);
   const name = options.name ?? `forkd-test-${clusters}`;
   const startTimeoutMs = options.startTimeoutMs ?? 20_000;
-  const root = await mkdtemp(join(tmpdir(), "forkd-nats-cluster-"));
-  trackTempDir(root);
+  const root = await makeTempDir("cluster");
 
   // Cluster ports must be known before any node starts (they are the routes); a port taken in the
   // meantime by another process fails that node with "address already in use": pick new ports, retry.

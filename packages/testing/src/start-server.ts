@@ -1,11 +1,9 @@
 // startNatsServer: one NATS server with JetStream on loopback, from the local binary or a container.
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { NatsServerHandle } from "./handle.js";
 import { locateNatsServer, type NatsLocateOptions } from "./locate.js";
 import { startNatsContainer } from "./nats-container.js";
 import { NatsProcess } from "./nats-process.js";
+import { makeTempDir } from "./temp-dirs.js";
 
 /** Options of {@link startNatsServer}. */
 export interface StartNatsServerOptions extends NatsLocateOptions {
@@ -89,7 +87,7 @@ export async function startNatsServer(options: StartNatsServerOptions = {}): Pro
       containerRuntimeDetected: location.containerRuntimeDetected,
     });
   }
-  const dir = await mkdtemp(join(tmpdir(), "forkd-nats-"));
+  const dir = await makeTempDir("server");
   return NatsProcess.start(
     {
       binary: location.path,

@@ -63,6 +63,11 @@ export async function waitFor<T>(
         lastError === undefined ? { timeoutMs, attempts } : { timeoutMs, attempts, cause: lastError },
       );
     }
-    await delay(Math.min(intervalMs, left), undefined, signal === undefined ? {} : { signal });
+    try {
+      await delay(Math.min(intervalMs, left), undefined, signal === undefined ? {} : { signal });
+    } catch (error) {
+      signal?.throwIfAborted(); // the caller's reason, not the timer's AbortError
+      throw error;
+    }
   }
 }
