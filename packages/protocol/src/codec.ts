@@ -9,10 +9,22 @@ import {
   ToolHostResponseSchema,
 } from "./control.js";
 import { ProtocolError, type ProtocolErrorCode } from "./errors.js";
-import { ForkEventSchema } from "./events.js";
+import {
+  type ForkEvent,
+  type ForkEventEnvelope,
+  ForkEventEnvelopeSchema,
+  ForkEventSchema,
+  isForkEventType,
+} from "./events.js";
 import { MAX_EVENT_BYTES, MAX_JSON_DEPTH, MAX_PREFIX_BYTES, MAX_SPEC_BYTES } from "./limits.js";
 import { DaemonInfoSchema, RunStateSchema } from "./registry.js";
-import { ForkPrefixSchema, ForkSpecSchema, PROTOCOL_VERSION } from "./spec.js";
+import {
+  ForkPrefixSchema,
+  type ForkSpec,
+  type ForkSpecInput,
+  ForkSpecSchema,
+  PROTOCOL_VERSION,
+} from "./spec.js";
 
 /** Encodes a value for the wire and decodes it back, validated. */
 export interface Codec<Output, Input = Output> {
@@ -93,24 +105,46 @@ export function parseWireJson(data: Uint8Array | string, maxBytes: number): unkn
   return value;
 }
 
-interface CodecOptions<Output> {
+/** How {@link createCodec} validates one kind of message. */
+export interface CodecOptions<Output> {
   /** Code for a schema failure. */
   invalidCode: ProtocolErrorCode;
+  /** Name of the message in error texts, e.g. `"fork spec"`. */
   what: string;
+  /** Largest payload accepted, in either direction. @unit bytes */
   maxBytes: number;
+  /** Refuse a `v` above {@link PROTOCOL_VERSION} with `unsupported_version` before the schema runs. */
   versioned: boolean;
   /** Puts back parts of the raw JSON that must survive byte for byte (zod rebuilds objects and reorders keys). */
   restoreRaw?: (raw: unknown, parsed: Output) => Output;
 }
 
+type Issue = z.ZodError["issues"][number];
+
+// The issue to report. A union that failed (e.g. `content`: string or blocks) reports the branch that
+// got furthest, so the path names the bad field (`content.0.type`) rather than the union.
+function reportedIssue(issue: Issue): { path: PropertyKey[]; message: string } {
+  let path: PropertyKey[] = [...issue.path];
+  let current = issue;
+  while (current.code === "invalid_union") {
+    let best: Issue | undefined;
+    for (const branch of current.errors) {
+      const first = branch[0];
+      if (first && first.path.length > (best?.path.length ?? 0)) best = first;
+    }
+    if (!best) break;
+    path = [...path, ...best.path];
+    current = best;
+  }
+  return { path, message: current.message };
+}
+
 function schemaError(code: ProtocolErrorCode, what: string, error: z.ZodError): ProtocolError {
-  const issue = error.issues[0];
-  const path = (issue?.path ?? []).map((p) => (typeof p === "symbol" ? String(p) : p));
+  const first = error.issues[0];
+  const issue = first ? reportedIssue(first) : { path: [], message: "schema mismatch" };
+  const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
   const where = path.length > 0 ? ` at ${path.join(".")}` : "";
-  return new ProtocolError(code, `invalid ${what}${where}: ${issue?.message ?? "schema mismatch"}`, {
-    path,
-    cause: error,
-  });
+  return new ProtocolError(code, `invalid ${what}${where}: ${issue.message}`, { path, cause: error });
 }
 
 function checkVersion(raw: unknown, what: string): void {
@@ -125,29 +159,49 @@ function checkVersion(raw: unknown, what: string): void {
   }
 }
 
-/** Builds a {@link Codec} for one zod schema. */
-export function createCodec<S extends z.ZodType>(
+// Parsed JSON to a validated message: version first, then the schema, then the raw parts put back.
+function validator<S extends z.ZodType>(
   schema: S,
   options: CodecOptions<z.output<S>>,
-): Codec<z.output<S>, z.input<S>> {
-  const validate = (raw: unknown): z.output<S> => {
+): (raw: unknown) => z.output<S> {
+  return (raw) => {
     if (options.versioned) checkVersion(raw, options.what);
     const result = schema.safeParse(raw);
     if (!result.success) throw schemaError(options.invalidCode, options.what, result.error);
     return options.restoreRaw ? options.restoreRaw(raw, result.data) : result.data;
   };
+}
+
+/**
+ * Builds a {@link Codec} for one zod schema.
+ *
+ * `encode` serialises the value and then runs exactly the checks `decode` runs on those bytes (size,
+ * depth, forbidden keys, version, schema), so a sender can never publish what a receiver refuses.
+ */
+export function createCodec<S extends z.ZodType>(
+  schema: S,
+  options: CodecOptions<z.output<S>>,
+): Codec<z.output<S>, z.input<S>> {
+  const validate = validator(schema, options);
   return {
     maxBytes: options.maxBytes,
     decode: (data) => validate(parseWireJson(data, options.maxBytes)),
     encode: (value) => {
-      validate(value);
-      const bytes = utf8Encoder.encode(JSON.stringify(value));
-      if (bytes.byteLength > options.maxBytes) {
+      let text: string | undefined;
+      try {
+        text = JSON.stringify(value);
+      } catch (cause) {
         throw new ProtocolError(
-          "payload_too_large",
-          `${options.what} of ${bytes.byteLength} bytes exceeds the limit of ${options.maxBytes}`,
+          options.invalidCode,
+          `${options.what} cannot be serialised as JSON: ${(cause as Error).message}`,
+          { cause },
         );
       }
+      if (text === undefined) {
+        throw new ProtocolError(options.invalidCode, `${options.what} cannot be serialised as JSON`);
+      }
+      const bytes = utf8Encoder.encode(text);
+      validate(parseWireJson(bytes, options.maxBytes));
       return bytes;
     },
   };
@@ -161,21 +215,30 @@ function restorePrefix<T extends { params: unknown; reply?: unknown }>(raw: unkn
   return restored;
 }
 
+/**
+ * A fork spec codec with another size limit, for a deployment whose NATS `max_payload` was raised.
+ * The schema's own bounds (e.g. the directive's length) still apply.
+ * @param options.maxBytes largest spec accepted. @unit bytes @default MAX_SPEC_BYTES
+ */
+export function createForkSpecCodec(options: { maxBytes?: number } = {}): Codec<ForkSpec, ForkSpecInput> {
+  return createCodec(ForkSpecSchema, {
+    invalidCode: "invalid_spec",
+    what: "fork spec",
+    maxBytes: options.maxBytes ?? MAX_SPEC_BYTES,
+    versioned: true,
+    restoreRaw: (raw, parsed) => {
+      if (parsed.prefix.kind !== "inline") return parsed;
+      const rawPrefix = (raw as { prefix: { prefix: unknown } }).prefix.prefix;
+      return {
+        ...parsed,
+        prefix: { kind: "inline" as const, prefix: restorePrefix(rawPrefix, parsed.prefix.prefix) },
+      };
+    },
+  });
+}
+
 /** Fork specs: `invalid_spec`, `unsupported_version`, `payload_too_large`, … */
-export const forkSpecCodec = createCodec(ForkSpecSchema, {
-  invalidCode: "invalid_spec",
-  what: "fork spec",
-  maxBytes: MAX_SPEC_BYTES,
-  versioned: true,
-  restoreRaw: (raw, parsed) => {
-    if (parsed.prefix.kind !== "inline") return parsed;
-    const rawPrefix = (raw as { prefix: { prefix: unknown } }).prefix.prefix;
-    return {
-      ...parsed,
-      prefix: { kind: "inline" as const, prefix: restorePrefix(rawPrefix, parsed.prefix.prefix) },
-    };
-  },
-});
+export const forkSpecCodec = createForkSpecCodec();
 
 /** Stored prefixes in the object store. */
 export const forkPrefixCodec = createCodec(ForkPrefixSchema, {
@@ -186,13 +249,52 @@ export const forkPrefixCodec = createCodec(ForkPrefixSchema, {
   restoreRaw: restorePrefix,
 });
 
-/** Run events. */
-export const forkEventCodec = createCodec(ForkEventSchema, {
+const eventOptions = {
   invalidCode: "invalid_event",
   what: "event",
   maxBytes: MAX_EVENT_BYTES,
   versioned: true,
-});
+} as const;
+
+/** Run events. Refuses event types this version does not know; observers use {@link decodeEventLenient}. */
+export const forkEventCodec = createCodec(ForkEventSchema, eventOptions);
+
+const validateEvent = validator(ForkEventSchema, eventOptions);
+const validateEnvelope = validator(ForkEventEnvelopeSchema, eventOptions);
+
+/** What {@link decodeEventLenient} returns. */
+export type LenientForkEvent =
+  | {
+      /** An event of a type this version knows, fully validated. */
+      kind: "event";
+      event: ForkEvent;
+    }
+  | {
+      /** A well-formed event of a type added after this version (an additive change): skip it or show it raw. */
+      kind: "unknown";
+      /** Its `type`. */
+      type: string;
+      /** The validated common fields; `seq` still counts for contiguity. */
+      envelope: ForkEventEnvelope;
+      /** The whole event as parsed, unknown fields included. */
+      raw: Readonly<Record<string, unknown>>;
+    };
+
+/**
+ * Decodes an event for an observer, tolerating event types it does not know.
+ *
+ * A known type is validated in full and a malformed one throws `invalid_event`, exactly as
+ * {@link forkEventCodec}. An unknown type with a valid envelope (`v`, `run_id`, `seq`, `attempt`,
+ * `ts`, `type`) is returned as `{ kind: "unknown" }` instead of throwing. Pre-checks (size, UTF-8,
+ * JSON, depth, forbidden keys) and `unsupported_version` still throw.
+ */
+export function decodeEventLenient(data: Uint8Array | string): LenientForkEvent {
+  const raw = parseWireJson(data, MAX_EVENT_BYTES);
+  const type = raw !== null && typeof raw === "object" ? (raw as { type?: unknown }).type : undefined;
+  if (isForkEventType(type)) return { kind: "event", event: validateEvent(raw) };
+  const envelope = validateEnvelope(raw);
+  return { kind: "unknown", type: envelope.type, envelope, raw: raw as Record<string, unknown> };
+}
 
 const message = (what: string) => ({
   invalidCode: "invalid_message" as const,
@@ -201,10 +303,17 @@ const message = (what: string) => ({
   versioned: true,
 });
 
+/** Aborts on `agent.fork.<run_id>.abort` and in the run registry. */
 export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort request"));
+/** Entries of the runs KV bucket. */
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
+/** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
+/** Requests on `agent.fork.<run_id>.permission` (daemon to parent). */
 export const permissionRequestCodec = createCodec(PermissionRequestSchema, message("permission request"));
+/** Replies to a permission request (parent to daemon). */
 export const permissionResponseCodec = createCodec(PermissionResponseSchema, message("permission response"));
+/** Requests on `agent.toolhost.<host_id>` (daemon to tool host). */
 export const toolHostRequestCodec = createCodec(ToolHostRequestSchema, message("tool host request"));
+/** Replies of a tool host. */
 export const toolHostResponseCodec = createCodec(ToolHostResponseSchema, message("tool host response"));

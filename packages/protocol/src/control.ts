@@ -6,10 +6,10 @@ import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 export const AbortRequestSchema = z.object({
   v: z.literal(PROTOCOL_VERSION),
   run_id: RunIdSchema,
-  reason: z.string().max(4096).default("aborted by parent"),
-  requested_at: EpochMsSchema,
+  reason: z.string().max(4096).default("aborted by parent").describe("Shown in the `aborted` event."),
+  requested_at: EpochMsSchema.describe("ms since epoch."),
   /** Who asked (agent id, user, `cli`). */
-  by: z.string().max(256).optional(),
+  by: z.string().max(256).optional().describe("Who asked (agent id, user, `cli`)."),
 });
 
 /** A daemon asks the parent whether a tool call may run. */
@@ -17,15 +17,15 @@ export const PermissionRequestSchema = z.object({
   v: z.literal(PROTOCOL_VERSION),
   run_id: RunIdSchema,
   tool_use_id: z.string().min(1),
-  name: z.string().min(1),
-  input: z.unknown(),
-  requested_at: EpochMsSchema,
+  name: z.string().min(1).describe("Tool name."),
+  input: z.unknown().describe("The tool call's input, as the model wrote it."),
+  requested_at: EpochMsSchema.describe("ms since epoch."),
 });
 
 export const PermissionResponseSchema = z.object({
   v: z.literal(PROTOCOL_VERSION),
   decision: z.enum(["allow", "deny"]),
-  reason: z.string().max(4096).optional(),
+  reason: z.string().max(4096).optional().describe("Told to the model in the `tool_result` when denied."),
 });
 
 /** A daemon asks a tool host to run a tool that exists only where the parent runs. */
@@ -33,13 +33,13 @@ export const ToolHostRequestSchema = z.object({
   v: z.literal(PROTOCOL_VERSION),
   run_id: RunIdSchema,
   tool_use_id: z.string().min(1),
-  name: z.string().min(1),
-  input: z.unknown(),
+  name: z.string().min(1).describe("Tool name."),
+  input: z.unknown().describe("The tool call's input, as the model wrote it."),
 });
 
 export const ToolHostResponseSchema = z.object({
   v: z.literal(PROTOCOL_VERSION),
-  content: z.string(),
+  content: z.string().describe("The `tool_result` content given to the model."),
   is_error: z.boolean().default(false),
 });
 

@@ -1,17 +1,26 @@
 // Typed errors for everything that can go wrong between bytes on the wire and a validated message.
 
+/** Every {@link ProtocolErrorCode}, in the order the codec's checks run. */
+export const PROTOCOL_ERROR_CODES = [
+  "payload_too_large",
+  "invalid_utf8",
+  "invalid_json",
+  "too_deep",
+  "forbidden_key",
+  "unsupported_version",
+  "invalid_spec",
+  "invalid_event",
+  "invalid_message",
+  "invalid_subject_token",
+] as const;
+
 /** Why a wire message was rejected. String literals so callers can `switch` exhaustively. */
-export type ProtocolErrorCode =
-  | "invalid_json"
-  | "invalid_utf8"
-  | "invalid_message"
-  | "invalid_spec"
-  | "invalid_event"
-  | "unsupported_version"
-  | "payload_too_large"
-  | "too_deep"
-  | "forbidden_key"
-  | "invalid_subject_token";
+export type ProtocolErrorCode = (typeof PROTOCOL_ERROR_CODES)[number];
+
+/** True when `code` is one of {@link PROTOCOL_ERROR_CODES}. */
+export function isProtocolErrorCode(code: unknown): code is ProtocolErrorCode {
+  return typeof code === "string" && (PROTOCOL_ERROR_CODES as readonly string[]).includes(code);
+}
 
 /** The serialisable form of a {@link ProtocolError}, as carried inside a `failed` event. */
 export interface ProtocolErrorJSON {
@@ -43,6 +52,20 @@ export class ProtocolError extends Error {
   }
 
   toJSON(): ProtocolErrorJSON {
-    return { name: this.name, code: this.code, message: this.message, path: this.path, retryable: false };
+    return {
+      name: this.name,
+      code: this.code,
+      message: this.message,
+      path: [...this.path],
+      retryable: false,
+    };
+  }
+
+  /**
+   * Rebuilds an error from its {@link ProtocolError.toJSON} form (e.g. read back from a `failed` event).
+   * `fromJSON(JSON.parse(JSON.stringify(e))).toJSON()` deep-equals `e.toJSON()`.
+   */
+  static fromJSON(json: ProtocolErrorJSON): ProtocolError {
+    return new ProtocolError(json.code, json.message, { path: [...json.path] });
   }
 }

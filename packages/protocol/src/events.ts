@@ -6,14 +6,50 @@ import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 import { UsageTotalsSchema } from "./usage.js";
 
 const base = {
-  v: z.literal(PROTOCOL_VERSION),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
   run_id: RunIdSchema,
   /** Contiguous from 1 per run, across attempts. */
-  seq: z.number().int().positive(),
+  seq: z
+    .number()
+    .int()
+    .positive()
+    .describe("Contiguous from 1 per run, across attempts; `Nats-Msg-Id` is `<run_id>-<seq>`."),
   /** Delivery attempt that published it; fences stale daemons. */
-  attempt: z.number().int().positive(),
-  ts: EpochMsSchema,
+  attempt: z.number().int().positive().describe("Attempt that published it; fences stale daemons."),
+  ts: EpochMsSchema.describe("When it was published (ms since epoch)."),
 };
+
+/** Every event type this version knows, roughly in the order a run emits them. */
+export const FORK_EVENT_TYPES = [
+  "accepted",
+  "started",
+  "llm.request",
+  "llm.delta",
+  "llm.message",
+  "tool.call",
+  "permission.requested",
+  "permission.resolved",
+  "tool.result",
+  "tool.denied",
+  "cache.break",
+  "heartbeat",
+  "completed",
+  "failed",
+  "aborted",
+] as const satisfies readonly ForkEventType[];
+
+/**
+ * The fields every event has, with `type` as any string: what an observer can rely on for an event
+ * type it does not know (a newer daemon's additive event). See `decodeEventLenient`.
+ */
+export const ForkEventEnvelopeSchema = z.object({
+  ...base,
+  type: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/, "must be dot-separated lowercase words"),
+});
 
 /** An error that crossed the wire. */
 export const WireErrorSchema = z.object({
@@ -41,24 +77,31 @@ export const ForkResultSchema = z.object({
   tool_uses: z.number().int().nonnegative(),
   duration_ms: z.number().nonnegative(),
   /** False when the spec had no cache-safe params and the parent's cache could not be shared. */
-  cache_shared: z.boolean(),
+  cache_shared: z
+    .boolean()
+    .describe("False when the spec had no cache-safe params and the parent's cache could not be shared."),
   /** Why the loop ended. */
-  stop: z.enum(["end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal"]),
+  stop: z
+    .enum(["end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal"])
+    .describe("Why the loop ended."),
   /** The commit of the child's changes when it ran in a worktree. */
-  commit: z.object({ sha: z.string(), branch: z.string(), files_changed: z.array(z.string()) }).optional(),
+  commit: z
+    .object({ sha: z.string(), branch: z.string(), files_changed: z.array(z.string()) })
+    .optional()
+    .describe("The commit of the child's changes when it ran in a worktree."),
 });
 
 export const AcceptedEventSchema = z.object({
   ...base,
   type: z.literal("accepted"),
-  daemon_id: z.string(),
+  daemon_id: z.string().min(1).describe("The daemon that claimed the run."),
   host: z.string().optional(),
   /** Time from the spec's `created_at` to this pickup. @unit ms */
-  queue_wait_ms: z.number(),
+  queue_wait_ms: z.number().describe("Time from the spec's `created_at` to this pickup, in ms."),
   /** JetStream delivery count of the spec. */
-  delivery: z.number().int().positive(),
+  delivery: z.number().int().positive().describe("JetStream delivery count of the spec."),
   /** True when an earlier attempt's events were replayed to resume the run. */
-  resumed: z.boolean(),
+  resumed: z.boolean().describe("True when an earlier attempt's events were replayed to resume the run."),
 });
 
 export const StartedEventSchema = z.object({
@@ -66,7 +109,12 @@ export const StartedEventSchema = z.object({
   type: z.literal("started"),
   model: z.string(),
   /** Cache key hash of the inherited prefix (see core's cache-safe params); null when nothing is shared. */
-  prefix_hash: z.string().nullable(),
+  prefix_hash: z
+    .string()
+    .nullable()
+    .describe(
+      "Cache key hash of the inherited prefix (core's cache-safe params); null when nothing is shared.",
+    ),
   cache_shared: z.boolean(),
 });
 
@@ -94,7 +142,7 @@ export const LlmMessageEventSchema = z.object({
   stop_reason: z.string().nullable(),
   usage: ProviderUsageSchema,
   /** Time from request to first streamed byte. @unit ms */
-  ttft_ms: z.number().nonnegative().optional(),
+  ttft_ms: z.number().nonnegative().optional().describe("Time from request to first streamed byte, in ms."),
   duration_ms: z.number().nonnegative().optional(),
 });
 
@@ -114,11 +162,14 @@ export const ToolResultEventSchema = z.object({
   tool_use_id: z.string(),
   name: z.string(),
   /** The exact `tool_result` block content appended to the conversation. */
-  content: z.string(),
+  content: z.string().describe("The exact `tool_result` block content appended to the conversation."),
   is_error: z.boolean(),
   duration_ms: z.number().nonnegative(),
   /** Set when the result was synthesised on resume because the call was interrupted by a crash. */
-  interrupted: z.boolean().optional(),
+  interrupted: z
+    .boolean()
+    .optional()
+    .describe("Set when the result was synthesised on resume because the call was interrupted by a crash."),
 });
 
 export const ToolDeniedEventSchema = z.object({
@@ -156,7 +207,9 @@ export const CacheBreakEventSchema = z.object({
   type: z.literal("cache.break"),
   turn: z.number().int().positive(),
   /** The layer whose hash changed versus the parent's, or `none` (expiry or provider side). */
-  layer: z.enum(["model", "tools", "system", "messages", "none"]),
+  layer: z
+    .enum(["model", "tools", "system", "messages", "none"])
+    .describe("The layer whose hash changed versus the parent's, or `none` (expiry or provider side)."),
   prompt_tokens: z.number().int().nonnegative(),
   cache_read_tokens: z.number().int().nonnegative(),
   detail: z.string(),
@@ -165,7 +218,7 @@ export const CacheBreakEventSchema = z.object({
 export const HeartbeatEventSchema = z.object({
   ...base,
   type: z.literal("heartbeat"),
-  daemon_id: z.string(),
+  daemon_id: z.string().min(1),
   turn: z.number().int().nonnegative(),
 });
 
@@ -189,7 +242,7 @@ export const AbortedEventSchema = z.object({
   usage: UsageTotalsSchema,
 });
 
-/** Any event of a run. */
+/** Any event of a run. Its members are listed in {@link FORK_EVENT_TYPES}. */
 export const ForkEventSchema = z.discriminatedUnion("type", [
   AcceptedEventSchema,
   StartedEventSchema,
@@ -225,6 +278,14 @@ export type ForkEventBody = ForkEvent extends infer E
     ? Omit<E, "v" | "run_id" | "seq" | "attempt" | "ts">
     : never
   : never;
+
+/** The envelope of any event, known type or not. */
+export type ForkEventEnvelope = z.infer<typeof ForkEventEnvelopeSchema>;
+
+/** True when `type` is one of {@link FORK_EVENT_TYPES}. */
+export function isForkEventType(type: unknown): type is ForkEventType {
+  return typeof type === "string" && (FORK_EVENT_TYPES as readonly string[]).includes(type);
+}
 
 /** True for `completed`, `failed` and `aborted`. */
 export function isTerminalEvent(event: ForkEvent): event is TerminalForkEvent {

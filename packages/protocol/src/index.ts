@@ -25,11 +25,13 @@ export {
   ToolResultBlockSchema,
   ToolUseBlockSchema,
 } from "./anthropic.js";
-export type { Codec } from "./codec.js";
+export type { Codec, CodecOptions, LenientForkEvent } from "./codec.js";
 export {
   abortRequestCodec,
   createCodec,
+  createForkSpecCodec,
   daemonInfoCodec,
+  decodeEventLenient,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
@@ -56,10 +58,11 @@ export {
   ToolHostResponseSchema,
 } from "./control.js";
 export type { ProtocolErrorCode, ProtocolErrorJSON } from "./errors.js";
-export { ProtocolError } from "./errors.js";
+export { isProtocolErrorCode, PROTOCOL_ERROR_CODES, ProtocolError } from "./errors.js";
 export type {
   ForkEvent,
   ForkEventBody,
+  ForkEventEnvelope,
   ForkEventOf,
   ForkEventType,
   ForkReport,
@@ -73,10 +76,13 @@ export {
   CacheBreakEventSchema,
   CompletedEventSchema,
   FailedEventSchema,
+  FORK_EVENT_TYPES,
+  ForkEventEnvelopeSchema,
   ForkEventSchema,
   ForkReportSchema,
   ForkResultSchema,
   HeartbeatEventSchema,
+  isForkEventType,
   isTerminalEvent,
   LlmDeltaEventSchema,
   LlmMessageEventSchema,
@@ -90,6 +96,7 @@ export {
   ToolResultEventSchema,
   WireErrorSchema,
 } from "./events.js";
+export { protocolJsonSchemas } from "./json-schema.js";
 export {
   INLINE_PREFIX_THRESHOLD_BYTES,
   MAX_EVENT_BYTES,
@@ -140,6 +147,7 @@ export {
   eventMsgId,
   forkSubjects,
   isValidRunId,
+  RUN_ID_PATTERN,
 } from "./subjects.js";
 export type { UsageTotals } from "./usage.js";
 export { emptyUsageTotals, UsageTotalsSchema } from "./usage.js";

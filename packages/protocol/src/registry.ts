@@ -12,10 +12,16 @@ export const RunStateSchema = z.object({
   run_id: RunIdSchema,
   status: RunStatusSchema,
   /** Highest attempt that claimed the run; a daemon holding a lower one is fenced. */
-  attempt: z.number().int().nonnegative(),
-  daemon_id: z.string().optional(),
+  attempt: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe(
+      "Highest attempt that claimed the run (0 while queued); a daemon holding a lower one is fenced.",
+    ),
+  daemon_id: z.string().min(1).optional().describe("The daemon running (or that last ran) the run."),
   /** Last event seq published. */
-  last_seq: z.number().int().nonnegative(),
+  last_seq: z.number().int().nonnegative().describe("Last event seq published (0 before the first)."),
   label: z.string().optional(),
   parent_agent_id: z.string().optional(),
   model: z.string().optional(),
@@ -26,7 +32,10 @@ export const RunStateSchema = z.object({
   ended_at: EpochMsSchema.optional(),
   heartbeat_at: EpochMsSchema.optional(),
   /** Set by an abort; a spec picked up or redelivered afterwards is not run. */
-  abort: z.object({ reason: z.string(), requested_at: EpochMsSchema, by: z.string().optional() }).optional(),
+  abort: z
+    .object({ reason: z.string(), requested_at: EpochMsSchema, by: z.string().optional() })
+    .optional()
+    .describe("Set by an abort; a spec picked up or redelivered afterwards is not run."),
   usage: UsageTotalsSchema.optional(),
   error: WireErrorSchema.optional(),
 });
@@ -37,12 +46,16 @@ export const DaemonInfoSchema = z.object({
   daemon_id: RunIdSchema,
   host: z.string(),
   pid: z.number().int().positive(),
-  version: z.string(),
+  version: z.string().describe("The daemon's package version."),
   /** Highest protocol version it reads. */
-  protocol: z.number().int().positive(),
+  protocol: z
+    .number()
+    .int()
+    .positive()
+    .describe("Highest protocol version it reads; a parent checks it before sending a newer `v`."),
   state: z.enum(["starting", "running", "draining", "stopped"]),
-  capacity: z.number().int().positive(),
-  load: z.number().int().nonnegative(),
+  capacity: z.number().int().positive().describe("Runs it executes at once."),
+  load: z.number().int().nonnegative().describe("Runs it executes now."),
   started_at: EpochMsSchema,
   heartbeat_at: EpochMsSchema,
   metrics_url: z.string().optional(),

@@ -1,7 +1,8 @@
 // The fork spec: everything a daemon needs to run one child, published on `agent.fork.<run_id>`.
 import { z } from "zod";
 import { AssistantMessageSchema, CacheSafeParamsSchema } from "./anthropic.js";
-import { MAX_RUN_ID_LENGTH } from "./limits.js";
+import { MAX_PREFIX_BYTES, MAX_RUN_ID_LENGTH } from "./limits.js";
+import { RUN_ID_PATTERN } from "./subjects.js";
 
 /** Protocol version this package writes and the highest it reads. */
 export const PROTOCOL_VERSION = 1;
@@ -11,7 +12,7 @@ export const RunIdSchema = z
   .string()
   .min(1)
   .max(MAX_RUN_ID_LENGTH)
-  .regex(/^[A-Za-z0-9_=-]+$/, "must be a single NATS token of [A-Za-z0-9_=-]");
+  .regex(RUN_ID_PATTERN, "must be a single NATS token of [A-Za-z0-9_=-]");
 
 /** Milliseconds since the Unix epoch. @unit ms */
 export const EpochMsSchema = z.number().nonnegative();
@@ -24,94 +25,125 @@ export const Sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, "must be a low
  * `reply` is absent for a programmatic fork taken after a user turn.
  */
 export const ForkPrefixSchema = z.object({
-  params: CacheSafeParamsSchema,
-  reply: AssistantMessageSchema.optional(),
+  params: CacheSafeParamsSchema.describe(
+    "The parent's last request: model, system, tools, messages and sampling parameters, exactly as sent (key order and unknown fields are kept byte for byte).",
+  ),
+  reply: AssistantMessageSchema.optional().describe(
+    "The assistant reply the parent got to that request (the message holding the fork tool calls). Absent for a fork taken after a user turn.",
+  ),
 });
 
 /** How the spec carries its prefix. */
 export const PrefixSourceSchema = z.discriminatedUnion("kind", [
   /** The prefix travels inside the spec. */
-  z.object({ kind: z.literal("inline"), prefix: ForkPrefixSchema }),
+  z
+    .object({ kind: z.literal("inline"), prefix: ForkPrefixSchema })
+    .describe("The prefix travels inside the spec."),
   /** The prefix is in the object store under its content hash; N forks move it over the wire once. */
-  z.object({
-    kind: z.literal("ref"),
-    /** SHA-256 of the stored object's bytes; also its object name. */
-    hash: Sha256HexSchema,
-    /** Size of the stored object. @unit bytes */
-    size: z.number().int().positive(),
-  }),
+  z
+    .object({
+      kind: z.literal("ref"),
+      hash: Sha256HexSchema.describe("SHA-256 of the stored object's bytes; also its object name."),
+      size: z.number().int().positive().max(MAX_PREFIX_BYTES).describe("Size of the stored object in bytes."),
+    })
+    .describe("The prefix is in the prefixes object store under its content hash."),
   /** A parent on its first turn has nothing to share: the daemon's default system prompt and tools are used. */
-  z.object({ kind: z.literal("none") }),
+  z
+    .object({ kind: z.literal("none") })
+    .describe("Nothing is inherited: the daemon's default system prompt and tools are used."),
 ]);
 
 /** Which of the parent's tools the child may use. */
 export const ToolFilterSpecSchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("all") }),
-  z.object({ kind: z.literal("allow"), tools: z.array(z.string().min(1)) }),
+  z.object({ kind: z.literal("all") }).describe("Every tool of the parent."),
+  z
+    .object({ kind: z.literal("allow"), tools: z.array(z.string().min(1)) })
+    .describe("Only the named tools may run."),
   /** Read-only tools everywhere; writes only inside `memory_dir`. */
-  z.object({ kind: z.literal("memory"), memory_dir: z.string().min(1) }),
+  z
+    .object({ kind: z.literal("memory"), memory_dir: z.string().min(1) })
+    .describe("Read-only tools everywhere; writes only inside `memory_dir`."),
 ]);
 
 /** Who forked: enough to trace lineage and to stop runaway recursion across hosts. */
 export const ParentIdentitySchema = z.object({
-  /** Stable id of the parent agent (process or session). */
-  agent_id: z.string().min(1).max(256),
+  agent_id: z.string().min(1).max(256).describe("Stable id of the parent agent (process or session)."),
   session_id: z.string().max(256).optional(),
-  /** When the parent is itself a fork: its run id. */
-  run_id: RunIdSchema.optional(),
-  /** Ancestor run ids, oldest first. */
-  lineage: z.array(RunIdSchema).max(64).default([]),
+  run_id: RunIdSchema.optional().describe("When the parent is itself a fork: its run id."),
+  lineage: z.array(RunIdSchema).max(64).default([]).describe("Ancestor run ids, oldest first."),
   host: z.string().max(256).optional(),
 });
 
 export const LimitsSchema = z.object({
   /** Model turns before the run stops; 0 returns at once. @default 200 */
-  max_turns: z.number().int().nonnegative().default(200),
+  max_turns: z
+    .number()
+    .int()
+    .nonnegative()
+    .default(200)
+    .describe("Model turns before the run stops; 0 returns at once."),
   /** Wall-clock limit of the run. @unit ms */
-  timeout_ms: z.number().int().positive().optional(),
+  timeout_ms: z.number().int().positive().optional().describe("Wall-clock limit of the run, in ms."),
   budget: z
     .object({
       /** @unit USD */
-      max_cost_usd: z.number().positive().optional(),
+      max_cost_usd: z.number().positive().optional().describe("In US dollars."),
       max_output_tokens: z.number().int().positive().optional(),
       max_input_tokens: z.number().int().positive().optional(),
     })
-    .optional(),
+    .optional()
+    .describe('The run stops with `stop: "budget"` when any bound is reached.'),
 });
 
 /** Per-child changes. Anything here that changes the cache key (model, tools, system) makes the child miss the parent's cache; see docs. */
 export const OverridesSchema = z.object({
-  model: z.string().min(1).optional(),
+  model: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Another model than the parent's; the child then misses the parent's cache."),
   max_tokens: z.number().int().positive().optional(),
   /** A `critical_system_reminder`: injected after the cache boundary, never inside it. */
   system_reminder: z
     .string()
     .max(64 * 1024)
-    .optional(),
+    .optional()
+    .describe("A `critical_system_reminder`: injected after the cache boundary, never inside it."),
 });
 
 export const IsolationSchema = z.object({
   /** Run in a git worktree of its own; its commit is reported in the result. */
-  worktree: z.boolean().default(false),
+  worktree: z
+    .boolean()
+    .default(false)
+    .describe("Run in a git worktree of its own; its commit is reported in the result."),
   /** Base ref of the worktree. @default "HEAD" */
-  base_ref: z.string().min(1).optional(),
+  base_ref: z.string().min(1).optional().describe('Base ref of the worktree; "HEAD" when absent.'),
   /** Working directory relative to the daemon's workspace. */
-  cwd: z.string().optional(),
+  cwd: z.string().optional().describe("Working directory relative to the daemon's workspace."),
 });
 
 /** How tool calls that need approval are handled. */
 export const PermissionPolicySchema = z.object({
   /** `allow`: run; `deny`: refuse; `ask`: bubble to the parent on `agent.fork.<run_id>.permission`. @default "allow" */
-  mode: z.enum(["allow", "ask", "deny"]).default("allow"),
+  mode: z
+    .enum(["allow", "ask", "deny"])
+    .default("allow")
+    .describe(
+      "`allow`: run; `deny`: refuse; `ask`: bubble to the parent on `agent.fork.<run_id>.permission`.",
+    ),
   /** No answer within this is a deny. @unit ms @default 60000 */
-  timeout_ms: z.number().int().positive().default(60_000),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .default(60_000)
+    .describe("No answer within this many ms is a deny."),
 });
 
 export const ToolHostRefSchema = z.object({
-  /** Serves `agent.toolhost.<id>`. */
-  id: RunIdSchema,
-  /** Tool names it serves. */
-  tools: z.array(z.string().min(1)),
+  id: RunIdSchema.describe("Serves `agent.toolhost.<id>`."),
+  tools: z.array(z.string().min(1)).describe("Tool names it serves."),
 });
 
 /** W3C trace context of the parent's span. */
@@ -128,29 +160,44 @@ export const ForkCallSchema = z.object({
 
 /** A fork spec, version 1. */
 export const ForkSpecSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  run_id: RunIdSchema,
-  parent: ParentIdentitySchema,
-  label: z.string().max(256).optional(),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  run_id: RunIdSchema.describe("Chosen by the parent; idempotent: a resubmitted id is the same run."),
+  parent: ParentIdentitySchema.describe("Who forked."),
+  label: z.string().max(256).optional().describe("Short human label shown by `forkd ps`."),
   /** The query source of the forking agent; the recursion guard refuses a fork from a fork. */
-  query_source: z.string().max(128).default("agent"),
+  query_source: z
+    .string()
+    .max(128)
+    .default("agent")
+    .describe("The query source of the forking agent; the recursion guard refuses a fork from a fork."),
   /** What this child is asked to do. */
   directive: z
     .string()
     .min(1)
-    .max(256 * 1024),
-  fork_call: ForkCallSchema.optional(),
-  prefix: PrefixSourceSchema,
-  tool_filter: ToolFilterSpecSchema.default({ kind: "all" }),
-  overrides: OverridesSchema.default({}),
+    .max(256 * 1024)
+    .describe("What this child is asked to do: the only text that differs between siblings."),
+  fork_call: ForkCallSchema.optional().describe("Which of the parent's fork tool calls this child answers."),
+  prefix: PrefixSourceSchema.describe(
+    "The inherited conversation: inline, by object-store reference, or none.",
+  ),
+  tool_filter: ToolFilterSpecSchema.default({ kind: "all" }).describe(
+    "Which of the parent's tools the child may use.",
+  ),
+  overrides: OverridesSchema.default({}).describe("Per-child changes; see the cache notes."),
   limits: LimitsSchema.default({ max_turns: 200 }),
   isolation: IsolationSchema.default({ worktree: false }),
-  permissions: PermissionPolicySchema.default({ mode: "allow", timeout_ms: 60_000 }),
-  tool_host: ToolHostRefSchema.optional(),
-  trace: TraceContextSchema.optional(),
-  created_at: EpochMsSchema,
+  permissions: PermissionPolicySchema.default({ mode: "allow", timeout_ms: 60_000 }).describe(
+    "How tool calls that need approval are handled.",
+  ),
+  tool_host: ToolHostRefSchema.optional().describe(
+    "A process that serves tools existing only where the parent runs.",
+  ),
+  trace: TraceContextSchema.optional().describe("W3C trace context of the parent's span."),
+  created_at: EpochMsSchema.describe("When the parent published the spec (ms since epoch)."),
   /** After this the run is not started (or is stopped) and ends `failed` with `deadline_exceeded`. @unit ms since epoch */
-  deadline_at: EpochMsSchema.optional(),
+  deadline_at: EpochMsSchema.optional().describe(
+    "After this (ms since epoch) the run is not started, or is stopped, and ends `failed` with `deadline_exceeded`.",
+  ),
 });
 
 export type ForkPrefix = z.infer<typeof ForkPrefixSchema>;

@@ -5,8 +5,11 @@ import { MAX_RUN_ID_LENGTH } from "./limits.js";
 /** Default subject prefix. Tenants are separated by NATS accounts, not by prefixes. */
 export const DEFAULT_SUBJECT_PREFIX = "agent";
 
-// One NATS token that is also a valid KV key and a valid part of a Nats-Msg-Id.
-const RUN_ID_PATTERN = /^[A-Za-z0-9_=-]+$/;
+/**
+ * Characters of a run id (and of a daemon or tool-host id): one NATS subject token that is also a
+ * valid JetStream KV key, object name and part of a `Nats-Msg-Id`. No `.`, `*`, `>` or whitespace.
+ */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9_=-]+$/;
 const PREFIX_PATTERN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
 /** True when `runId` can stand as one NATS subject token and one KV key. */
@@ -21,11 +24,15 @@ export function isValidRunId(runId: unknown): runId is string {
 
 /** Throws `invalid_subject_token` unless {@link isValidRunId}. */
 export function assertValidRunId(runId: unknown): asserts runId is string {
-  if (!isValidRunId(runId)) {
-    const shown = typeof runId === "string" ? JSON.stringify(runId.slice(0, 80)) : typeof runId;
+  assertToken(runId, "run id");
+}
+
+function assertToken(value: unknown, what: string): asserts value is string {
+  if (!isValidRunId(value)) {
+    const shown = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : typeof value;
     throw new ProtocolError(
       "invalid_subject_token",
-      `run id ${shown} is not a single NATS token: use 1-${MAX_RUN_ID_LENGTH} characters from [A-Za-z0-9_=-]`,
+      `${what} ${shown} is not a single NATS token: use 1-${MAX_RUN_ID_LENGTH} characters from [A-Za-z0-9_=-]`,
     );
   }
 }
@@ -76,7 +83,7 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
     abort: (runId) => `${run(runId)}.abort`,
     permission: (runId) => `${run(runId)}.permission`,
     toolHost: (hostId) => {
-      assertValidRunId(hostId);
+      assertToken(hostId, "tool host id");
       return `${prefix}.toolhost.${hostId}`;
     },
     allSpecs: `${prefix}.fork.*`,
@@ -92,7 +99,16 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
   };
 }
 
-/** `Nats-Msg-Id` of an event: JetStream's duplicate window drops a republished `(run, seq)`. */
+/**
+ * `Nats-Msg-Id` of an event: JetStream's duplicate window drops a republished `(run, seq)`.
+ * Throws `invalid_subject_token` for a bad run id and `invalid_event` unless `seq` is a positive integer.
+ */
 export function eventMsgId(runId: string, seq: number): string {
+  assertValidRunId(runId);
+  if (!Number.isSafeInteger(seq) || seq < 1) {
+    throw new ProtocolError("invalid_event", `event seq ${String(seq)} is not a positive integer`, {
+      path: ["seq"],
+    });
+  }
   return `${runId}-${seq}`;
 }

@@ -4,20 +4,39 @@ import { z } from "zod";
 /** Tokens a run consumed, by kind, and what they cost. */
 export const UsageTotalsSchema = z.object({
   /** Uncached input tokens (the provider's `input_tokens`). */
-  input_tokens: z.number().int().nonnegative(),
+  input_tokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("Uncached input tokens (the provider's `input_tokens`)."),
   /** Tokens written to the cache with the 5-minute TTL. */
-  cache_write_5m_tokens: z.number().int().nonnegative(),
+  cache_write_5m_tokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("Tokens written to the cache with the 5-minute TTL."),
   /** Tokens written to the cache with the 1-hour TTL. */
-  cache_write_1h_tokens: z.number().int().nonnegative(),
+  cache_write_1h_tokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("Tokens written to the cache with the 1-hour TTL."),
   /** Tokens read from the cache. */
-  cache_read_tokens: z.number().int().nonnegative(),
+  cache_read_tokens: z.number().int().nonnegative().describe("Tokens read from the cache."),
   output_tokens: z.number().int().nonnegative(),
   /** Number of LLM responses summed. */
-  llm_calls: z.number().int().nonnegative(),
+  llm_calls: z.number().int().nonnegative().describe("Number of LLM responses summed."),
   /** Price in US dollars; `null` when a model had no entry in the pricing table (see `unpriced_models`). */
-  cost_usd: z.number().nonnegative().nullable(),
+  cost_usd: z
+    .number()
+    .nonnegative()
+    .nullable()
+    .describe("Price in US dollars; null when a model had no entry in the pricing table."),
   /** Models that were used but could not be priced. Reported, never priced at zero. */
-  unpriced_models: z.array(z.string()).optional(),
+  unpriced_models: z
+    .array(z.string())
+    .optional()
+    .describe("Models that were used but could not be priced. Reported, never priced at zero."),
 });
 
 export type UsageTotals = z.infer<typeof UsageTotalsSchema>;
