@@ -31,6 +31,7 @@ export { countTokens, layoutPrompt } from "./prompt.js";
 export type { Script, ScriptToolCall, ScriptTurn } from "./script.js";
 export { parseScript } from "./script.js";
 export type {
+  AcceptedEvent,
   DisconnectEvent,
   FirstByteEvent,
   LatencyOptions,

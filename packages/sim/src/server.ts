@@ -33,7 +33,7 @@ import { runScriptedModel } from "./model.js";
 import { minCacheableTokens } from "./models.js";
 import { layoutPrompt } from "./prompt.js";
 import { type Frame, messageFrames, sseEvent } from "./sse.js";
-import type { MessageResponse, Usage } from "./types.js";
+import type { InputUsage, MessageResponse, Usage } from "./types.js";
 import { validateRequest } from "./validate.js";
 
 /** Latency applied to every `/v1/messages` request unless its script says otherwise. */
@@ -85,6 +85,17 @@ export interface SimStats extends RequestTotals {
   cache: PromptCacheStats;
 }
 
+/** Emitted when a `/v1/messages` request is accepted: valid, not refused by a fault, cache read and writes decided. */
+export interface AcceptedEvent {
+  seq: number;
+  id: string;
+  /** @unit ms since epoch (high resolution) */
+  at: number;
+  stream: boolean;
+  /** The input side of the usage it will be charged. */
+  usage: InputUsage;
+}
+
 /** Emitted when a response's first byte is sent; its cache writes are readable from then. */
 export interface FirstByteEvent {
   seq: number;
@@ -109,6 +120,7 @@ export interface DisconnectEvent {
 
 /** Events of a {@link Sim}. */
 export interface SimEvents {
+  accepted: AcceptedEvent;
   /** A request is over (answered, failed, cut or abandoned) and logged. */
   request: RequestLogEntry;
   firstByte: FirstByteEvent;
@@ -490,6 +502,15 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     ex.plan = plan;
     entry.acceptedAt = hiResNow();
     ex.inputUsage = { ...plan.usage, service_tier: "standard" };
+    if (events.listenerCount("accepted") > 0) {
+      events.emit("accepted", {
+        seq: ex.seq,
+        id: ex.id,
+        at: entry.acceptedAt,
+        stream,
+        usage: plan.usage,
+      } satisfies AcceptedEvent);
+    }
     ex.outputTokens = reply.outputTokens;
     entry.stopReason = reply.stopReason;
     const message: MessageResponse = {

@@ -51,10 +51,10 @@ export function messageFrames(message: MessageResponse, options: FrameOptions): 
     tokens: 0,
   });
   let sent = 0;
-  const deltas = (index: number, text: string, make: (piece: string) => unknown): void => {
+  const deltas = (index: number, text: string, make: (piece: string) => unknown, most = chunk): void => {
     let pos = 0;
     while (pos < text.length) {
-      let take = chunk;
+      let take = most;
       const next = boundaries.find((b) => b > sent);
       if (next !== undefined && next - sent < take) take = next - sent;
       const piece = text.slice(pos, pos + take * CHARS_PER_TOKEN);
@@ -111,7 +111,13 @@ export function messageFrames(message: MessageResponse, options: FrameOptions): 
           }),
           tokens: nameTokens,
         });
-        deltas(index, json, (partial_json) => ({ type: "input_json_delta", partial_json }));
+        // Tool input streams in small pieces, as the API does.
+        deltas(
+          index,
+          json,
+          (partial_json) => ({ type: "input_json_delta", partial_json }),
+          Math.min(chunk, 4),
+        );
         break;
       }
     }
