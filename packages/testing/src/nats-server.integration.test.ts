@@ -128,6 +128,24 @@ describe("startNatsServer (binary)", () => {
     await server.stop();
   });
 
+  it("runs tenants as NATS accounts with JetStream, kept apart", async () => {
+    const config = `accounts {
+  TENANT_A: { jetstream: enabled, users: [{ user: a, password: a }] }
+  TENANT_B: { jetstream: enabled, users: [{ user: b, password: b }] }
+}`;
+    await using server = await startNatsServer({ name: "single-accounts", config });
+    const a = await connect({ servers: server.url, user: "a", pass: "a", reconnect: false });
+    const b = await connect({ servers: server.url, user: "b", pass: "b", reconnect: false });
+    connections.push(a, b);
+    await (await jetstreamManager(a)).streams.add({ name: "ONLY_A", subjects: ["agent.>"] });
+    expect((await jetstream(a).publish("agent.fork.r1", "x")).stream).toBe("ONLY_A");
+    const streamsOfB = await (await jetstreamManager(b)).streams.names().next();
+    expect(streamsOfB).toEqual([]);
+    await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow();
+    await a.close();
+    await b.close();
+  });
+
   it("fails with the server's log when the configuration is invalid", async () => {
     await expect(
       startNatsServer({ name: "single-bad-config", config: "this is { not valid" }),

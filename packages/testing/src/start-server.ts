@@ -13,9 +13,10 @@ export interface StartNatsServerOptions extends NatsLocateOptions {
    */
   name?: string;
   /**
-   * Extra nats-server configuration text (accounts, authorization, limits…), written to the
-   * server's config file and passed with `-c`. The harness's own command-line flags (host, ports,
-   * JetStream, store dir) override the same settings here.
+   * Extra nats-server configuration text (accounts, authorization, limits…), appended to the
+   * server's config file. It must not set `server_name` or a `jetstream` block (the harness writes
+   * them; nats-server rejects duplicates); host and ports are flags and override it. With
+   * `accounts`, enable JetStream per account (`jetstream: enabled`).
    * @default ""
    */
   config?: string;
@@ -57,8 +58,11 @@ export function nextServerName(prefix = "forkd-test"): string {
  * Starts one NATS server with JetStream on 127.0.0.1 and waits until it is ready.
  *
  * With the `nats-server` binary (found on `PATH`, in `/usr/sbin`, or at `NATS_SERVER_BIN`) it runs
- * `nats-server -js -a 127.0.0.1 -p -1 -m -1 -sd <tmpdir> --ports_file_dir <tmpdir> -n <name> -c <conf>`
- * and is ready once the ports file appears and the log says "Server is ready". Without the binary
+ * `nats-server -c <tmpdir>/nats.conf -a 127.0.0.1 -p -1 -m -1 --ports_file_dir <tmpdir>`, where the
+ * config file holds `server_name`, `jetstream { store_dir: <tmpdir> }` and your `config` text (so
+ * that `reload()` works on 2.9), and is ready once the ports file appears and the log says
+ * "Server is ready". The process runs under `setpriv --pdeathsig SIGKILL` where available, so it
+ * dies with the test process. Without the binary
  * (or with `FORKD_TEST_NATS=container`) it runs `@testcontainers/nats`, which needs a Docker engine.
  *
  * Every server is tracked: {@link NatsServerHandle.stop} or `stopAllNatsServers()` stop it, and a
