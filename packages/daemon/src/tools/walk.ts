@@ -1,0 +1,66 @@
+// A directory walk for Glob and Grep: depth first, names sorted, symlinked directories not followed
+// (no loops, no escapes), `.git` and `node_modules` skipped unless asked for.
+import { opendir } from "node:fs/promises";
+import { join } from "node:path";
+
+/** Directory names a walk does not descend into by default. */
+export const DEFAULT_SKIPPED_DIRS: readonly string[] = [".git", "node_modules"];
+
+/** One non-directory entry found by {@link walkFiles}. */
+export interface WalkEntry {
+  /** Absolute path. */
+  path: string;
+  /** Path relative to the walk's root, `/`-separated. */
+  relative: string;
+  /** `symlink` entries are not resolved: a reader must confine them before following. */
+  kind: "file" | "symlink" | "other";
+}
+
+export interface WalkOptions {
+  signal: AbortSignal;
+  /** Directory names not descended into. */
+  skipDirs: ReadonlySet<string>;
+  /** Entries deeper than this many segments below the root are not visited. @default Infinity */
+  maxDepth?: number;
+}
+
+/**
+ * Yields every non-directory entry below `root`. Unreadable directories are passed over.
+ * Throws the signal's reason when aborted.
+ */
+export async function* walkFiles(root: string, options: WalkOptions): AsyncGenerator<WalkEntry> {
+  const maxDepth = options.maxDepth ?? Number.POSITIVE_INFINITY;
+  const stack: { dir: string; relative: string; depth: number }[] = [{ dir: root, relative: "", depth: 0 }];
+  while (stack.length > 0) {
+    options.signal.throwIfAborted();
+    const { dir, relative, depth } = stack.pop()!;
+    const entries = await readDirSorted(dir);
+    const subdirs: typeof stack = [];
+    for (const entry of entries) {
+      const childRelative = relative === "" ? entry.name : `${relative}/${entry.name}`;
+      const childPath = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (depth + 1 < maxDepth && !options.skipDirs.has(entry.name)) {
+          subdirs.push({ dir: childPath, relative: childRelative, depth: depth + 1 });
+        }
+        continue;
+      }
+      const kind = entry.isFile() ? "file" : entry.isSymbolicLink() ? "symlink" : "other";
+      yield { path: childPath, relative: childRelative, kind };
+    }
+    // Pushed in reverse so the stack pops them in name order.
+    for (let i = subdirs.length - 1; i >= 0; i--) stack.push(subdirs[i]!);
+  }
+}
+
+async function readDirSorted(dir: string) {
+  try {
+    const handle = await opendir(dir);
+    const entries = [];
+    for await (const entry of handle) entries.push(entry);
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return entries;
+  } catch {
+    return [];
+  }
+}
