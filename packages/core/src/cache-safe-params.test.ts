@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { createForkPrefix, snapshotCacheSafeParams } from "./cache-safe-params.js";
+import { InvalidPrefixError } from "./errors.js";
+import { loadFixture } from "./test-support/fixtures.js";
+
+describe("snapshotCacheSafeParams", () => {
+  it("copies the request byte for byte, without stream", () => {
+    const { request } = loadFixture("48k");
+    const params = snapshotCacheSafeParams(request);
+    const { stream: _stream, ...rest } = request;
+    expect(JSON.stringify(params)).toBe(JSON.stringify(rest));
+    expect("stream" in params).toBe(false);
+  });
+
+  it("is isolated from later changes to the parent's objects", () => {
+    const { request } = loadFixture("4k");
+    const params = snapshotCacheSafeParams(request);
+    const before = JSON.stringify(params);
+    (request.messages as { content: unknown }[])[0]!.content = "changed";
+    (request.tools as Record<string, unknown>[])[0]!.name = "Changed";
+    request.model = "other";
+    expect(JSON.stringify(params)).toBe(before);
+  });
+
+  it("keeps key order, unknown fields and incomplete tool calls", () => {
+    const request = {
+      model: "claude-sonnet-4-5",
+      max_tokens: 100,
+      service_tier: "auto",
+      messages: [
+        { role: "user", content: "go" },
+        {
+          role: "assistant",
+          content: [{ type: "tool_use", id: "toolu_cut", name: "Bash", input: { z: 1, a: { y: 2, b: 3 } } }],
+        },
+        { role: "user", content: [{ type: "text", text: "interrupted" }] },
+      ],
+    };
+    const params = snapshotCacheSafeParams(request);
+    expect(JSON.stringify(params)).toBe(JSON.stringify(request));
+    expect(Object.keys((params.messages[1]!.content as { input: object }[])[0]!.input)).toEqual(["z", "a"]);
+  });
+
+  it("refuses what is not a Messages API request", () => {
+    expect(() => snapshotCacheSafeParams({ messages: [] })).toThrow(InvalidPrefixError);
+    expect(() =>
+      snapshotCacheSafeParams({ model: "m", messages: [{ role: "system", content: "x" }] }),
+    ).toThrow(/messages\.0\.role/);
+    expect(() => snapshotCacheSafeParams({ model: "m", messages: [], extra: () => 1 })).toThrow(
+      /cannot be copied/,
+    );
+  });
+});
+
+describe("createForkPrefix", () => {
+  it("holds the request and a copy of the reply", () => {
+    const { request, response } = loadFixture("4k");
+    const prefix = createForkPrefix(request, response);
+    expect(prefix.reply).toEqual(response);
+    expect(prefix.reply).not.toBe(response);
+  });
+
+  it("has no reply when none is given, and refuses a reply that is not the assistant's", () => {
+    const { request } = loadFixture("4k");
+    expect(createForkPrefix(request).reply).toBeUndefined();
+    expect(() => createForkPrefix(request, { role: "user", content: [] })).toThrow(InvalidPrefixError);
+  });
+});
