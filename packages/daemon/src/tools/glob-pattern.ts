@@ -22,8 +22,8 @@ export function hasGlobMagic(pattern: string): boolean {
  *
  * Leading dots are not special: `*` matches `.env`.
  */
-export function globToRegExp(pattern: string, options: { ignoreCase?: boolean } = {}): RegExp {
-  return new RegExp(`^${translate(pattern)}$`, options.ignoreCase === true ? "i" : "");
+export function globToRegExp(pattern: string): RegExp {
+  return new RegExp(`^${translate(pattern)}$`);
 }
 
 function translate(pattern: string): string {

@@ -1,0 +1,95 @@
+// Glob: files whose path matches a pattern, newest first.
+import { lstat, stat } from "node:fs/promises";
+import type { ToolOutcome } from "@forkd/core";
+import { ABORTED, confine, describeError, errnoCode, fail, ok, type ToolRun } from "./context.js";
+import { globToRegExp, maxGlobDepth, splitGlobBase } from "./glob-pattern.js";
+import { capOutput } from "./output.js";
+import { walkFiles } from "./walk.js";
+
+/** Paths listed at most; the model is told when there were more. */
+export const MAX_GLOB_RESULTS = 100;
+
+export interface GlobInput {
+  pattern: string;
+  /** Directory to search; the run's cwd when absent. */
+  path?: string | undefined;
+}
+
+/** Where a search starts: a directory or a single file inside the workspace. */
+export type SearchRoot =
+  | { ok: true; path: string; isDirectory: boolean }
+  | { ok: false; outcome: ToolOutcome };
+
+/** Confines a Glob/Grep `path` (default: the cwd) and checks that it exists. */
+export async function resolveSearchRoot(run: ToolRun, path: string | undefined): Promise<SearchRoot> {
+  const target =
+    path === undefined || path === "" ? { ok: true as const, path: run.cwd } : await confine(run, path);
+  if (!target.ok) return target;
+  try {
+    const info = await stat(target.path);
+    return { ok: true, path: target.path, isDirectory: info.isDirectory() };
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT")
+      return { ok: false, outcome: fail(`Path does not exist: ${target.path}`) };
+    return { ok: false, outcome: fail(`Cannot search ${target.path}: ${describeError(error)}`) };
+  }
+}
+
+/** Directory names to skip in a walk, minus those the pattern names literally (`node_modules/x/**`). */
+export function skipDirsFor(pattern: string, skipDirs: readonly string[]): Set<string> {
+  const named = new Set(pattern.split("/"));
+  return new Set(skipDirs.filter((name) => !named.has(name)));
+}
+
+export async function globTool(
+  input: GlobInput,
+  run: ToolRun,
+  skipDirs: readonly string[],
+): Promise<ToolOutcome> {
+  const root = await resolveSearchRoot(run, input.path);
+  if (!root.ok) return root.outcome;
+  if (!root.isDirectory)
+    return fail(`${root.path} is a file, not a directory; give Glob a directory as path.`);
+
+  // A literal start (`src/lib/*.ts`, `../x/*`, `/abs/**`) is confined like any path, then walked.
+  const { base, rest } = splitGlobBase(input.pattern);
+  const start =
+    base === "" ? { ok: true as const, path: root.path } : await confine({ ...run, cwd: root.path }, base);
+  if (!start.ok) return start.outcome;
+  try {
+    const found: { path: string; mtimeMs: number }[] = [];
+    if (rest === "") {
+      const info = await lstat(start.path).catch(() => undefined);
+      if (info !== undefined && !info.isDirectory()) found.push({ path: start.path, mtimeMs: info.mtimeMs });
+    } else {
+      const regex = globToRegExp(rest);
+      const walk = walkFiles(start.path, {
+        signal: run.signal,
+        skipDirs: skipDirsFor(rest, skipDirs),
+        maxDepth: maxGlobDepth(rest),
+      });
+      for await (const entry of walk) {
+        if (!regex.test(entry.relative)) continue;
+        const info = await lstat(entry.path).catch(() => undefined);
+        if (info !== undefined) found.push({ path: entry.path, mtimeMs: info.mtimeMs });
+      }
+    }
+    if (found.length === 0) return ok("No files found");
+    sortNewestFirst(found);
+    const shown = found.slice(0, MAX_GLOB_RESULTS).map((f) => f.path);
+    if (found.length > MAX_GLOB_RESULTS) {
+      shown.push(
+        `(Results are truncated: ${MAX_GLOB_RESULTS} of ${found.length} files shown. Use a more specific path or pattern.)`,
+      );
+    }
+    return ok(capOutput(shown.join("\n"), run.outputCapBytes, "use a more specific path or pattern"));
+  } catch (error) {
+    if (run.signal.aborted) return ABORTED;
+    return fail(`Glob failed: ${describeError(error)}`);
+  }
+}
+
+/** Newest first; equal times by path, so the order is stable. */
+export function sortNewestFirst(files: { path: string; mtimeMs: number }[]): void {
+  files.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}

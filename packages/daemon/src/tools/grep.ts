@@ -1,0 +1,295 @@
+// Grep: a regular-expression search over the workspace's files, in JavaScript (no ripgrep needed),
+// with ripgrep's output shapes: matching files (newest first), counts, or lines with context.
+import { readFile, stat } from "node:fs/promises";
+import { basename } from "node:path";
+import type { ToolOutcome } from "@forkd/core";
+import {
+  ABORTED,
+  BINARY_SNIFF_BYTES,
+  confine,
+  describeError,
+  fail,
+  looksBinary,
+  ok,
+  type ToolRun,
+} from "./context.js";
+import { resolveSearchRoot, skipDirsFor, sortNewestFirst } from "./glob.js";
+import { globToRegExp } from "./glob-pattern.js";
+import { capOutput } from "./output.js";
+import { MAX_LINE_CHARS } from "./read.js";
+import { walkFiles } from "./walk.js";
+
+/** Files larger than this are not searched (and the model is told how many were passed over). @unit bytes */
+export const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
+
+export interface GrepInput {
+  pattern: string;
+  path?: string | undefined;
+  /** Only files matching this glob: against the file name when it has no `/`, else the relative path. */
+  glob?: string | undefined;
+  /** Only files of this type (`ts`, `py`, …; see {@link FILE_TYPES}). */
+  type?: string | undefined;
+  /** @default "files_with_matches" */
+  output_mode?: "content" | "files_with_matches" | "count" | undefined;
+  "-i"?: boolean | undefined;
+  /** Line numbers in `content` mode. @default true */
+  "-n"?: boolean | undefined;
+  "-A"?: number | undefined;
+  "-B"?: number | undefined;
+  "-C"?: number | undefined;
+  context?: number | undefined;
+  /** Entries (lines, files or counts) shown at most, after `offset`. */
+  head_limit?: number | undefined;
+  /** Entries skipped before `head_limit` applies. */
+  offset?: number | undefined;
+  /** Let the pattern span lines (`.` matches newlines too). */
+  multiline?: boolean | undefined;
+}
+
+/** File types understood by `type`, as in ripgrep (a subset). */
+export const FILE_TYPES: Readonly<Record<string, readonly string[]>> = {
+  c: ["c", "h"],
+  cpp: ["cpp", "cc", "cxx", "c++", "hpp", "hh", "hxx", "h", "inl"],
+  cs: ["cs"],
+  css: ["css", "scss", "sass", "less"],
+  go: ["go"],
+  html: ["html", "htm"],
+  java: ["java"],
+  js: ["js", "jsx", "mjs", "cjs", "vue"],
+  json: ["json", "jsonc", "json5"],
+  kotlin: ["kt", "kts"],
+  md: ["md", "markdown", "mdx"],
+  php: ["php"],
+  py: ["py", "pyi"],
+  rb: ["rb"],
+  rust: ["rs"],
+  sh: ["sh", "bash", "zsh"],
+  sql: ["sql"],
+  swift: ["swift"],
+  toml: ["toml"],
+  ts: ["ts", "tsx", "mts", "cts"],
+  yaml: ["yaml", "yml"],
+};
+
+type Mode = NonNullable<GrepInput["output_mode"]>;
+
+interface FileHit {
+  path: string;
+  mtimeMs: number;
+  /** 0-based indices of matching lines, ascending. */
+  matches: number[];
+  lines: string[];
+}
+
+export async function grepTool(
+  input: GrepInput,
+  run: ToolRun,
+  skipDirs: readonly string[],
+): Promise<ToolOutcome> {
+  const regex = compilePattern(input.pattern, input["-i"] === true, input.multiline === true);
+  if (!regex.ok) return fail(regex.reason);
+  const filter = fileFilter(input);
+  if (!filter.ok) return fail(filter.reason);
+  const root = await resolveSearchRoot(run, input.path);
+  if (!root.ok) return root.outcome;
+
+  const mode: Mode = input.output_mode ?? "files_with_matches";
+  const hits: FileHit[] = [];
+  let tooBig = 0;
+  try {
+    const candidates = root.isDirectory
+      ? walkFiles(root.path, { signal: run.signal, skipDirs: skipDirsFor(input.glob ?? "", skipDirs) })
+      : single(root.path);
+    for await (const entry of candidates) {
+      if (entry.kind === "other" || !filter.accepts(entry.relative)) continue;
+      // A symlink is followed only when its target is inside the workspace.
+      const path = entry.kind === "symlink" ? await confinedTarget(run, entry.path) : entry.path;
+      if (path === undefined) continue;
+      const info = await stat(path).catch(() => undefined);
+      if (info === undefined || !info.isFile()) continue;
+      if (info.size > MAX_GREP_FILE_BYTES) {
+        tooBig++;
+        continue;
+      }
+      const data = await readFile(path, { signal: run.signal }).catch(() => undefined);
+      if (data === undefined || looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) continue;
+      const text = data.toString("utf8");
+      const lines = text.split("\n");
+      const matches =
+        input.multiline === true ? multilineMatches(regex.value, text) : lineMatches(regex.value, lines);
+      if (matches.length > 0) hits.push({ path: entry.path, mtimeMs: info.mtimeMs, matches, lines });
+    }
+  } catch (error) {
+    if (run.signal.aborted) return ABORTED;
+    return fail(`Grep failed: ${describeError(error)}`);
+  }
+
+  const entries = render(mode, hits, input, root.isDirectory);
+  const first = input.offset ?? 0;
+  const shown =
+    input.head_limit === undefined ? entries.slice(first) : entries.slice(first, first + input.head_limit);
+  const notes: string[] = [];
+  if (first + shown.length < entries.length) {
+    notes.push(
+      `(showing ${shown.length} of ${entries.length} ${mode === "content" ? "lines" : "entries"} from offset ${first}; ` +
+        "use offset/head_limit to see more)",
+    );
+  }
+  if (tooBig > 0) {
+    notes.push(
+      `(${tooBig} file${tooBig === 1 ? "" : "s"} over ${MAX_GREP_FILE_BYTES / 1024 / 1024} MiB not searched)`,
+    );
+  }
+  const body = summarize(mode, hits, shown);
+  const text = notes.length === 0 ? body : `${body}\n${notes.join("\n")}`;
+  return ok(capOutput(text, run.outputCapBytes, "narrow the search with path, glob or head_limit"));
+}
+
+async function* single(path: string) {
+  yield { path, relative: basename(path), kind: "file" as const };
+}
+
+async function confinedTarget(run: ToolRun, path: string): Promise<string | undefined> {
+  const target = await confine(run, path);
+  return target.ok ? target.path : undefined;
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Compiles the pattern as ripgrep would read it, as far as JavaScript allows (`(?i)` prefix included). */
+export function compilePattern(pattern: string, ignoreCase: boolean, multiline: boolean): Parsed<RegExp> {
+  let source = pattern;
+  let flags = multiline ? "gms" : "";
+  if (source.startsWith("(?i)")) {
+    source = source.slice(4);
+    ignoreCase = true;
+  }
+  if (ignoreCase) flags += "i";
+  try {
+    return { ok: true, value: new RegExp(source, `${flags}u`) };
+  } catch {
+    // Without `u`, escapes like `\-` outside a class are accepted, as ripgrep accepts them.
+    try {
+      return { ok: true, value: new RegExp(source, flags) };
+    } catch (error) {
+      return {
+        ok: false,
+        reason:
+          `Invalid regular expression ${JSON.stringify(pattern)}: ${describeError(error)}. Grep uses JavaScript ` +
+          "RegExp syntax; escape literal ( ) [ ] { } . * + ? | with a backslash.",
+      };
+    }
+  }
+}
+
+type FileFilter = { ok: true; accepts: (relative: string) => boolean } | { ok: false; reason: string };
+
+/** The `glob` and `type` filters as one predicate over relative paths. */
+function fileFilter(input: GrepInput): FileFilter {
+  const checks: ((relative: string) => boolean)[] = [];
+  if (input.glob !== undefined && input.glob !== "") {
+    const regex = globToRegExp(input.glob);
+    const onName = !input.glob.includes("/");
+    checks.push((relative) => regex.test(onName ? (relative.split("/").pop() ?? relative) : relative));
+  }
+  if (input.type !== undefined && input.type !== "") {
+    const extensions = FILE_TYPES[input.type];
+    if (extensions === undefined) {
+      return {
+        ok: false,
+        reason: `Unknown file type ${JSON.stringify(input.type)}. Known types: ${Object.keys(FILE_TYPES).join(", ")}; or use glob.`,
+      };
+    }
+    const set = new Set(extensions);
+    checks.push((relative) => {
+      const dot = relative.lastIndexOf(".");
+      return dot !== -1 && set.has(relative.slice(dot + 1).toLowerCase());
+    });
+  }
+  return { ok: true, accepts: (relative) => checks.every((check) => check(relative)) };
+}
+
+function lineMatches(regex: RegExp, lines: string[]): number[] {
+  const found: number[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    // A file ending in a newline has an empty last element that is not a line.
+    if (i === lines.length - 1 && line === "") break;
+    if (regex.test(line.endsWith("\r") ? line.slice(0, -1) : line)) found.push(i);
+  }
+  return found;
+}
+
+/** Lines touched by any match of a global, multi-line regex over the whole text. */
+function multilineMatches(regex: RegExp, text: string): number[] {
+  const lineStarts = [0];
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lineStarts.push(i + 1);
+  const lineOf = (offset: number) => {
+    let lo = 0;
+    let hi = lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (lineStarts[mid]! <= offset) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  const found = new Set<number>();
+  regex.lastIndex = 0;
+  for (const match of text.matchAll(regex)) {
+    const start = match.index;
+    const end = start + Math.max(0, match[0].length - 1);
+    for (let line = lineOf(start); line <= lineOf(end); line++) found.add(line);
+  }
+  return [...found].sort((a, b) => a - b);
+}
+
+/** The output entries of each mode, before offset/head_limit. */
+function render(mode: Mode, hits: FileHit[], input: GrepInput, withPath: boolean): string[] {
+  if (mode === "files_with_matches") {
+    const files = hits.map((h) => ({ path: h.path, mtimeMs: h.mtimeMs }));
+    sortNewestFirst(files);
+    return files.map((f) => f.path);
+  }
+  if (mode === "count") return hits.map((h) => `${h.path}:${h.matches.length}`);
+  const context = input.context ?? input["-C"] ?? 0;
+  const before = input["-B"] ?? context;
+  const after = input["-A"] ?? context;
+  const numbers = input["-n"] ?? true;
+  const out: string[] = [];
+  for (const hit of hits) {
+    const isMatch = new Set(hit.matches);
+    let lastShown = -2;
+    const lineCount = hit.lines.at(-1) === "" ? hit.lines.length - 1 : hit.lines.length;
+    for (const m of hit.matches) {
+      const from = Math.max(0, m - before, lastShown + 1);
+      const to = Math.min(lineCount - 1, m + after);
+      if (from > lastShown + 1 && out.length > 0 && (before > 0 || after > 0)) out.push("--");
+      for (let i = from; i <= to; i++) {
+        const sepChar = isMatch.has(i) ? ":" : "-";
+        const prefix = `${withPath ? `${hit.path}${sepChar}` : ""}${numbers ? `${i + 1}${sepChar}` : ""}`;
+        out.push(prefix + displayLine(hit.lines[i]!));
+      }
+      lastShown = Math.max(lastShown, to);
+    }
+  }
+  return out;
+}
+
+function displayLine(line: string): string {
+  const text = line.endsWith("\r") ? line.slice(0, -1) : line;
+  return text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line cut]` : text;
+}
+
+function summarize(mode: Mode, hits: FileHit[], shown: string[]): string {
+  if (mode === "files_with_matches") {
+    if (hits.length === 0) return "No files found";
+    return `Found ${hits.length} file${hits.length === 1 ? "" : "s"}\n${shown.join("\n")}`;
+  }
+  if (hits.length === 0) return "No matches found";
+  if (mode === "count") {
+    const total = hits.reduce((sum, h) => sum + h.matches.length, 0);
+    return `${shown.join("\n")}\n\nFound ${total} matching line${total === 1 ? "" : "s"} across ${hits.length} file${hits.length === 1 ? "" : "s"}.`;
+  }
+  return shown.join("\n");
+}

@@ -1,0 +1,176 @@
+// Read: a text file as numbered lines (`cat -n` style), a window of it at a time, read in chunks so a
+// huge file or a huge line costs no more memory than the window shown.
+import { type FileHandle, open, stat } from "node:fs/promises";
+import { StringDecoder } from "node:string_decoder";
+import type { ToolOutcome } from "@forkd/core";
+import {
+  ABORTED,
+  BINARY_SNIFF_BYTES,
+  confine,
+  describeError,
+  errnoCode,
+  fail,
+  looksBinary,
+  ok,
+  type ToolRun,
+} from "./context.js";
+
+/** Lines shown when the model gives no `limit`. */
+export const DEFAULT_READ_LIMIT = 2000;
+/** Characters of one line shown; the rest of the line is cut. */
+export const MAX_LINE_CHARS = 2000;
+const CHUNK_BYTES = 64 * 1024;
+
+export interface ReadInput {
+  file_path: string;
+  /** First line shown, counted from 1. */
+  offset?: number | undefined;
+  /** Lines shown. */
+  limit?: number | undefined;
+}
+
+/** Formats one line the way `cat -n` does: the number right-aligned in six columns, a tab, the text. */
+export function numberedLine(lineNumber: number, text: string): string {
+  return `${String(lineNumber).padStart(6)}\t${text}`;
+}
+
+export async function readTool(input: ReadInput, run: ToolRun): Promise<ToolOutcome> {
+  const target = await confine(run, input.file_path);
+  if (!target.ok) return target.outcome;
+  const path = target.path;
+  let size: number;
+  try {
+    const info = await stat(path);
+    if (info.isDirectory()) {
+      return fail(`${path} is a directory, not a file. Use Glob to list its files.`);
+    }
+    if (!info.isFile()) return fail(`${path} is not a regular file.`);
+    size = info.size;
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") {
+      return fail(`File does not exist: ${path}. Check the path, or use Glob to find the file.`);
+    }
+    return fail(`Cannot read ${path}: ${describeError(error)}`);
+  }
+  if (size === 0) return ok(`(${path} is empty)`);
+
+  const first = Math.max(1, input.offset ?? 1);
+  const limit = input.limit ?? DEFAULT_READ_LIMIT;
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(path, "r");
+    const sniff = Buffer.alloc(Math.min(BINARY_SNIFF_BYTES, size));
+    const { bytesRead } = await handle.read(sniff, 0, sniff.length, 0);
+    if (looksBinary(sniff.subarray(0, bytesRead))) {
+      return fail(`${path} is a binary file (${size} bytes); Read shows text files only.`);
+    }
+    return ok(await renderWindow(handle, { path, size, first, limit, run }));
+  } catch (error) {
+    if (run.signal.aborted) return ABORTED;
+    if (error instanceof PastEndError) return fail(error.message);
+    return fail(`Cannot read ${path}: ${describeError(error)}`);
+  } finally {
+    await handle?.close();
+  }
+}
+
+class PastEndError extends Error {}
+
+interface Window {
+  path: string;
+  size: number;
+  first: number;
+  limit: number;
+  run: ToolRun;
+}
+
+async function renderWindow(handle: FileHandle, w: Window): Promise<string> {
+  const out: string[] = [];
+  let outBytes = 0;
+  let lineNumber = 0;
+  let consumed = 0; // bytes of the file up to the end of the last line shown
+  let capped = false;
+  for await (const line of readLines(handle, w.run.signal)) {
+    lineNumber++;
+    if (lineNumber < w.first) {
+      consumed += line.bytes;
+      continue;
+    }
+    if (lineNumber >= w.first + w.limit) break;
+    const text = numberedLine(lineNumber, line.truncated ? `${line.text}… [line cut]` : line.text);
+    const bytes = Buffer.byteLength(text) + 1;
+    if (outBytes + bytes > w.run.outputCapBytes && out.length > 0) {
+      capped = true;
+      break;
+    }
+    out.push(text);
+    outBytes += bytes;
+    consumed += line.bytes;
+  }
+  if (out.length === 0) {
+    throw new PastEndError(
+      `offset ${w.first} is past the end of ${w.path}, which has ${lineNumber} line${lineNumber === 1 ? "" : "s"}.`,
+    );
+  }
+  const last = w.first + out.length - 1;
+  const remaining = w.size - consumed;
+  if (capped) {
+    out.push(
+      `[output truncated: ${remaining.toLocaleString("en-US")} of ${w.size.toLocaleString("en-US")} bytes of the file not shown; pass offset=${last + 1} to read on]`,
+    );
+  } else if (remaining > 0) {
+    out.push(`(lines ${w.first}–${last} shown; the file goes on: pass offset=${last + 1} to read more)`);
+  }
+  return out.join("\n");
+}
+
+interface Line {
+  text: string;
+  /** Bytes of the file this line took, its newline included. */
+  bytes: number;
+  /** The text was cut at {@link MAX_LINE_CHARS}. */
+  truncated: boolean;
+}
+
+/** The file's lines, in order, each cut at {@link MAX_LINE_CHARS}; checks the signal between chunks. */
+async function* readLines(handle: FileHandle, signal: AbortSignal): AsyncGenerator<Line> {
+  const decoder = new StringDecoder("utf8");
+  const buffer = Buffer.alloc(CHUNK_BYTES);
+  let position = 0;
+  let text = "";
+  let bytes = 0;
+  let truncated = false;
+  const take = (piece: string) => {
+    bytes += Buffer.byteLength(piece);
+    if (truncated) return;
+    text += piece;
+    if (text.length > MAX_LINE_CHARS) {
+      text = text.slice(0, MAX_LINE_CHARS);
+      truncated = true;
+    }
+  };
+  const finish = (): Line => {
+    const line = { text: text.endsWith("\r") ? text.slice(0, -1) : text, bytes, truncated };
+    text = "";
+    bytes = 0;
+    truncated = false;
+    return line;
+  };
+  for (;;) {
+    signal.throwIfAborted();
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+    if (bytesRead === 0) break;
+    position += bytesRead;
+    const chunk = decoder.write(buffer.subarray(0, bytesRead));
+    let start = 0;
+    for (let nl = chunk.indexOf("\n"); nl !== -1; nl = chunk.indexOf("\n", start)) {
+      take(chunk.slice(start, nl));
+      bytes += 1;
+      yield finish();
+      start = nl + 1;
+    }
+    take(chunk.slice(start));
+  }
+  take(decoder.end());
+  if (bytes > 0) yield finish();
+}

@@ -1,0 +1,153 @@
+// Write and Edit: the two tools that change files, confined to the workspace like every path.
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { ToolOutcome } from "@forkd/core";
+import {
+  ABORTED,
+  BINARY_SNIFF_BYTES,
+  confine,
+  describeError,
+  errnoCode,
+  fail,
+  looksBinary,
+  ok,
+  type ToolRun,
+} from "./context.js";
+import { capOutput } from "./output.js";
+import { numberedLine } from "./read.js";
+
+export interface WriteInput {
+  file_path: string;
+  content: string;
+}
+
+export interface EditInput {
+  file_path: string;
+  old_string: string;
+  new_string: string;
+  /** Replace every occurrence instead of requiring exactly one. @default false */
+  replace_all?: boolean | undefined;
+}
+
+/** Lines of context shown around an edit. */
+const SNIPPET_CONTEXT = 3;
+/** Lines of a snippet shown at most. */
+const SNIPPET_MAX_LINES = 30;
+
+export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOutcome> {
+  const target = await confine(run, input.file_path);
+  if (!target.ok) return target.outcome;
+  const path = target.path;
+  try {
+    const existing = await stat(path).catch(() => undefined);
+    if (existing?.isDirectory()) return fail(`${path} is a directory; give Write the path of a file.`);
+    run.signal.throwIfAborted();
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, input.content, { signal: run.signal });
+    const bytes = Buffer.byteLength(input.content);
+    return ok(`${existing === undefined ? "Created" : "Overwrote"} ${path} (${bytes} bytes).`);
+  } catch (error) {
+    if (run.signal.aborted) return ABORTED;
+    return fail(`Cannot write ${path}: ${describeError(error)}`);
+  }
+}
+
+export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutcome> {
+  const target = await confine(run, input.file_path);
+  if (!target.ok) return target.outcome;
+  const path = target.path;
+  if (input.old_string === input.new_string) {
+    return fail("old_string and new_string are identical: there is nothing to change.");
+  }
+  try {
+    let text: string;
+    try {
+      const data = await readFile(path, { signal: run.signal });
+      if (looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) {
+        return fail(`${path} is a binary file; Edit changes text files only.`);
+      }
+      text = data.toString("utf8");
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === "ENOENT" && input.old_string === "") {
+        // An empty old_string on a missing file creates it, as Claude Code's Edit does.
+        return await writeTool({ file_path: path, content: input.new_string }, run);
+      }
+      if (code === "ENOENT") {
+        return fail(
+          `File does not exist: ${path}. Use Write to create a file, or Glob to find the right path.`,
+        );
+      }
+      if (code === "EISDIR") return fail(`${path} is a directory; give Edit the path of a file.`);
+      throw error;
+    }
+
+    if (input.old_string === "") {
+      if (text !== "") {
+        return fail(
+          `old_string is empty but ${path} is not: give the exact text to replace (Read the file first), or use Write to replace the whole file.`,
+        );
+      }
+      await writeFile(path, input.new_string, { signal: run.signal });
+      return ok(
+        `Edited ${path}: wrote its first content.\n${snippet(input.new_string, 0, input.new_string)}`,
+      );
+    }
+
+    let oldString = input.old_string;
+    let newString = input.new_string;
+    let count = occurrences(text, oldString);
+    if (count === 0 && text.includes("\r\n") && !oldString.includes("\r\n")) {
+      // The model writes \n; this file uses \r\n.
+      oldString = oldString.replaceAll("\n", "\r\n");
+      newString = newString.replaceAll("\n", "\r\n");
+      count = occurrences(text, oldString);
+    }
+    if (count === 0) {
+      return fail(
+        `old_string was not found in ${path}. It must match the file exactly, including whitespace and ` +
+          "indentation (without Read's line-number prefixes). Read the file and copy the text to replace.",
+      );
+    }
+    if (count > 1 && input.replace_all !== true) {
+      return fail(
+        `old_string occurs ${count} times in ${path}. Include more surrounding lines to make it unique, ` +
+          "or set replace_all to true to change every occurrence.",
+      );
+    }
+    const at = text.indexOf(oldString);
+    const updated =
+      input.replace_all === true
+        ? text.split(oldString).join(newString)
+        : text.slice(0, at) + newString + text.slice(at + oldString.length);
+    run.signal.throwIfAborted();
+    await writeFile(path, updated, { signal: run.signal });
+    const what = count === 1 ? "1 occurrence" : `${count} occurrences`;
+    const shown = snippet(updated, at, newString);
+    return ok(
+      capOutput(`Edited ${path}: replaced ${what}. Around the first change:\n${shown}`, run.outputCapBytes),
+    );
+  } catch (error) {
+    if (run.signal.aborted) return ABORTED;
+    return fail(`Cannot edit ${path}: ${describeError(error)}`);
+  }
+}
+
+/** Non-overlapping occurrences of `needle` (not empty) in `haystack`. */
+function occurrences(haystack: string, needle: string): number {
+  let count = 0;
+  for (let i = haystack.indexOf(needle); i !== -1; i = haystack.indexOf(needle, i + needle.length)) count++;
+  return count;
+}
+
+/** Numbered lines around the text inserted at `at`, so the model sees the result without a Read. */
+function snippet(text: string, at: number, inserted: string): string {
+  const lines = text.split("\n");
+  const firstLine = text.slice(0, at).split("\n").length - 1;
+  const lastLine = firstLine + inserted.split("\n").length - 1;
+  const from = Math.max(0, firstLine - SNIPPET_CONTEXT);
+  const to = Math.min(lines.length - 1, lastLine + SNIPPET_CONTEXT, from + SNIPPET_MAX_LINES - 1);
+  const out: string[] = [];
+  for (let i = from; i <= to; i++) out.push(numberedLine(i + 1, lines[i]!.replace(/\r$/, "")));
+  return out.join("\n");
+}
