@@ -1,0 +1,342 @@
+// The LlmClient on Anthropic's Messages API: one streamed request per attempt, our own retry policy
+// around it, and the rule that a turn whose output had begun is never replayed here.
+import Anthropic from "@anthropic-ai/sdk";
+import type {
+  MessageStreamParams,
+  RawMessageStreamEvent,
+} from "@anthropic-ai/sdk/resources/messages/messages";
+import {
+  type LlmCallOptions,
+  type LlmClient,
+  LlmError,
+  type LlmRequest,
+  type LlmResponse,
+  type LlmStreamEvent,
+  type Logger,
+  silentLogger,
+} from "@forkd/core";
+import type { ContentBlock, ProviderUsage } from "@forkd/protocol";
+import { toLlmError } from "./errors.js";
+import { sdkLogger } from "./logger.js";
+import {
+  abortableSleep,
+  compileRetryPolicy,
+  parseRetryAfter,
+  type RetryOptions,
+  type RetryPolicy,
+  retryDelay,
+} from "./retry.js";
+import { mergeUsage } from "./usage.js";
+
+/** Default time allowed for the first byte of a response, and between two of its events. @unit ms */
+export const DEFAULT_TIMEOUT_MS = 600_000;
+
+/** Options of {@link AnthropicLlmClient}. */
+export interface AnthropicClientOptions {
+  /**
+   * API key.
+   * @default process.env.ANTHROPIC_API_KEY (read by the SDK, which also knows ANTHROPIC_AUTH_TOKEN and profiles)
+   */
+  apiKey?: string;
+  /**
+   * Base URL of the API, e.g. the simulator's `http://127.0.0.1:PORT`.
+   * @default process.env.ANTHROPIC_BASE_URL, else https://api.anthropic.com
+   */
+  baseURL?: string;
+  /**
+   * Headers sent with every request (an `anthropic-beta` list, a proxy's routing header…).
+   * @default {}
+   */
+  defaultHeaders?: Record<string, string>;
+  /**
+   * Per attempt: the longest wait for the response to start, and then for each next event of its
+   * stream. A whole response may take longer; a stalled one may not.
+   * @default 600000
+   * @unit ms
+   */
+  timeout?: number;
+  /** Retry policy. @default { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30000 } */
+  retry?: RetryOptions;
+  /**
+   * Where the client writes retries and failures. Also handed to the SDK, whose level is
+   * `ANTHROPIC_LOG` (default `warn`).
+   * @default a logger that writes nothing
+   */
+  logger?: Logger;
+}
+
+interface CompiledOptions {
+  timeoutMs: number;
+  retry: RetryPolicy;
+  logger: Logger;
+}
+
+/** Options → defaults → checked values, in one place. */
+function compileOptions(options: AnthropicClientOptions): CompiledOptions {
+  const timeoutMs = options.timeout ?? DEFAULT_TIMEOUT_MS;
+  if (!Number.isInteger(timeoutMs) || timeoutMs <= 0) {
+    throw new RangeError(`timeout must be a positive integer number of milliseconds, got ${timeoutMs}`);
+  }
+  return {
+    timeoutMs,
+    retry: compileRetryPolicy(options.retry),
+    logger: options.logger ?? silentLogger,
+  };
+}
+
+/** Where one attempt got to: what the caller is owed if it fails now. */
+interface AttemptProgress {
+  startedAt: number;
+  ttftMs: number | undefined;
+  /** Usage from `message_start`, merged with each `message_delta` since. */
+  usage: ProviderUsage | undefined;
+  /** Text deltas received so far. */
+  text: string;
+  /** A content block started or a content delta arrived: from here a replay would be visible. */
+  outputBegan: boolean;
+  sawMessageStop: boolean;
+}
+
+type AttemptResult =
+  | { ok: true; response: LlmResponse }
+  | { ok: false; error: LlmError; retryAfterMs: number | undefined };
+
+/**
+ * {@link LlmClient} on the Anthropic Messages API, streaming.
+ *
+ * - The request goes out as given: the SDK serialises it with `JSON.stringify` after adding
+ *   `"stream": true`; nothing is re-rendered or reordered, so the provider's prompt cache sees the
+ *   parent's prefix byte for byte.
+ * - The SDK's own retries are off; this client retries 429, 529, 5xx, resets and timeouts with
+ *   full-jitter backoff and `retry-after`, but never once output began (`stream_interrupted`).
+ * - The caller's `signal` aborts at any point; the rejection carries the usage and text so far.
+ */
+export class AnthropicLlmClient implements LlmClient {
+  readonly #sdk: Anthropic;
+  readonly #options: CompiledOptions;
+
+  constructor(options: AnthropicClientOptions = {}) {
+    this.#options = compileOptions(options);
+    this.#sdk = new Anthropic({
+      apiKey: options.apiKey,
+      baseURL: options.baseURL,
+      defaultHeaders: options.defaultHeaders,
+      timeout: this.#options.timeoutMs,
+      // Ours is the only retry policy: the SDK's would replay silently and hide retries from the log.
+      maxRetries: 0,
+      ...(options.logger === undefined ? {} : { logger: sdkLogger(options.logger) }),
+    });
+  }
+
+  /** The base URL requests go to. */
+  get baseURL(): string {
+    return this.#sdk.baseURL;
+  }
+
+  async createMessage(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    const { signal } = options;
+    const emit = this.#emitter(options.onEvent);
+    if (signal?.aborted) {
+      throw new LlmError("aborted", "The model call was aborted before it started.");
+    }
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.#attempt(request, signal, emit);
+      if (result.ok) return result.response;
+      const { error, retryAfterMs } = result;
+      const delayMs = retryDelay(error, attempt, retryAfterMs, this.#options.retry);
+      if (delayMs === undefined) {
+        this.#logFailure(error, attempt, retryAfterMs);
+        throw error;
+      }
+      this.#options.logger.warn(
+        {
+          model: request.model,
+          attempt,
+          code: error.code,
+          status: error.status,
+          delayMs,
+          // An attempt that failed after message_start was billed for its input: say so here, since
+          // the response that follows carries only the retry's usage.
+          ...(error.partialUsage === undefined ? {} : { partialUsage: error.partialUsage }),
+          err: error,
+        },
+        "llm attempt failed; retrying",
+      );
+      emit({
+        type: "retry",
+        attempt,
+        delayMs,
+        error: error.code,
+        ...(error.status === undefined ? {} : { status: error.status }),
+      });
+      await abortableSleep(delayMs, signal);
+    }
+  }
+
+  /** One HTTP request and its stream. Never throws: the retry loop decides what a failure means. */
+  async #attempt(
+    request: LlmRequest,
+    signal: AbortSignal | undefined,
+    emit: (event: LlmStreamEvent) => void,
+  ): Promise<AttemptResult> {
+    // A controller per attempt: the caller's signal gets one listener, removed below, whatever the
+    // SDK does with its own listeners; the idle timeout aborts through the same controller.
+    const controller = new AbortController();
+    const abortAttempt = () => controller.abort();
+    signal?.addEventListener("abort", abortAttempt, { once: true });
+    if (signal?.aborted) controller.abort();
+    let timedOut = false;
+    let idleTimer: NodeJS.Timeout | undefined;
+    const armIdleTimer = () => {
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.#options.timeoutMs);
+    };
+    const progress: AttemptProgress = {
+      startedAt: performance.now(),
+      ttftMs: undefined,
+      usage: undefined,
+      text: "",
+      outputBegan: false,
+      sawMessageStop: false,
+    };
+    try {
+      armIdleTimer();
+      const stream = this.#sdk.messages.stream(
+        // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
+        request as unknown as MessageStreamParams,
+        { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs },
+      );
+      stream.on("streamEvent", (event) => {
+        armIdleTimer();
+        this.#observe(event, progress, stream.request_id ?? undefined, emit);
+      });
+      await stream.done();
+      if (!progress.sawMessageStop) {
+        throw new LlmError("connection", "The response stream ended before message_stop.", {
+          retryable: true,
+        });
+      }
+      const message = await stream.finalMessage();
+      return {
+        ok: true,
+        response: {
+          id: message.id,
+          model: message.model,
+          // Plain data: the SDK's blocks carry lazy getters and hidden parse buffers.
+          message: {
+            role: "assistant",
+            content: JSON.parse(JSON.stringify(message.content)) as ContentBlock[],
+          },
+          stop_reason: message.stop_reason,
+          usage: progress.usage ?? (message.usage as unknown as ProviderUsage),
+          ttftMs: progress.ttftMs ?? 0,
+          durationMs: performance.now() - progress.startedAt,
+        },
+      };
+    } catch (thrown) {
+      controller.abort();
+      const error = toLlmError(thrown, {
+        aborted: signal?.aborted === true,
+        timedOut,
+        outputBegan: progress.outputBegan,
+        partialUsage: progress.usage,
+        partialText: progress.usage === undefined && !progress.outputBegan ? undefined : progress.text,
+      });
+      return { ok: false, error, retryAfterMs: parseRetryAfter(responseHeaders(thrown)) };
+    } finally {
+      clearTimeout(idleTimer);
+      signal?.removeEventListener("abort", abortAttempt);
+    }
+  }
+
+  /** Tracks one raw stream event and forwards what the caller observes. */
+  #observe(
+    event: RawMessageStreamEvent,
+    progress: AttemptProgress,
+    requestId: string | undefined,
+    emit: (event: LlmStreamEvent) => void,
+  ): void {
+    switch (event.type) {
+      case "message_start": {
+        progress.ttftMs = performance.now() - progress.startedAt;
+        progress.usage = { ...(event.message.usage as unknown as ProviderUsage) };
+        emit({
+          type: "response_started",
+          ttftMs: progress.ttftMs,
+          ...(requestId === undefined ? {} : { requestId }),
+        });
+        return;
+      }
+      case "message_delta":
+        if (progress.usage) {
+          progress.usage = mergeUsage(progress.usage, event.usage as unknown as Record<string, unknown>);
+        }
+        return;
+      case "content_block_start":
+        progress.outputBegan = true;
+        return;
+      case "content_block_delta":
+        progress.outputBegan = true;
+        if (event.delta.type === "text_delta") {
+          progress.text += event.delta.text;
+          emit({ type: "text_delta", text: event.delta.text });
+        } else if (event.delta.type === "thinking_delta") {
+          emit({ type: "thinking_delta", thinking: event.delta.thinking });
+        }
+        return;
+      case "message_stop":
+        progress.sawMessageStop = true;
+        return;
+      case "content_block_stop":
+        return;
+    }
+  }
+
+  /** Wraps the caller's observer so that a throwing observer cannot break the stream. */
+  #emitter(onEvent: LlmCallOptions["onEvent"]): (event: LlmStreamEvent) => void {
+    if (!onEvent) return () => {};
+    return (event) => {
+      try {
+        onEvent(event);
+      } catch (error) {
+        this.#options.logger.error(
+          { type: event.type, err: error },
+          "llm onEvent observer threw; event dropped",
+        );
+      }
+    };
+  }
+
+  #logFailure(error: LlmError, attempts: number, retryAfterMs: number | undefined): void {
+    if (error.code === "aborted") {
+      this.#options.logger.debug({ attempts }, "llm call aborted");
+      return;
+    }
+    this.#options.logger.warn(
+      {
+        code: error.code,
+        status: error.status,
+        retryable: error.retryable,
+        attempts,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        err: error,
+      },
+      "llm call failed",
+    );
+  }
+}
+
+/** The response headers an SDK error carries, if any (for `retry-after`). */
+function responseHeaders(error: unknown): Headers | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const headers = (error as { headers?: unknown }).headers;
+  return headers instanceof Headers ? headers : undefined;
+}
+
+/** Creates an {@link AnthropicLlmClient}. */
+export function anthropicClient(options: AnthropicClientOptions = {}): AnthropicLlmClient {
+  return new AnthropicLlmClient(options);
+}
