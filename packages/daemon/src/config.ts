@@ -1,0 +1,199 @@
+// Daemon configuration: defaults, then a JSON file, then environment, then flags; validated once
+// into a "compiled" config that the rest of the daemon trusts.
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+
+const positiveInt = z.coerce.number().int().positive();
+
+/** The validated daemon configuration. */
+export const DaemonConfigSchema = z.object({
+  /** Unique id in the cluster; appears in events and the daemons bucket. */
+  daemonId: z.string().regex(/^[A-Za-z0-9_=-]{1,128}$/),
+  nats: z.object({
+    servers: z.array(z.string().min(1)).min(1),
+    user: z.string().optional(),
+    pass: z.string().optional(),
+    token: z.string().optional(),
+    /** File holding an NKey seed (`SU…`). */
+    nkeySeedFile: z.string().optional(),
+    /** A `.creds` file (JWT + seed). */
+    credsFile: z.string().optional(),
+    tls: z
+      .object({ caFile: z.string().optional(), certFile: z.string().optional(), keyFile: z.string().optional() })
+      .optional(),
+  }),
+  /** Subject prefix. */
+  prefix: z.string().default("agent"),
+  replicas: z.union([z.literal("auto"), positiveInt]).default("auto"),
+  /** @unit ms */
+  ackWaitMs: positiveInt.default(30_000),
+  maxDeliver: positiveInt.default(5),
+  /** Runs at once. */
+  concurrency: positiveInt.default(4),
+  /** Root directory tools work in; Write and Edit are confined to it. */
+  workspace: z.string().min(1),
+  /** Models a spec may use; empty allows any. */
+  allowedModels: z.array(z.string()).default([]),
+  /** Model for a spec that has no cache-safe params and no model override. */
+  defaultModel: z.string().default("claude-sonnet-4-5"),
+  /** max_tokens when neither the parent request nor the spec gives one. */
+  defaultMaxTokens: positiveInt.default(8192),
+  tools: z
+    .object({
+      bash: z.enum(["read-only", "full", "off"]).default("read-only"),
+      /** @unit ms */
+      bashTimeoutMs: positiveInt.default(120_000),
+      /** @unit bytes */
+      outputCapBytes: positiveInt.default(30_000),
+    })
+    .default({ bash: "read-only", bashTimeoutMs: 120_000, outputCapBytes: 30_000 }),
+  llm: z
+    .object({
+      /** Defaults to the SDK's `ANTHROPIC_BASE_URL`. */
+      baseURL: z.string().optional(),
+      /** Defaults to the SDK's `ANTHROPIC_API_KEY`. */
+      apiKey: z.string().optional(),
+      maxRetries: z.coerce.number().int().nonnegative().default(4),
+      /** @unit ms */
+      timeoutMs: positiveInt.default(600_000),
+    })
+    .default({ maxRetries: 4, timeoutMs: 600_000 }),
+  /** How long SIGTERM waits for in-flight runs before handing them to other daemons. @unit ms */
+  drainGraceMs: z.coerce.number().int().nonnegative().default(30_000),
+  /** Heartbeat period of the daemon entry and of each run. @unit ms */
+  heartbeatMs: positiveInt.default(5_000),
+  /** Prometheus `/metrics` port; 0 picks a free one; absent disables it. */
+  metricsPort: z.coerce.number().int().nonnegative().optional(),
+  metricsHost: z.string().default("127.0.0.1"),
+  logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /** `pretty` on a terminal, `json` otherwise, unless set. */
+  logFormat: z.enum(["json", "pretty", "auto"]).default("auto"),
+});
+
+export type DaemonConfig = z.infer<typeof DaemonConfigSchema>;
+export type DaemonConfigInput = z.input<typeof DaemonConfigSchema>;
+
+/** A configuration problem, reported as one clear line. */
+export class DaemonConfigError extends Error {
+  override readonly name = "DaemonConfigError";
+  readonly code = "invalid_config" as const;
+}
+
+/** Flags understood by `forkd daemon` (and `node packages/daemon/dist/main.js`). */
+export const DAEMON_FLAGS = {
+  config: { type: "string" },
+  nats: { type: "string", multiple: true },
+  "nats-user": { type: "string" },
+  "nats-pass": { type: "string" },
+  "nats-token": { type: "string" },
+  "nats-nkey": { type: "string" },
+  "nats-creds": { type: "string" },
+  "nats-tls-ca": { type: "string" },
+  "nats-tls-cert": { type: "string" },
+  "nats-tls-key": { type: "string" },
+  id: { type: "string" },
+  prefix: { type: "string" },
+  replicas: { type: "string" },
+  "ack-wait": { type: "string" },
+  "max-deliver": { type: "string" },
+  concurrency: { type: "string" },
+  workspace: { type: "string" },
+  "allowed-models": { type: "string" },
+  "default-model": { type: "string" },
+  bash: { type: "string" },
+  "bash-timeout": { type: "string" },
+  "drain-grace": { type: "string" },
+  heartbeat: { type: "string" },
+  "metrics-port": { type: "string" },
+  "metrics-host": { type: "string" },
+  "log-level": { type: "string" },
+  "log-format": { type: "string" },
+  "llm-base-url": { type: "string" },
+  "llm-max-retries": { type: "string" },
+} as const;
+
+type Json = Record<string, unknown>;
+
+function setPath(target: Json, path: string, value: unknown): void {
+  if (value === undefined || value === "") return;
+  const keys = path.split(".");
+  let node = target;
+  for (const key of keys.slice(0, -1)) {
+    node[key] = (node[key] as Json | undefined) ?? {};
+    node = node[key] as Json;
+  }
+  node[keys.at(-1)!] = value;
+}
+
+const list = (value: string | undefined) =>
+  value === undefined ? undefined : value.split(",").map((item) => item.trim()).filter(Boolean);
+
+/**
+ * Builds the configuration from flags (`argv`), environment and an optional JSON file
+ * (`--config` or `FORKD_CONFIG`), flags winning over environment over file over defaults.
+ */
+export function loadDaemonConfig(options: { argv?: string[]; env?: NodeJS.ProcessEnv; overrides?: Json } = {}): DaemonConfig {
+  const env = options.env ?? process.env;
+  let flags: ReturnType<typeof parseArgs<{ options: typeof DAEMON_FLAGS; strict: true }>>["values"];
+  try {
+    flags = parseArgs({ args: options.argv ?? [], options: DAEMON_FLAGS, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new DaemonConfigError((error as Error).message);
+  }
+  const raw: Json = {};
+  const file = flags.config ?? env.FORKD_CONFIG;
+  if (file) {
+    try {
+      Object.assign(raw, JSON.parse(readFileSync(file, "utf8")) as Json);
+    } catch (error) {
+      throw new DaemonConfigError(`cannot read config file ${file}: ${(error as Error).message}`);
+    }
+  }
+  const layer = (path: string, envValue: unknown, flagValue: unknown) => {
+    setPath(raw, path, envValue);
+    setPath(raw, path, flagValue);
+  };
+  layer("nats.servers", list(env.FORKD_NATS_URL ?? env.NATS_URL), flags.nats?.flatMap((s) => list(s) ?? []));
+  layer("nats.user", env.NATS_USER, flags["nats-user"]);
+  layer("nats.pass", env.NATS_PASSWORD, flags["nats-pass"]);
+  layer("nats.token", env.NATS_TOKEN, flags["nats-token"]);
+  layer("nats.nkeySeedFile", env.NATS_NKEY_SEED_FILE, flags["nats-nkey"]);
+  layer("nats.credsFile", env.NATS_CREDS, flags["nats-creds"]);
+  layer("nats.tls.caFile", env.NATS_TLS_CA, flags["nats-tls-ca"]);
+  layer("nats.tls.certFile", env.NATS_TLS_CERT, flags["nats-tls-cert"]);
+  layer("nats.tls.keyFile", env.NATS_TLS_KEY, flags["nats-tls-key"]);
+  layer("daemonId", env.FORKD_DAEMON_ID, flags.id);
+  layer("prefix", env.FORKD_PREFIX, flags.prefix);
+  layer("replicas", env.FORKD_REPLICAS, flags.replicas);
+  layer("ackWaitMs", env.FORKD_ACK_WAIT_MS, flags["ack-wait"]);
+  layer("maxDeliver", env.FORKD_MAX_DELIVER, flags["max-deliver"]);
+  layer("concurrency", env.FORKD_CONCURRENCY, flags.concurrency);
+  layer("workspace", env.FORKD_WORKSPACE, flags.workspace);
+  layer("allowedModels", list(env.FORKD_ALLOWED_MODELS), list(flags["allowed-models"]));
+  layer("defaultModel", env.FORKD_DEFAULT_MODEL, flags["default-model"]);
+  layer("tools.bash", env.FORKD_BASH_POLICY, flags.bash);
+  layer("tools.bashTimeoutMs", env.FORKD_BASH_TIMEOUT_MS, flags["bash-timeout"]);
+  layer("drainGraceMs", env.FORKD_DRAIN_GRACE_MS, flags["drain-grace"]);
+  layer("heartbeatMs", env.FORKD_HEARTBEAT_MS, flags.heartbeat);
+  layer("metricsPort", env.FORKD_METRICS_PORT, flags["metrics-port"]);
+  layer("metricsHost", env.FORKD_METRICS_HOST, flags["metrics-host"]);
+  layer("logLevel", env.FORKD_LOG_LEVEL, flags["log-level"]);
+  layer("logFormat", env.FORKD_LOG_FORMAT, flags["log-format"]);
+  layer("llm.baseURL", undefined, flags["llm-base-url"]);
+  layer("llm.maxRetries", env.FORKD_LLM_MAX_RETRIES, flags["llm-max-retries"]);
+  for (const [key, value] of Object.entries(options.overrides ?? {})) raw[key] = value;
+  raw.nats ??= {};
+  (raw.nats as Json).servers ??= ["nats://127.0.0.1:4222"];
+  raw.workspace = resolve(String(raw.workspace ?? process.cwd()));
+  raw.daemonId ??= `${hostname().replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 64)}-${process.pid}`;
+  if (typeof raw.replicas === "string" && raw.replicas !== "auto") raw.replicas = Number(raw.replicas);
+  const parsed = DaemonConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new DaemonConfigError(`invalid daemon configuration at ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+  }
+  return parsed.data;
+}

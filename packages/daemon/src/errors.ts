@@ -1,0 +1,28 @@
+// Errors of the daemon. Those that end a run are published in its `failed` event.
+
+/** Why the daemon, or one of its runs, failed. */
+export type DaemonErrorCode =
+  | "invalid_config"
+  | "publish_failed"
+  | "fenced"
+  | "model_not_allowed"
+  | "prefix_unavailable"
+  | "max_deliver_exceeded"
+  | "deadline_exceeded"
+  | "timeout"
+  | "llm_failed"
+  | "worktree_failed"
+  | "internal";
+
+/** A daemon failure with a wire form (code, message, retryable). */
+export class DaemonError extends Error {
+  override readonly name = "DaemonError";
+  readonly code: DaemonErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: DaemonErrorCode, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}

@@ -1,0 +1,38 @@
+// The daemon's logger: pino, JSON by default, readable on a terminal.
+import pino from "pino";
+
+/** The structural logger the daemon's modules take (pino satisfies it). */
+export interface DaemonLogger {
+  trace(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  child(bindings: Record<string, unknown>): DaemonLogger;
+}
+
+/**
+ * Creates the daemon's pino logger. `pretty` uses pino-pretty when it is installed (the CLI has it)
+ * and falls back to JSON otherwise; `auto` is pretty on a TTY.
+ */
+export function createDaemonLogger(options: {
+  level: string;
+  format: "json" | "pretty" | "auto";
+  daemonId: string;
+  destination?: NodeJS.WritableStream;
+}): DaemonLogger {
+  const pretty = options.format === "pretty" || (options.format === "auto" && Boolean(process.stderr.isTTY));
+  const base = { daemon: options.daemonId };
+  if (pretty && !options.destination) {
+    try {
+      return pino({
+        level: options.level,
+        base,
+        transport: { target: "pino-pretty", options: { destination: 2, colorize: true, translateTime: "HH:MM:ss.l" } },
+      });
+    } catch {
+      // pino-pretty not installed: JSON it is
+    }
+  }
+  return pino({ level: options.level, base }, (options.destination ?? process.stderr) as pino.DestinationStream);
+}

@@ -1,0 +1,106 @@
+// Prometheus metrics of one daemon, served on /metrics.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** The daemon's metrics. */
+export interface DaemonMetrics {
+  readonly registry: Registry;
+  /** URL of the /metrics endpoint once served. */
+  url?: string;
+  readonly runsActive: Gauge;
+  readonly runsEnded: Counter<"outcome">;
+  readonly queueWait: Histogram;
+  readonly llmLatency: Histogram<"phase">;
+  readonly tokens: Counter<"kind">;
+  readonly cacheReadShare: Histogram;
+  readonly abortLatency: Histogram;
+  readonly redeliveries: Counter;
+  readonly toolCalls: Counter<"result">;
+}
+
+/** Creates the metrics on a fresh registry. */
+export function createDaemonMetrics(): DaemonMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  return {
+    registry,
+    runsActive: new Gauge({ name: "forkd_runs_active", help: "Runs in progress on this daemon", registers }),
+    runsEnded: new Counter({
+      name: "forkd_runs_ended_total",
+      help: "Runs that ended here, by outcome (completed, failed, aborted, released, fenced)",
+      labelNames: ["outcome"],
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: "forkd_queue_wait_seconds",
+      help: "Time from a spec's creation to its pickup",
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    }),
+    llmLatency: new Histogram({
+      name: "forkd_llm_latency_seconds",
+      help: "LLM call latency: ttft (to first byte) and total",
+      labelNames: ["phase"],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers,
+    }),
+    tokens: new Counter({
+      name: "forkd_tokens_total",
+      help: "Tokens by kind: input, cache_write_5m, cache_write_1h, cache_read, output",
+      labelNames: ["kind"],
+      registers,
+    }),
+    cacheReadShare: new Histogram({
+      name: "forkd_cache_read_share",
+      help: "Share of each prompt read from the cache",
+      buckets: [0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1],
+      registers,
+    }),
+    abortLatency: new Histogram({
+      name: "forkd_abort_latency_seconds",
+      help: "Time from an abort request to the run's stop on this daemon",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+      registers,
+    }),
+    redeliveries: new Counter({
+      name: "forkd_redeliveries_total",
+      help: "Specs picked up again after another attempt (crash, drain, lost claim)",
+      registers,
+    }),
+    toolCalls: new Counter({
+      name: "forkd_tool_calls_total",
+      help: "Tool calls by result: ok, error, denied",
+      labelNames: ["result"],
+      registers,
+    }),
+  };
+}
+
+/** Serves `/metrics` on `host:port` (port 0 picks a free one). */
+export async function serveMetrics(
+  metrics: DaemonMetrics,
+  options: { port: number; host?: string },
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((request, response) => {
+    if (request.url !== "/metrics") {
+      response.writeHead(404).end();
+      return;
+    }
+    metrics.registry.metrics().then(
+      (body) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(body),
+      (error: Error) => response.writeHead(500).end(error.message),
+    );
+  });
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolveListen, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, host, () => resolveListen());
+  });
+  const url = `http://${host}:${(server.address() as AddressInfo).port}/metrics`;
+  metrics.url = url;
+  return {
+    url,
+    close: () => new Promise((resolveClose) => server.close(() => resolveClose())),
+  };
+}
