@@ -1,0 +1,66 @@
+import type { MessageParam } from "@forkd/protocol";
+import { describe, expect, it } from "vitest";
+import { findRequestProblems } from "./request-shape.js";
+
+const check = (messages: MessageParam[]) => findRequestProblems({ messages });
+
+describe("findRequestProblems", () => {
+  it("accepts a well-formed conversation", () => {
+    expect(
+      check([
+        { role: "user", content: "go" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Read", input: {} }] },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "t1", content: "x" },
+            { type: "text", text: "next" },
+          ],
+        },
+      ]),
+    ).toEqual([]);
+  });
+
+  it("names every structural problem", () => {
+    expect(check([])).toEqual(["the request has no messages"]);
+    expect(
+      check([
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Read", input: {} }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "" },
+            { type: "tool_result", tool_use_id: "t2", content: "x" },
+          ],
+        },
+        { role: "user", content: [] },
+        { role: "assistant", content: "done" },
+      ]),
+    ).toEqual([
+      "the first message is not the user's",
+      "messages[0] makes tool_use t1, which the next message does not answer",
+      "messages[1].content[0] is an empty text block",
+      "messages[1] has a tool_result after other content",
+      "messages[1] answers tool_use t2, which the previous message did not make",
+      "messages[2] has the same role (user) as the message before it",
+      "messages[2] has empty content",
+      "the last message is not the user's",
+    ]);
+  });
+
+  it("checks the breakpoint count and TTL order", () => {
+    const marked = (ttl?: "1h") => ({
+      type: "text",
+      text: "x",
+      cache_control: ttl ? { type: "ephemeral", ttl } : { type: "ephemeral" },
+    });
+    expect(
+      findRequestProblems({
+        messages: [{ role: "user", content: [marked(), marked("1h"), marked(), marked(), marked()] }],
+      }),
+    ).toEqual([
+      "the request has 5 cache breakpoints; at most 4 are allowed",
+      "a 1h cache breakpoint follows a 5m one",
+    ]);
+  });
+});
