@@ -1,0 +1,97 @@
+import { emptyUsageTotals } from "@forkd/protocol";
+import { describe, expect, it } from "vitest";
+import {
+  addUsageTotals,
+  promptTokensOf,
+  tokenCountsOf,
+  totalTokensOf,
+  UsageAccumulator,
+  usagePricer,
+} from "./usage.js";
+
+describe("usage", () => {
+  it("splits cache writes by TTL, counting what the split leaves out as 5m", () => {
+    expect(
+      tokenCountsOf({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 100 }),
+    ).toMatchObject({
+      cache_write_5m_tokens: 100,
+      cache_write_1h_tokens: 0,
+    });
+    expect(
+      tokenCountsOf({
+        input_tokens: 1,
+        output_tokens: 2,
+        cache_creation_input_tokens: 100,
+        cache_read_input_tokens: 7,
+        cache_creation: { ephemeral_5m_input_tokens: 30, ephemeral_1h_input_tokens: 60 },
+      }),
+    ).toEqual({
+      input_tokens: 1,
+      cache_write_5m_tokens: 40,
+      cache_write_1h_tokens: 60,
+      cache_read_tokens: 7,
+      output_tokens: 2,
+    });
+    expect(
+      promptTokensOf({
+        input_tokens: 1,
+        output_tokens: 2,
+        cache_creation_input_tokens: 3,
+        cache_read_input_tokens: 4,
+      }),
+    ).toBe(8);
+  });
+
+  it("sums turns and prices them per model", () => {
+    const acc = new UsageAccumulator();
+    acc.add("claude-sonnet-4-5", {
+      input_tokens: 1000,
+      output_tokens: 100,
+      cache_creation_input_tokens: 2000,
+      cache_read_input_tokens: 40_000,
+    });
+    acc.add("claude-haiku-4-5", { input_tokens: 500, output_tokens: 50, cache_read_input_tokens: null });
+    const totals = acc.totals;
+    expect(totals).toMatchObject({
+      input_tokens: 1500,
+      cache_write_5m_tokens: 2000,
+      cache_write_1h_tokens: 0,
+      cache_read_tokens: 40_000,
+      output_tokens: 150,
+      llm_calls: 2,
+    });
+    const sonnet = (1000 * 3 + 2000 * 3 * 1.25 + 40_000 * 3 * 0.1 + 100 * 15) / 1e6;
+    const haiku = (500 * 1 + 50 * 5) / 1e6;
+    expect(totals.cost_usd).toBeCloseTo(sonnet + haiku, 8);
+    expect(totals.unpriced_models).toBeUndefined();
+    expect(totalTokensOf(totals)).toBe(1500 + 2000 + 40_000 + 150);
+  });
+
+  it("reports an unknown model instead of pricing it at zero", () => {
+    const acc = new UsageAccumulator();
+    acc.add("claude-sonnet-4-5", { input_tokens: 10, output_tokens: 1 });
+    acc.add("mystery-1", { input_tokens: 10, output_tokens: 1 });
+    acc.add("mystery-1", { input_tokens: 10, output_tokens: 1 });
+    expect(acc.totals.cost_usd).toBeNull();
+    expect(acc.totals.unpriced_models).toEqual(["mystery-1"]);
+    expect(usagePricer()("mystery-1", { input_tokens: 1, output_tokens: 1 })).toBeNull();
+    expect(usagePricer()("claude-sonnet-4-5", { input_tokens: 1_000_000, output_tokens: 0 })).toBeCloseTo(3);
+  });
+
+  it("adds totals, a null cost winning", () => {
+    const priced = { ...emptyUsageTotals(), input_tokens: 5, llm_calls: 1, cost_usd: 0.5 };
+    const unpriced = {
+      ...emptyUsageTotals(),
+      output_tokens: 2,
+      llm_calls: 1,
+      cost_usd: null,
+      unpriced_models: ["x"],
+    };
+    expect(addUsageTotals(priced, priced)).toMatchObject({ input_tokens: 10, llm_calls: 2, cost_usd: 1 });
+    expect(addUsageTotals(priced, unpriced)).toMatchObject({
+      cost_usd: null,
+      unpriced_models: ["x"],
+      output_tokens: 2,
+    });
+  });
+});
