@@ -68,13 +68,20 @@ export const ProviderUsageSchema = z.looseObject({
  * the child inherits. Everything the parent sent is kept, unknown fields included.
  */
 export const CacheSafeParamsSchema = z.looseObject({
-  model: z.string().min(1),
+  model: z.string().min(1).describe("The parent's model."),
   max_tokens: z.number().int().positive().optional(),
-  system: SystemPromptSchema.optional(),
-  tools: z.array(ToolDefinitionSchema).optional(),
+  system: SystemPromptSchema.optional().describe("System prompt: a string or text blocks."),
+  tools: z
+    .array(ToolDefinitionSchema)
+    .optional()
+    .describe(
+      "The parent's whole tool array, the fork tool included (removing a tool would break the cache).",
+    ),
   tool_choice: z.looseObject({ type: z.string() }).optional(),
   thinking: z.looseObject({ type: z.string() }).optional(),
-  messages: z.array(MessageParamSchema),
+  messages: z
+    .array(MessageParamSchema)
+    .describe("The conversation, oldest first; blocks of every type are kept, known or not."),
   temperature: z.number().optional(),
   top_p: z.number().optional(),
   top_k: z.number().int().optional(),

@@ -4,8 +4,8 @@ import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 
 /** Published on `agent.fork.<run_id>.abort` and mirrored into the run registry. */
 export const AbortRequestSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  run_id: RunIdSchema,
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  run_id: RunIdSchema.describe("The run."),
   reason: z.string().max(4096).default("aborted by parent").describe("Shown in the `aborted` event."),
   requested_at: EpochMsSchema.describe("ms since epoch."),
   /** Who asked (agent id, user, `cli`). */
@@ -14,33 +14,33 @@ export const AbortRequestSchema = z.object({
 
 /** A daemon asks the parent whether a tool call may run. */
 export const PermissionRequestSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  run_id: RunIdSchema,
-  tool_use_id: z.string().min(1),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  run_id: RunIdSchema.describe("The run."),
+  tool_use_id: z.string().min(1).describe("The `id` of the model's `tool_use` block."),
   name: z.string().min(1).describe("Tool name."),
   input: z.unknown().describe("The tool call's input, as the model wrote it."),
   requested_at: EpochMsSchema.describe("ms since epoch."),
 });
 
 export const PermissionResponseSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  decision: z.enum(["allow", "deny"]),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  decision: z.enum(["allow", "deny"]).describe("Whether the tool call may run."),
   reason: z.string().max(4096).optional().describe("Told to the model in the `tool_result` when denied."),
 });
 
 /** A daemon asks a tool host to run a tool that exists only where the parent runs. */
 export const ToolHostRequestSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  run_id: RunIdSchema,
-  tool_use_id: z.string().min(1),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  run_id: RunIdSchema.describe("The run."),
+  tool_use_id: z.string().min(1).describe("The `id` of the model's `tool_use` block."),
   name: z.string().min(1).describe("Tool name."),
   input: z.unknown().describe("The tool call's input, as the model wrote it."),
 });
 
 export const ToolHostResponseSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
   content: z.string().describe("The `tool_result` content given to the model."),
-  is_error: z.boolean().default(false),
+  is_error: z.boolean().default(false).describe("True when the content is an error the model sees."),
 });
 
 export type AbortRequest = z.infer<typeof AbortRequestSchema>;

@@ -7,7 +7,7 @@ import { UsageTotalsSchema } from "./usage.js";
 
 const base = {
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
-  run_id: RunIdSchema,
+  run_id: RunIdSchema.describe("The run."),
   /** Contiguous from 1 per run, across attempts. */
   seq: z
     .number()
@@ -18,6 +18,11 @@ const base = {
   attempt: z.number().int().positive().describe("Attempt that published it; fences stale daemons."),
   ts: EpochMsSchema.describe("When it was published (ms since epoch)."),
 };
+
+// Fields several events share.
+const turn = z.number().int().positive().describe("Turn number, from 1.");
+const toolUseId = z.string().describe("The `id` of the model's `tool_use` block.");
+const toolName = z.string().describe("Tool name.");
 
 /** Every event type this version knows, roughly in the order a run emits them. */
 export const FORK_EVENT_TYPES = [
@@ -48,15 +53,19 @@ export const ForkEventEnvelopeSchema = z.object({
     .string()
     .min(1)
     .max(64)
-    .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/, "must be dot-separated lowercase words"),
+    .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/, "must be dot-separated lowercase words")
+    .describe("The event type: one of `FORK_EVENT_TYPES`, or a newer one."),
 });
 
 /** An error that crossed the wire. */
 export const WireErrorSchema = z.object({
-  code: z.string().min(1),
+  code: z.string().min(1).describe("A `ProtocolErrorCode`, or a daemon or LLM error code."),
   message: z.string(),
-  retryable: z.boolean(),
-  path: z.array(z.union([z.string(), z.number()])).optional(),
+  retryable: z.boolean().describe("True when resubmitting the work (under a new run id) may succeed."),
+  path: z
+    .array(z.union([z.string(), z.number()]))
+    .optional()
+    .describe("The offending field, for protocol errors."),
 });
 
 /** The `Scope: / Result: / Key files: / Files changed: / Issues:` report parsed out of the final text. */
@@ -70,12 +79,14 @@ export const ForkReportSchema = z.object({
 
 /** What a completed run returns. */
 export const ForkResultSchema = z.object({
-  final_text: z.string(),
-  report: ForkReportSchema.optional(),
-  usage: UsageTotalsSchema,
-  turns: z.number().int().nonnegative(),
-  tool_uses: z.number().int().nonnegative(),
-  duration_ms: z.number().nonnegative(),
+  final_text: z.string().describe("The child's last text: what the parent gets back."),
+  report: ForkReportSchema.optional().describe(
+    "The report parsed out of `final_text`, when it follows the format.",
+  ),
+  usage: UsageTotalsSchema.describe("Totals of the run, all attempts."),
+  turns: z.number().int().nonnegative().describe("Model turns taken."),
+  tool_uses: z.number().int().nonnegative().describe("Tool calls made."),
+  duration_ms: z.number().nonnegative().describe("From the first `accepted` to `completed`, in ms."),
   /** False when the spec had no cache-safe params and the parent's cache could not be shared. */
   cache_shared: z
     .boolean()
@@ -95,7 +106,7 @@ export const AcceptedEventSchema = z.object({
   ...base,
   type: z.literal("accepted"),
   daemon_id: z.string().min(1).describe("The daemon that claimed the run."),
-  host: z.string().optional(),
+  host: z.string().optional().describe("Host the daemon runs on."),
   /** Time from the spec's `created_at` to this pickup. @unit ms */
   queue_wait_ms: z.number().describe("Time from the spec's `created_at` to this pickup, in ms."),
   /** JetStream delivery count of the spec. */
@@ -107,7 +118,7 @@ export const AcceptedEventSchema = z.object({
 export const StartedEventSchema = z.object({
   ...base,
   type: z.literal("started"),
-  model: z.string(),
+  model: z.string().describe("The model the child uses."),
   /** Cache key hash of the inherited prefix (see core's cache-safe params); null when nothing is shared. */
   prefix_hash: z
     .string()
@@ -115,56 +126,64 @@ export const StartedEventSchema = z.object({
     .describe(
       "Cache key hash of the inherited prefix (core's cache-safe params); null when nothing is shared.",
     ),
-  cache_shared: z.boolean(),
+  cache_shared: z
+    .boolean()
+    .describe(
+      "True when the child's requests start with the parent's cached prefix (no override changes it).",
+    ),
 });
 
 export const LlmRequestEventSchema = z.object({
   ...base,
   type: z.literal("llm.request"),
-  turn: z.number().int().positive(),
-  model: z.string(),
-  message_count: z.number().int().nonnegative(),
+  turn,
+  model: z.string().describe("Model of this request."),
+  message_count: z.number().int().nonnegative().describe("Messages in the request."),
 });
 
 /** Streamed text, batched: several provider deltas per event. */
 export const LlmDeltaEventSchema = z.object({
   ...base,
   type: z.literal("llm.delta"),
-  turn: z.number().int().positive(),
-  text: z.string(),
+  turn,
+  text: z.string().describe("Text streamed since the previous delta."),
 });
 
 export const LlmMessageEventSchema = z.object({
   ...base,
   type: z.literal("llm.message"),
-  turn: z.number().int().positive(),
-  message: AssistantMessageSchema,
-  stop_reason: z.string().nullable(),
-  usage: ProviderUsageSchema,
+  turn,
+  message: AssistantMessageSchema.describe("The assistant message, as appended to the conversation."),
+  stop_reason: z.string().nullable().describe("The provider's stop reason."),
+  usage: ProviderUsageSchema.describe("The provider's usage of this response, as reported."),
   /** Time from request to first streamed byte. @unit ms */
   ttft_ms: z.number().nonnegative().optional().describe("Time from request to first streamed byte, in ms."),
-  duration_ms: z.number().nonnegative().optional(),
+  duration_ms: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe("Time from request to the end of the response, in ms."),
 });
 
 export const ToolCallEventSchema = z.object({
   ...base,
   type: z.literal("tool.call"),
-  turn: z.number().int().positive(),
-  tool_use_id: z.string(),
-  name: z.string(),
-  input: z.unknown(),
+  turn,
+  tool_use_id: toolUseId,
+  name: toolName,
+  input: z.unknown().describe("The tool's input, as the model wrote it."),
 });
 
 export const ToolResultEventSchema = z.object({
   ...base,
   type: z.literal("tool.result"),
-  turn: z.number().int().positive(),
-  tool_use_id: z.string(),
-  name: z.string(),
+  turn,
+  tool_use_id: toolUseId,
+  name: toolName,
   /** The exact `tool_result` block content appended to the conversation. */
   content: z.string().describe("The exact `tool_result` block content appended to the conversation."),
-  is_error: z.boolean(),
-  duration_ms: z.number().nonnegative(),
+  is_error: z.boolean().describe("True when the content is an error the model sees."),
+  duration_ms: z.number().nonnegative().describe("How long the tool ran, in ms."),
   /** Set when the result was synthesised on resume because the call was interrupted by a crash. */
   interrupted: z
     .boolean()
@@ -175,71 +194,73 @@ export const ToolResultEventSchema = z.object({
 export const ToolDeniedEventSchema = z.object({
   ...base,
   type: z.literal("tool.denied"),
-  turn: z.number().int().positive(),
-  tool_use_id: z.string(),
-  name: z.string(),
-  code: z.string(),
-  reason: z.string(),
+  turn,
+  tool_use_id: toolUseId,
+  name: toolName,
+  code: z
+    .string()
+    .describe("Why, e.g. `tool_filter`, `permission_denied`, `permission_timeout`, `recursion_guard`."),
+  reason: z.string().describe("Told to the model in an error `tool_result`."),
 });
 
 /** A tool call waits for the parent's approval. */
 export const PermissionRequestedEventSchema = z.object({
   ...base,
   type: z.literal("permission.requested"),
-  turn: z.number().int().positive(),
-  tool_use_id: z.string(),
-  name: z.string(),
-  timeout_ms: z.number().int().positive(),
+  turn,
+  tool_use_id: toolUseId,
+  name: toolName,
+  timeout_ms: z.number().int().positive().describe("How long the parent has to answer, in ms."),
 });
 
 export const PermissionResolvedEventSchema = z.object({
   ...base,
   type: z.literal("permission.resolved"),
-  turn: z.number().int().positive(),
-  tool_use_id: z.string(),
-  decision: z.enum(["allow", "deny", "timeout"]),
-  reason: z.string().optional(),
+  turn,
+  tool_use_id: toolUseId,
+  decision: z.enum(["allow", "deny", "timeout"]).describe("`timeout`: no answer in time, which is a deny."),
+  reason: z.string().optional().describe("The parent's reason, if any."),
 });
 
 /** The first turn read far less from the cache than the inherited prefix should have given. */
 export const CacheBreakEventSchema = z.object({
   ...base,
   type: z.literal("cache.break"),
-  turn: z.number().int().positive(),
+  turn,
   /** The layer whose hash changed versus the parent's, or `none` (expiry or provider side). */
   layer: z
     .enum(["model", "tools", "system", "messages", "none"])
     .describe("The layer whose hash changed versus the parent's, or `none` (expiry or provider side)."),
-  prompt_tokens: z.number().int().nonnegative(),
-  cache_read_tokens: z.number().int().nonnegative(),
-  detail: z.string(),
+  prompt_tokens: z.number().int().nonnegative().describe("Input tokens of the turn, cached or not."),
+  cache_read_tokens: z.number().int().nonnegative().describe("Of which read from the cache."),
+  detail: z.string().describe("A human explanation."),
 });
 
 export const HeartbeatEventSchema = z.object({
   ...base,
   type: z.literal("heartbeat"),
-  daemon_id: z.string().min(1),
-  turn: z.number().int().nonnegative(),
+  daemon_id: z.string().min(1).describe("The daemon running the run."),
+  turn: z.number().int().nonnegative().describe("Current turn (0 before the first)."),
 });
 
 export const CompletedEventSchema = z.object({
   ...base,
   type: z.literal("completed"),
-  result: ForkResultSchema,
+  result: ForkResultSchema.describe("What the run returns to its parent."),
 });
 
 export const FailedEventSchema = z.object({
   ...base,
   type: z.literal("failed"),
-  error: WireErrorSchema,
-  usage: UsageTotalsSchema,
+  error: WireErrorSchema.describe("What went wrong."),
+  usage: UsageTotalsSchema.describe("Totals until the failure."),
 });
 
 export const AbortedEventSchema = z.object({
   ...base,
   type: z.literal("aborted"),
-  reason: z.string(),
-  usage: UsageTotalsSchema,
+  reason: z.string().describe("The abort request's reason."),
+  usage: UsageTotalsSchema.describe("Totals until the abort."),
 });
 
 /** Any event of a run. Its members are listed in {@link FORK_EVENT_TYPES}. */

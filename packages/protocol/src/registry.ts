@@ -8,9 +8,9 @@ export const RunStatusSchema = z.enum(["queued", "running", "completed", "failed
 
 /** Key `<run_id>` in the runs bucket. */
 export const RunStateSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  run_id: RunIdSchema,
-  status: RunStatusSchema,
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  run_id: RunIdSchema.describe("The run; also the key."),
+  status: RunStatusSchema.describe("Where the run is; the last three are final."),
   /** Highest attempt that claimed the run; a daemon holding a lower one is fenced. */
   attempt: z
     .number()
@@ -22,30 +22,30 @@ export const RunStateSchema = z.object({
   daemon_id: z.string().min(1).optional().describe("The daemon running (or that last ran) the run."),
   /** Last event seq published. */
   last_seq: z.number().int().nonnegative().describe("Last event seq published (0 before the first)."),
-  label: z.string().optional(),
-  parent_agent_id: z.string().optional(),
-  model: z.string().optional(),
-  turn: z.number().int().nonnegative().optional(),
-  created_at: EpochMsSchema,
-  updated_at: EpochMsSchema,
-  started_at: EpochMsSchema.optional(),
-  ended_at: EpochMsSchema.optional(),
-  heartbeat_at: EpochMsSchema.optional(),
+  label: z.string().optional().describe("The spec's label."),
+  parent_agent_id: z.string().optional().describe("The spec's `parent.agent_id`."),
+  model: z.string().optional().describe("The model the run uses."),
+  turn: z.number().int().nonnegative().optional().describe("Current turn."),
+  created_at: EpochMsSchema.describe("The spec's `created_at`."),
+  updated_at: EpochMsSchema.describe("Last write of this entry."),
+  started_at: EpochMsSchema.optional().describe("First claim."),
+  ended_at: EpochMsSchema.optional().describe("When the terminal event was stored."),
+  heartbeat_at: EpochMsSchema.optional().describe("Last heartbeat of the daemon running it."),
   /** Set by an abort; a spec picked up or redelivered afterwards is not run. */
   abort: z
     .object({ reason: z.string(), requested_at: EpochMsSchema, by: z.string().optional() })
     .optional()
     .describe("Set by an abort; a spec picked up or redelivered afterwards is not run."),
-  usage: UsageTotalsSchema.optional(),
-  error: WireErrorSchema.optional(),
+  usage: UsageTotalsSchema.optional().describe("Totals, set when the run ends."),
+  error: WireErrorSchema.optional().describe("Set when the run failed."),
 });
 
 /** Key `<daemon_id>` in the daemons bucket, refreshed by the daemon's heartbeat. */
 export const DaemonInfoSchema = z.object({
-  v: z.literal(PROTOCOL_VERSION),
-  daemon_id: RunIdSchema,
-  host: z.string(),
-  pid: z.number().int().positive(),
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  daemon_id: RunIdSchema.describe("The daemon; also the key."),
+  host: z.string().describe("Host name."),
+  pid: z.number().int().positive().describe("Process id."),
   version: z.string().describe("The daemon's package version."),
   /** Highest protocol version it reads. */
   protocol: z
@@ -53,12 +53,14 @@ export const DaemonInfoSchema = z.object({
     .int()
     .positive()
     .describe("Highest protocol version it reads; a parent checks it before sending a newer `v`."),
-  state: z.enum(["starting", "running", "draining", "stopped"]),
+  state: z
+    .enum(["starting", "running", "draining", "stopped"])
+    .describe("`draining`: finishing or handing over its runs, taking no new ones."),
   capacity: z.number().int().positive().describe("Runs it executes at once."),
   load: z.number().int().nonnegative().describe("Runs it executes now."),
-  started_at: EpochMsSchema,
-  heartbeat_at: EpochMsSchema,
-  metrics_url: z.string().optional(),
+  started_at: EpochMsSchema.describe("Process start."),
+  heartbeat_at: EpochMsSchema.describe("Last refresh of this entry."),
+  metrics_url: z.string().optional().describe("Prometheus endpoint, when served."),
 });
 
 export type RunStatus = z.infer<typeof RunStatusSchema>;

@@ -37,7 +37,10 @@ export const ForkPrefixSchema = z.object({
 export const PrefixSourceSchema = z.discriminatedUnion("kind", [
   /** The prefix travels inside the spec. */
   z
-    .object({ kind: z.literal("inline"), prefix: ForkPrefixSchema })
+    .object({
+      kind: z.literal("inline"),
+      prefix: ForkPrefixSchema.describe("The parent's last request and reply: a fork prefix."),
+    })
     .describe("The prefix travels inside the spec."),
   /** The prefix is in the object store under its content hash; N forks move it over the wire once. */
   z
@@ -57,21 +60,27 @@ export const PrefixSourceSchema = z.discriminatedUnion("kind", [
 export const ToolFilterSpecSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("all") }).describe("Every tool of the parent."),
   z
-    .object({ kind: z.literal("allow"), tools: z.array(z.string().min(1)) })
+    .object({
+      kind: z.literal("allow"),
+      tools: z.array(z.string().min(1)).describe("Names of the tools the child may call."),
+    })
     .describe("Only the named tools may run."),
   /** Read-only tools everywhere; writes only inside `memory_dir`. */
   z
-    .object({ kind: z.literal("memory"), memory_dir: z.string().min(1) })
+    .object({
+      kind: z.literal("memory"),
+      memory_dir: z.string().min(1).describe("The only directory the child may write to."),
+    })
     .describe("Read-only tools everywhere; writes only inside `memory_dir`."),
 ]);
 
 /** Who forked: enough to trace lineage and to stop runaway recursion across hosts. */
 export const ParentIdentitySchema = z.object({
   agent_id: z.string().min(1).max(256).describe("Stable id of the parent agent (process or session)."),
-  session_id: z.string().max(256).optional(),
+  session_id: z.string().max(256).optional().describe("The parent's session, for tracing."),
   run_id: RunIdSchema.optional().describe("When the parent is itself a fork: its run id."),
   lineage: z.array(RunIdSchema).max(64).default([]).describe("Ancestor run ids, oldest first."),
-  host: z.string().max(256).optional(),
+  host: z.string().max(256).optional().describe("Host the parent runs on."),
 });
 
 export const LimitsSchema = z.object({
@@ -102,7 +111,7 @@ export const OverridesSchema = z.object({
     .min(1)
     .optional()
     .describe("Another model than the parent's; the child then misses the parent's cache."),
-  max_tokens: z.number().int().positive().optional(),
+  max_tokens: z.number().int().positive().optional().describe("Another output limit than the parent's."),
   /** A `critical_system_reminder`: injected after the cache boundary, never inside it. */
   system_reminder: z
     .string()
@@ -148,14 +157,17 @@ export const ToolHostRefSchema = z.object({
 
 /** W3C trace context of the parent's span. */
 export const TraceContextSchema = z.object({
-  traceparent: z.string().regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/),
-  tracestate: z.string().max(512).optional(),
+  traceparent: z
+    .string()
+    .regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+    .describe("The W3C `traceparent` header value."),
+  tracestate: z.string().max(512).optional().describe("The W3C `tracestate` header value."),
 });
 
 /** Which of the parent's fork calls this child answers. */
 export const ForkCallSchema = z.object({
-  tool_use_id: z.string().min(1),
-  description: z.string().optional(),
+  tool_use_id: z.string().min(1).describe("The `id` of the parent's fork `tool_use` block."),
+  description: z.string().optional().describe("The fork call's description, for display."),
 });
 
 /** A fork spec, version 1. */
@@ -184,8 +196,8 @@ export const ForkSpecSchema = z.object({
     "Which of the parent's tools the child may use.",
   ),
   overrides: OverridesSchema.default({}).describe("Per-child changes; see the cache notes."),
-  limits: LimitsSchema.default({ max_turns: 200 }),
-  isolation: IsolationSchema.default({ worktree: false }),
+  limits: LimitsSchema.default({ max_turns: 200 }).describe("When the run stops."),
+  isolation: IsolationSchema.default({ worktree: false }).describe("Where the child's tools run."),
   permissions: PermissionPolicySchema.default({ mode: "allow", timeout_ms: 60_000 }).describe(
     "How tool calls that need approval are handled.",
   ),

@@ -23,7 +23,7 @@ export const UsageTotalsSchema = z.object({
     .describe("Tokens written to the cache with the 1-hour TTL."),
   /** Tokens read from the cache. */
   cache_read_tokens: z.number().int().nonnegative().describe("Tokens read from the cache."),
-  output_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative().describe("Output tokens."),
   /** Number of LLM responses summed. */
   llm_calls: z.number().int().nonnegative().describe("Number of LLM responses summed."),
   /** Price in US dollars; `null` when a model had no entry in the pricing table (see `unpriced_models`). */
