@@ -1,0 +1,490 @@
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { classifyShellCommand, READ_ONLY_SHELL_COMMANDS, splitShellWords } from "./shell-classifier.js";
+import { SHELL_CORPUS } from "./shell-corpus.js";
+
+describe("classifyShellCommand: labelled corpus", () => {
+  it("has at least 150 entries, both verdicts well represented, no duplicates", () => {
+    expect(SHELL_CORPUS.length).toBeGreaterThanOrEqual(150);
+    expect(SHELL_CORPUS.filter((entry) => entry.readOnly).length).toBeGreaterThanOrEqual(60);
+    expect(SHELL_CORPUS.filter((entry) => !entry.readOnly).length).toBeGreaterThanOrEqual(60);
+    expect(new Set(SHELL_CORPUS.map((entry) => entry.command)).size).toBe(SHELL_CORPUS.length);
+  });
+
+  it.each(SHELL_CORPUS.map((entry) => [JSON.stringify(entry.command), entry] as const))(
+    "%s",
+    (_, { command, readOnly, note }) => {
+      const verdict = classifyShellCommand(command);
+      expect(verdict.readOnly, `${note}: ${verdict.reason}`).toBe(readOnly);
+      expect(verdict.reason.length).toBeGreaterThan(0);
+    },
+  );
+});
+
+function accepted(command: string): void {
+  const verdict = classifyShellCommand(command);
+  expect(verdict.readOnly, `${command}: ${verdict.reason}`).toBe(true);
+}
+
+/** Asserts the verdict and that the reason mentions what was refused. */
+function refused(command: string, reasonIncludes: string | RegExp): void {
+  const verdict = classifyShellCommand(command);
+  expect(verdict.readOnly, `${command}: ${verdict.reason}`).toBe(false);
+  if (typeof reasonIncludes === "string") expect(verdict.reason).toContain(reasonIncludes);
+  else expect(verdict.reason).toMatch(reasonIncludes);
+}
+
+describe("classifyShellCommand: the gaps of the earlier classifier", () => {
+  it("refuses find -delete, -exec, -execdir, -ok, -okdir and -fprint*", () => {
+    refused("find . -delete", "-delete");
+    for (const action of ["-exec", "-execdir", "-ok", "-okdir"]) refused(`find . ${action} rm {} ;`, action);
+    for (const action of ["-fprint out", "-fprint0 out", "-fprintf out %p", "-fls out"]) {
+      refused(`find . ${action}`, action.split(" ")[0]!);
+    }
+  });
+
+  it("refuses sort -o / --output in every spelling", () => {
+    for (const command of [
+      "sort -o out in",
+      "sort -ro out in",
+      "sort in -oout",
+      "sort --output=out in",
+      "sort --output out in",
+      "sort --outp=x in",
+    ]) {
+      refused(command, "sort");
+    }
+  });
+
+  it("refuses uniq with a second operand (the output file)", () => {
+    refused("uniq in out", "second operand");
+    refused("uniq -f 1 in out", "second operand");
+    accepted("uniq -f 1 in");
+  });
+
+  it("refuses env running a writer or a shell, and env changing the environment of a command", () => {
+    refused("env sh -c 'rm -rf /'", "sh");
+    refused("env rm x", "rm");
+    refused("env PAGER=x git log", "environment");
+    refused("env -S 'rm x'", "-S");
+    accepted("env");
+    accepted("env cat x");
+  });
+
+  it("checks the command xargs runs recursively, as if stdin supplied any argument", () => {
+    refused("xargs rm", "rm");
+    refused("xargs -0 -n1 sh -c 'x'", "sh");
+    refused("xargs sed s/a/b/", "sed");
+    refused("xargs find", "find");
+    refused("xargs env rm", "env");
+    refused("xargs xargs xargs xargs xargs cat", "deeply");
+    accepted("xargs -0 grep -l foo");
+    accepted("xargs -n 1 wc -l");
+  });
+
+  it("refuses tee", () => {
+    refused("tee x", "tee");
+    refused("ls | tee -a x", "tee");
+  });
+
+  it("refuses here-strings but allows here-documents that feed a reader", () => {
+    refused("cat <<< hi", "here-string");
+    accepted("cat <<'EOF'\n$(x)\nEOF");
+    refused("cat <<EOF\n$(x)\nEOF", "command substitution");
+    refused("cat <<EOF >out\nx\nEOF", ">out");
+    refused("cat <<EOF\nEO\\\nF\nrm -rf x\nEOF", "backslash continuation");
+  });
+
+  it("refuses sed -i, --in-place, -i.bak, -ni and the w, W, e commands and flags", () => {
+    for (const command of [
+      "sed -i s/a/b/ f",
+      "sed --in-place s/a/b/ f",
+      "sed -i.bak s/a/b/ f",
+      "sed -ni p f",
+      "sed -n -i p f",
+    ]) {
+      refused(command, "in place");
+    }
+    refused("sed 's/a/b/w out' f", "writes");
+    refused("sed 's/a/b/gw out' f", "writes");
+    refused("sed 'w out' f", "writes");
+    refused("sed 'W out' f", "writes");
+    refused("sed 'e ls' f", "runs");
+    refused("sed 's/a/b/e' f", "runs");
+    refused("sed -n '/a/{p;w out\n}' f", "writes");
+    accepted("sed -n 's/we/ew/p' f");
+  });
+
+  it("refuses every output redirection form except /dev/null and descriptor duplications", () => {
+    for (const redirect of [">f", ">>f", ">|f", "&>f", "&>>f", "2>f", "1>f", "<>f", ">&f", "2>>f", "9>f"]) {
+      refused(`ls ${redirect}`, "writes to a file");
+    }
+    for (const harmless of [
+      ">/dev/null",
+      "2>/dev/null",
+      "&>/dev/null",
+      "2>&1",
+      "1>&2",
+      ">&2",
+      "3>&-",
+      "<in",
+    ]) {
+      expect(classifyShellCommand(`ls ${harmless}`).readOnly, harmless).toBe(true);
+    }
+  });
+
+  it("refuses command substitution, backquotes and process substitution wherever they appear", () => {
+    for (const command of [
+      "echo $(ls)",
+      'echo "$(ls)"',
+      "echo `ls`",
+      'echo "`ls`"',
+      "cat <(ls)",
+      "ls >(cat)",
+      "cat x<(ls)",
+      "echo $((1))",
+      "cat $(echo x)",
+    ]) {
+      refused(command, /substitution|arithmetic/);
+    }
+    accepted("echo '$(ls)' '`ls`'");
+  });
+
+  it("refuses assignments, background jobs and unknown commands", () => {
+    refused("PAGER=less git log", "assignment");
+    refused("GIT_EXTERNAL_DIFF=x git diff", "assignment");
+    refused("ls &", "background");
+    refused("curl -o x http://a", "curl");
+    refused("wget http://a", "wget");
+  });
+
+  it("allows only read-only git subcommands and no option that runs a program or writes", () => {
+    for (const command of [
+      "git status",
+      "git log",
+      "git diff",
+      "git show",
+      "git branch",
+      "git branch --list",
+      "git rev-parse HEAD",
+      "git ls-files",
+      "git blame f",
+      "git grep x",
+    ]) {
+      expect(classifyShellCommand(command).readOnly, command).toBe(true);
+    }
+    refused("git -c core.pager=sh log", "-c");
+    refused("git log --output=x", "--output");
+    refused("git diff --ext-diff", "ext-diff");
+    refused("git branch topic", "creates a branch");
+    refused("git commit", "not a read-only git subcommand");
+  });
+
+  it("refuses awk programs with >, |, system, getline", () => {
+    for (const token of [">", "|", "system", "getline"]) refused(`awk '{ x ${token} y }' f`, token);
+  });
+
+  it("refuses globs and variables as arguments of commands whose options write", () => {
+    refused("sort *", "expanded at run time");
+    refused("find $DIR -name x", "expanded at run time");
+    refused("git log {a,b}", "expanded at run time");
+    accepted("grep -l x *.md {a,b}.txt $F");
+  });
+});
+
+describe("classifyShellCommand: properties", () => {
+  // Lines with a comment or a here-document would swallow text appended to them.
+  const readOnly = SHELL_CORPUS.filter(
+    (entry) => entry.readOnly && !entry.command.includes("<<") && !entry.command.includes(" #"),
+  ).map((entry) => entry.command);
+
+  it("never throws, whatever the input", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 200 }), (command) => {
+        const verdict = classifyShellCommand(command);
+        expect(typeof verdict.readOnly).toBe("boolean");
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...SHELL_ALPHABET), { maxLength: 40 }), (parts) => {
+        classifyShellCommand(parts.join(""));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("turns any read-only line into a writer when a writer is added", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...readOnly),
+        fc.constantFrom(
+          (c: string) => `${c} > out`,
+          (c: string) => `${c}; rm -rf x`,
+          (c: string) => `rm x && ${c}`,
+          (c: string) => `${c} | tee out`,
+          (c: string) => `${c} &`,
+          (c: string) => `X=1 ${c}`,
+          (c: string) => `${c} $(rm x)`,
+          (c: string) => `${c}\ntouch x`,
+        ),
+        (command, mutate) => {
+          expect(classifyShellCommand(mutate(command)).readOnly).toBe(false);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("lists the known commands", () => {
+    expect(READ_ONLY_SHELL_COMMANDS).toContain("grep");
+    expect(READ_ONLY_SHELL_COMMANDS).not.toContain("tee");
+  });
+});
+
+const SHELL_ALPHABET = [
+  "a",
+  "b",
+  " ",
+  "'",
+  '"',
+  "\\",
+  "$",
+  "#",
+  "\n",
+  ";",
+  "|",
+  "&",
+  "(",
+  ")",
+  "<",
+  ">",
+  "{",
+  "}",
+  "*",
+  "=",
+  "-",
+  "x",
+  "`",
+  "!",
+];
+
+/** Where bash is, if it is here: the differential tests compare the classifier with it. */
+const bashPath = spawnSync("bash", ["-c", "command -v bash"], { encoding: "utf8" }).stdout?.trim() ?? "";
+const bash = bashPath.startsWith("/");
+
+/** The words bash passes to a command for `line`, or undefined when bash rejects the line. */
+function bashWords(line: string): string[] | undefined {
+  const result = spawnSync(bashPath, ["--noprofile", "--norc", "-c", `printf '%s\\0' ${line}`], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
+  });
+  if (result.status !== 0) return undefined;
+  return result.stdout.split("\0").slice(0, -1);
+}
+
+describe.skipIf(!bash)("the tokenizer agrees with bash", () => {
+  const samples = [
+    "a 'b c' \"d e\"",
+    "a\\ b",
+    '"a\\"b"',
+    "'a'\"b\"c",
+    '"\\$x"',
+    '"a\\\\b"',
+    '"a\\qb"',
+    "a\\\nb",
+    '"line\\\ncont"',
+    "'' \"\"",
+    "a#b",
+    "a #comment",
+    '"#"',
+    "'\\n'",
+    '"$"',
+    "a$",
+    "x{} {}",
+    "a=b --opt='v w'",
+    '"\\`"',
+    "'é' \"ü\"",
+    "-- -delete",
+    "'it'\\''s'",
+  ];
+
+  it.each(samples.map((sample) => [JSON.stringify(sample), sample] as const))("%s", (_, sample) => {
+    const ours = splitShellWords(sample);
+    expect(ours).toBeDefined();
+    expect(ours).toEqual(bashWords(sample));
+  });
+
+  it("agrees on random lines made of quoting characters", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.constantFrom(
+            "a",
+            "b",
+            " ",
+            "'",
+            '"',
+            "\\",
+            "\\\n",
+            "$",
+            "#",
+            "=",
+            "-",
+            "\n",
+            "x",
+            "{",
+            "}",
+            "(",
+            ";",
+          ),
+          {
+            maxLength: 16,
+          },
+        ),
+        (parts) => {
+          const line = parts.join("");
+          const ours = splitShellWords(line);
+          // Lines the tokenizer accepts as literal words must give bash's words; newlines make several commands.
+          // (printf with no words still prints once, so the empty line is skipped too.)
+          if (ours === undefined || ours.length === 0 || line.replaceAll("\\\n", "").includes("\n")) return;
+          expect(ours).toEqual(bashWords(line));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
+
+/**
+ * Runs accepted lines under real bash with every program on PATH replaced by a stub that logs its argv,
+ * in a directory holding hostile file names. Checks what bash really did against the verdict: no file
+ * appeared (so no redirection wrote), and every program bash ran, with the arguments it really got
+ * after globbing and variable expansion, is itself accepted.
+ */
+describe.skipIf(!bash)("what bash runs for an accepted line is read-only", () => {
+  const HOSTILE_FILES = ["a.txt", "-delete", "-o", "-i", "--output=x", "-ofile"].sort();
+  let root: string;
+  let bin: string;
+  let sandbox: string;
+  let log: string;
+
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), "forkd-shell-exec-"));
+    bin = join(root, "bin");
+    sandbox = join(root, "sandbox");
+    log = join(root, "log");
+    mkdirSync(bin);
+    for (const name of [...READ_ONLY_SHELL_COMMANDS, "rm", "touch", "tee", "mv"]) {
+      if (name === "[") continue;
+      // One printf per record keeps records whole when a pipeline's stubs log at the same time.
+      const script = `#!${bashPath}\nr="${name}"; for a in "$@"; do r+=$'\\x02'"$a"; done; printf '%s\\x01' "$r" >> "$FORKD_EXEC_LOG"\n`;
+      writeFileSync(join(bin, name), script);
+      chmodSync(join(bin, name), 0o755);
+    }
+  });
+
+  afterAll(() => {
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const TOKENS = [
+    ...[
+      "ls",
+      "cat",
+      "grep",
+      "sort",
+      "sed",
+      "find",
+      "git",
+      "xargs",
+      "env",
+      "echo",
+      "printf",
+      "uniq",
+      "rm",
+      "touch",
+    ],
+    ...[
+      "tee",
+      "awk",
+      "date",
+      "tree",
+      " ",
+      " ",
+      "-o",
+      "x",
+      "-i",
+      "*",
+      "$X",
+      '"$X"',
+      "'a b'",
+      "-delete",
+      "s/a/b/",
+    ],
+    ...[
+      "log",
+      "status",
+      "-n",
+      "a.txt",
+      ";",
+      "&&",
+      "||",
+      "|",
+      "\n",
+      ">/dev/null",
+      "2>&1",
+      ">out",
+      "<a.txt",
+      "{ ",
+    ],
+    ...[" }", "(", ")", "if ", " then ", " fi", "for i in a b; do ", " done", "!", "=", "\\", "'", '"'],
+  ];
+  const quote = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`;
+
+  it("agrees with bash on random lines", { timeout: 120_000 }, () => {
+    let accepted = 0;
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...TOKENS), { minLength: 1, maxLength: 9 }), (parts) => {
+        const line = parts.join(" ");
+        if (!classifyShellCommand(line).readOnly) return;
+        accepted++;
+        rmSync(sandbox, { recursive: true, force: true });
+        mkdirSync(sandbox);
+        for (const file of HOSTILE_FILES) writeFileSync(join(sandbox, file), "");
+        rmSync(log, { force: true });
+        spawnSync(bashPath, ["--noprofile", "--norc", "-c", line], {
+          cwd: sandbox,
+          timeout: 5_000,
+          stdio: "ignore",
+          env: { PATH: bin, FORKD_EXEC_LOG: log, X: "-o out", HOME: root },
+        });
+        expect(readdirSync(sandbox).sort(), line).toEqual(HOSTILE_FILES);
+        const records = existsSync(log) ? readFileSync(log, "utf8").split("\x01").filter(Boolean) : [];
+        for (const record of records) {
+          const argv = record.split("\x02");
+          const verdict = classifyShellCommand(argv.map(quote).join(" "));
+          expect(
+            verdict.readOnly,
+            `${JSON.stringify(line)} ran ${JSON.stringify(argv)}: ${verdict.reason}`,
+          ).toBe(true);
+        }
+      }),
+      { numRuns: 3_000 },
+    );
+    expect(accepted).toBeGreaterThan(100);
+  });
+});
