@@ -1,0 +1,491 @@
+import { once } from "node:events";
+import type { ForkEventBody, MessageParam } from "@forkd/protocol";
+import { describe, expect, it } from "vitest";
+import { listBreakpoints } from "./breakpoints.js";
+import { computeCacheKey } from "./cache-key.js";
+import { createForkPrefix } from "./cache-safe-params.js";
+import { buildForkedRequest } from "./forked-request.js";
+import { LlmError } from "./llm-client.js";
+import { testDispatcher } from "./test-support/dispatcher.js";
+import { loadFixture } from "./test-support/fixtures.js";
+import {
+  hangingStep,
+  ScriptedLlmClient,
+  type ScriptStep,
+  textReply,
+  toolReply,
+  usage,
+} from "./test-support/scripted-llm.js";
+import type { PermissionAsker } from "./tool-dispatcher.js";
+import { denialToolResultText, toolFilterFromSpec } from "./tools/tool-filter.js";
+import { runTurnLoop, type TurnLoopOptions } from "./turn-loop.js";
+
+type Block = Record<string, unknown>;
+
+function forked48k(options: { systemReminder?: string } = {}) {
+  const fixture = loadFixture("48k");
+  const prefix = createForkPrefix(fixture.request, fixture.response);
+  return {
+    prefix,
+    forked: buildForkedRequest(prefix, {
+      runId: "run-1",
+      directive: "Count the codecs.",
+      forkCall: { tool_use_id: String(fixture.response.content[1]!.id), description: "slice 1" },
+      ...options,
+    }),
+  };
+}
+
+function setup(steps: ScriptStep[], extra: Partial<TurnLoopOptions> = {}) {
+  const { forked } = forked48k(
+    extra.systemReminder === undefined ? {} : { systemReminder: extra.systemReminder },
+  );
+  const llm = new ScriptedLlmClient(steps);
+  const dispatcher = testDispatcher();
+  const events: ForkEventBody[] = [];
+  const appended: MessageParam[] = [];
+  const options: TurnLoopOptions = {
+    runId: "run-1",
+    request: forked.request,
+    llm,
+    dispatcher,
+    cwd: "/tmp",
+    forkBreakpoint: forked.breakpoint,
+    emit: (event) => events.push(event),
+    onMessage: (message) => appended.push(message),
+    ...extra,
+  };
+  return { llm, dispatcher, events, appended, options, forked, run: () => runTurnLoop(options) };
+}
+
+const types = (events: ForkEventBody[]) => events.map((event) => event.type);
+
+describe("runTurnLoop", () => {
+  it("runs one turn to the model's end", async () => {
+    const t = setup([textReply("Scope: x\nResult: done")]);
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "completed", stop: "end_turn", turns: 1, toolUses: 0 });
+    expect(outcome.finalText).toBe("Scope: x\nResult: done");
+    expect(types(t.events)).toEqual(["started", "llm.request", "llm.delta", "llm.message"]);
+    expect(t.events[1]).toEqual({
+      type: "llm.request",
+      turn: 1,
+      model: "claude-sonnet-4-5",
+      message_count: t.forked.request.messages.length,
+    });
+    expect(t.llm.requests[0]).toBe(JSON.stringify(t.forked.request));
+    expect(t.appended).toHaveLength(1);
+    expect(outcome.messages).toHaveLength(t.forked.request.messages.length + 1);
+  });
+
+  it("returns at once with max_turns 0", async () => {
+    const t = setup([textReply("never")], { limits: { max_turns: 0 } });
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "completed", stop: "max_turns", turns: 0, finalText: "" });
+    expect(t.llm.calls).toBe(0);
+    expect(types(t.events)).toEqual(["started"]);
+  });
+
+  it("runs tool calls in order, appends their results, and reads the last turn from the cache", async () => {
+    const t = setup([
+      toolReply([
+        { id: "t1", name: "Echo", input: { n: 1 } },
+        { id: "t2", name: "Fail", input: {} },
+      ]),
+      toolReply([{ id: "t3", name: "Echo", input: { n: 3 } }]),
+      textReply("finished"),
+    ]);
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "completed", stop: "end_turn", turns: 3, toolUses: 3 });
+    expect(t.dispatcher.executed.map((call) => call.id)).toEqual(["t1", "t2", "t3"]);
+    expect(t.appended.map((m) => m.role)).toEqual(["assistant", "user", "assistant", "user", "assistant"]);
+    expect(t.appended[1]!.content).toEqual([
+      { type: "tool_result", tool_use_id: "t1", content: '{"n":1}' },
+      { type: "tool_result", tool_use_id: "t2", content: "it failed", is_error: true },
+    ]);
+    expect(types(t.events).filter((type) => type.startsWith("tool."))).toEqual([
+      "tool.call",
+      "tool.result",
+      "tool.call",
+      "tool.result",
+      "tool.call",
+      "tool.result",
+    ]);
+    const third = t.llm.lastRequest();
+    const breakpoints = listBreakpoints(third);
+    expect(breakpoints).toHaveLength(4);
+    expect(breakpoints.at(-1)!.location).toEqual({
+      area: "messages",
+      messageIndex: third.messages.length - 1,
+      blockIndex: 0,
+    });
+    expect(breakpoints.map((b) => b.location)).toContainEqual(t.forked.breakpoint);
+    // The stored conversation carries no rolling marker: only requests do.
+    expect(JSON.stringify(outcome.messages.at(-2))).not.toContain("cache_control");
+  });
+
+  it("stops after the turn that reaches max_turns without running its tools", async () => {
+    const t = setup([toolReply([{ id: "t1", name: "Echo", input: {} }])], { limits: { max_turns: 1 } });
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "completed", stop: "max_turns", turns: 1, toolUses: 0 });
+    expect(t.dispatcher.executed).toEqual([]);
+  });
+
+  it("sums usage over turns and prices it", async () => {
+    const t = setup([
+      toolReply([{ id: "t1", name: "Echo", input: {} }], {
+        usage: usage({
+          input_tokens: 100,
+          cache_creation_input_tokens: 500,
+          cache_read_input_tokens: 47_000,
+          output_tokens: 50,
+        }),
+      }),
+      textReply("done", {
+        usage: usage({
+          input_tokens: 20,
+          cache_creation_input_tokens: 300,
+          cache_read_input_tokens: 47_500,
+          output_tokens: 30,
+          cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 200 },
+        }),
+      }),
+    ]);
+    const { usage: totals } = await t.run();
+    expect(totals).toMatchObject({
+      input_tokens: 120,
+      cache_write_5m_tokens: 600,
+      cache_write_1h_tokens: 200,
+      cache_read_tokens: 94_500,
+      output_tokens: 80,
+      llm_calls: 2,
+    });
+    const expected = (120 * 3 + 600 * 3.75 + 200 * 6 + 94_500 * 0.3 + 80 * 15) / 1e6;
+    expect(totals.cost_usd).toBeCloseTo(expected, 8);
+  });
+
+  it("stops for a budget after the turn that crosses it", async () => {
+    const steps = () => [
+      toolReply([{ id: "t1", name: "Echo", input: {} }], { usage: usage({ output_tokens: 60 }) }),
+      toolReply([{ id: "t2", name: "Echo", input: {} }], { usage: usage({ output_tokens: 60 }) }),
+      textReply("never"),
+    ];
+    const byOutput = setup(steps(), { limits: { budget: { max_output_tokens: 100 } } });
+    expect(await byOutput.run()).toMatchObject({
+      status: "completed",
+      stop: "budget",
+      turns: 2,
+      toolUses: 1,
+    });
+    const byCost = setup(steps(), { limits: { budget: { max_cost_usd: 0.0000001 } } });
+    expect(await byCost.run()).toMatchObject({ stop: "budget", turns: 1, toolUses: 0 });
+    const byInput = setup(steps(), { limits: { budget: { max_input_tokens: 15 } } });
+    expect(await byInput.run()).toMatchObject({ stop: "budget", turns: 2 });
+  });
+
+  it("ends the run with the model's own stop reasons", async () => {
+    for (const [stopReason, stop] of [
+      ["max_tokens", "max_tokens"],
+      ["stop_sequence", "stop_sequence"],
+      ["refusal", "refusal"],
+    ] as const) {
+      const t = setup([toolReply([{ id: "t1", name: "Echo", input: {} }], { stop_reason: stopReason })]);
+      expect(await t.run()).toMatchObject({ status: "completed", stop, toolUses: 0 });
+    }
+  });
+
+  it("sends again after pause_turn without a user message", async () => {
+    const t = setup([textReply("working", { stop_reason: "pause_turn" }), textReply("done")]);
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ turns: 2, finalText: "done" });
+    expect(t.llm.lastRequest().messages.at(-1)!.role).toBe("assistant");
+  });
+
+  it("refuses filtered calls with an error result and a tool.denied event", async () => {
+    const t = setup(
+      [
+        toolReply([
+          { id: "t1", name: "Bash", input: { command: "rm -rf /" } },
+          { id: "t2", name: "Echo", input: { ok: true } },
+        ]),
+        textReply("done"),
+      ],
+      { toolFilter: toolFilterFromSpec({ kind: "allow", tools: ["Echo"] }) },
+    );
+    const outcome = await t.run();
+    expect(t.dispatcher.executed.map((call) => call.name)).toEqual(["Echo"]);
+    const denied = t.events.find((event) => event.type === "tool.denied");
+    expect(denied).toMatchObject({
+      type: "tool.denied",
+      turn: 1,
+      tool_use_id: "t1",
+      name: "Bash",
+      code: "tool_not_allowed",
+    });
+    const results = outcome.messages.at(-2)!.content as Block[];
+    expect(results[0]).toEqual({
+      type: "tool_result",
+      tool_use_id: "t1",
+      content: denialToolResultText({
+        allowed: false,
+        code: "tool_not_allowed",
+        reason: String((denied as { reason: string }).reason),
+      }),
+      is_error: true,
+    });
+    expect(results[1]).toMatchObject({ tool_use_id: "t2", content: '{"ok":true}' });
+  });
+
+  it("applies the memory filter to shell commands and writes", async () => {
+    const t = setup(
+      [
+        toolReply([
+          { id: "t1", name: "Bash", input: { command: "rm -rf build" } },
+          { id: "t2", name: "Bash", input: { command: "ls -la" } },
+          { id: "t3", name: "Write", input: { file_path: "/etc/passwd", content: "x" } },
+        ]),
+        textReply("done"),
+      ],
+      { toolFilter: toolFilterFromSpec({ kind: "memory", memory_dir: "/tmp/forkd-memory" }) },
+    );
+    await t.run();
+    const denials = t.events
+      .filter((event) => event.type === "tool.denied")
+      .map((event) => [event.tool_use_id, event.code]);
+    expect(denials).toEqual([
+      ["t1", "shell_not_read_only"],
+      ["t3", "path_outside_memory_dir"],
+    ]);
+    expect(t.dispatcher.executed.map((call) => call.id)).toEqual(["t2"]);
+  });
+
+  it("refuses a fork's call of the fork tool with the guard's message", async () => {
+    const t = setup([
+      toolReply([{ id: "t1", name: "Agent", input: { prompt: "fork again" } }]),
+      textReply("done"),
+    ]);
+    const outcome = await t.run();
+    expect(t.dispatcher.executed).toEqual([]);
+    expect(t.events.find((event) => event.type === "tool.denied")).toMatchObject({ code: "recursion_guard" });
+    const result = (outcome.messages.at(-2)!.content as Block[])[0]!;
+    expect(result.is_error).toBe(true);
+    expect(String(result.content)).toMatch(/^Fork refused: .*fork:run-1/s);
+  });
+
+  it("asks for permission and honours allow, deny and timeout", async () => {
+    const decisions: Record<string, "allow" | "deny" | "never"> = { t1: "allow", t2: "deny", t3: "never" };
+    const asker: PermissionAsker = {
+      needsApproval: (call) => call.name !== "Echo",
+      ask: (call, { signal }) =>
+        new Promise((resolve) => {
+          const decision = decisions[call.id];
+          if (decision === "allow") resolve({ decision: "allow" });
+          if (decision === "deny") resolve({ decision: "deny", reason: "not today" });
+          signal.addEventListener("abort", () => resolve({ decision: "deny", reason: "withdrawn" }));
+        }),
+    };
+    const t = setup(
+      [
+        toolReply([
+          { id: "t0", name: "Echo", input: {} },
+          { id: "t1", name: "Write", input: {} },
+          { id: "t2", name: "Write", input: {} },
+          { id: "t3", name: "Write", input: {} },
+        ]),
+        textReply("done"),
+      ],
+      { permissions: { asker, timeoutMs: 20 } },
+    );
+    const outcome = await t.run();
+    expect(t.dispatcher.executed.map((call) => call.id)).toEqual(["t0", "t1"]);
+    const permissionEvents = t.events.filter((event) => event.type.startsWith("permission."));
+    expect(permissionEvents).toEqual([
+      { type: "permission.requested", turn: 1, tool_use_id: "t1", name: "Write", timeout_ms: 20 },
+      { type: "permission.resolved", turn: 1, tool_use_id: "t1", decision: "allow" },
+      { type: "permission.requested", turn: 1, tool_use_id: "t2", name: "Write", timeout_ms: 20 },
+      { type: "permission.resolved", turn: 1, tool_use_id: "t2", decision: "deny", reason: "not today" },
+      { type: "permission.requested", turn: 1, tool_use_id: "t3", name: "Write", timeout_ms: 20 },
+      {
+        type: "permission.resolved",
+        turn: 1,
+        tool_use_id: "t3",
+        decision: "timeout",
+        reason: "no decision within 20 ms",
+      },
+    ]);
+    const results = outcome.messages.at(-2)!.content as Block[];
+    expect(results[2]).toMatchObject({
+      is_error: true,
+      content: "Permission for Write was denied: not today. The call was not run.",
+    });
+    expect(results[3]).toMatchObject({ is_error: true });
+  });
+
+  it("turns a throwing dispatcher into an error result and goes on", async () => {
+    const t = setup([toolReply([{ id: "t1", name: "Throw", input: {} }]), textReply("done")]);
+    const outcome = await t.run();
+    expect(outcome.status).toBe("completed");
+    expect((outcome.messages.at(-2)!.content as Block[])[0]).toMatchObject({
+      content: "Tool Throw failed: dispatcher bug",
+      is_error: true,
+    });
+  });
+
+  it("appends the system reminder after the results, outside the rolling breakpoint", async () => {
+    const t = setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], {
+      systemReminder: "Stay in packages/core.",
+    });
+    await t.run();
+    const last = t.llm.lastRequest().messages.at(-1)!.content as Block[];
+    expect(last).toEqual([
+      { type: "tool_result", tool_use_id: "t1", content: "{}", cache_control: { type: "ephemeral" } },
+      { type: "text", text: "<system-reminder>\nStay in packages/core.\n</system-reminder>" },
+    ]);
+    const first = JSON.parse(t.llm.requests[0]!).messages.at(-1).content as Block[];
+    expect(first.at(-1)!.text).toContain("Stay in packages/core.");
+  });
+
+  it("fails with the model's error, keeping the usage it reported", async () => {
+    const t = setup([
+      () => {
+        throw new LlmError("overloaded", "overloaded", {
+          retryable: true,
+          partialUsage: usage({ input_tokens: 7, output_tokens: 0 }),
+        });
+      },
+    ]);
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "failed", error: { code: "overloaded", retryable: true } });
+    expect(outcome.usage.input_tokens).toBe(7);
+  });
+
+  it("batches streamed text into few llm.delta events", async () => {
+    const t = setup([
+      (_request, options) => {
+        for (let i = 0; i < 500; i++) options.onEvent?.({ type: "text_delta", text: "0123456789" });
+        return textReply("");
+      },
+    ]);
+    await t.run();
+    const deltas = t.events.filter((event) => event.type === "llm.delta");
+    expect(deltas.length).toBeLessThanOrEqual(3);
+    expect(deltas.map((event) => (event as { text: string }).text).join("")).toHaveLength(5000);
+  });
+});
+
+describe("cache-break detection", () => {
+  const bigPromptLowReads = usage({
+    input_tokens: 40_000,
+    cache_creation_input_tokens: 8_000,
+    cache_read_input_tokens: 100,
+  });
+
+  it("reports a break on the first turn with the layer that changed", async () => {
+    const { prefix } = forked48k();
+    const parentLayers = computeCacheKey(prefix.params).layers;
+    const layers = computeCacheKey({ ...prefix.params, model: "claude-opus-4-5" }).layers;
+    const t = setup([textReply("done", { usage: bigPromptLowReads })], {
+      cacheCheck: { parentLayers, prefixLayers: layers },
+    });
+    await t.run();
+    const cacheBreak = t.events.find((event) => event.type === "cache.break");
+    expect(cacheBreak).toMatchObject({
+      type: "cache.break",
+      turn: 1,
+      layer: "model",
+      prompt_tokens: 48_100,
+      cache_read_tokens: 100,
+    });
+  });
+
+  it("says none when every layer matches, and stays quiet when reads are good or the prompt is small", async () => {
+    const { prefix } = forked48k();
+    const layers = computeCacheKey(prefix.params).layers;
+    const broken = setup([textReply("done", { usage: bigPromptLowReads })], {
+      cacheCheck: { parentLayers: layers, prefixLayers: layers },
+    });
+    await broken.run();
+    expect(broken.events.find((event) => event.type === "cache.break")).toMatchObject({ layer: "none" });
+    for (const good of [
+      usage({ input_tokens: 300, cache_creation_input_tokens: 500, cache_read_input_tokens: 47_000 }),
+      usage({ input_tokens: 500, cache_read_input_tokens: 0 }),
+    ]) {
+      const t = setup([textReply("done", { usage: good })], {
+        cacheCheck: { parentLayers: layers, prefixLayers: layers },
+      });
+      await t.run();
+      expect(types(t.events)).not.toContain("cache.break");
+    }
+  });
+});
+
+describe("stopping a run", () => {
+  it("aborts during the model call", async () => {
+    const controller = new AbortController();
+    const t = setup([hangingStep(() => controller.abort("parent changed its mind"))], {
+      signal: controller.signal,
+    });
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "aborted", reason: "parent changed its mind", turns: 0 });
+  });
+
+  it("aborts during a tool that ignores its signal", async () => {
+    const controller = new AbortController();
+    const t = setup([toolReply([{ id: "t1", name: "Stubborn", input: {} }])], { signal: controller.signal });
+    void t.dispatcher.started("Stubborn").then(() => controller.abort("stop"));
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "aborted", reason: "stop", turns: 1 });
+    expect(types(t.events).at(-1)).toBe("tool.call");
+  });
+
+  it("kills a real child process when aborted during it", async () => {
+    const controller = new AbortController();
+    const t = setup([toolReply([{ id: "t1", name: "Shell", input: {} }])], { signal: controller.signal });
+    void t.dispatcher.started("Shell").then(() => controller.abort("enough"));
+    const started = Date.now();
+    const outcome = await t.run();
+    expect(outcome.status).toBe("aborted");
+    const child = t.dispatcher.child!;
+    if (child.exitCode === null && child.signalCode === null) await once(child, "exit");
+    expect(child.signalCode).toBe("SIGTERM");
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("times out during the model call and during a tool", async () => {
+    const duringCall = await setup([hangingStep()], { limits: { timeout_ms: 30 } }).run();
+    expect(duringCall).toMatchObject({
+      status: "timeout",
+      error: { code: "timeout", message: "run exceeded its time limit of 30 ms", retryable: false },
+    });
+    const duringTool = await setup([toolReply([{ id: "t1", name: "Stubborn", input: {} }])], {
+      limits: { timeout_ms: 30 },
+    }).run();
+    expect(duringTool).toMatchObject({ status: "timeout", turns: 1 });
+  });
+
+  it("honours a deadline that has already passed", async () => {
+    const t = setup([textReply("never")], { deadlineAt: Date.now() - 1 });
+    expect(await t.run()).toMatchObject({ status: "timeout" });
+    expect(t.llm.calls).toBe(0);
+  });
+
+  it("leaves no abort listener behind", async () => {
+    const controller = new AbortController();
+    const added: string[] = [];
+    const removed: string[] = [];
+    const signal = controller.signal;
+    const add = signal.addEventListener.bind(signal);
+    const remove = signal.removeEventListener.bind(signal);
+    signal.addEventListener = ((type: string, listener: never, options?: never) => {
+      added.push(type);
+      add(type, listener, options);
+    }) as typeof signal.addEventListener;
+    signal.removeEventListener = ((type: string, listener: never, options?: never) => {
+      removed.push(type);
+      remove(type, listener, options);
+    }) as typeof signal.removeEventListener;
+    await setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], { signal }).run();
+    expect(added.length).toBeGreaterThan(0);
+    expect(removed.length).toBe(added.length);
+  });
+});
