@@ -152,6 +152,8 @@ export type {
 export { resolveConfinedPath } from "./tools/path-confinement.js";
 export type { ShellClassification } from "./tools/shell-classifier.js";
 export { classifyShellCommand, READ_ONLY_SHELL_COMMANDS, splitShellWords } from "./tools/shell-classifier.js";
+export type { ShellCorpusEntry } from "./tools/shell-corpus.js";
+export { SHELL_CORPUS } from "./tools/shell-corpus.js";
 export type {
   MemoryToolFilterOptions,
   ToolDenialCode,

@@ -179,7 +179,7 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     deadlines.push({ at: startedAt + options.limits.timeout_ms, limitMs: options.limits.timeout_ms });
   }
   if (options.deadlineAt !== undefined)
-    deadlines.push({ at: options.deadlineAt, limitMs: options.deadlineAt - startedAt });
+    deadlines.push({ at: options.deadlineAt, limitMs: Math.max(0, options.deadlineAt - startedAt) });
   const deadline = deadlines.sort((a, b) => a.at - b.at)[0];
   if (deadline !== undefined && !signal.aborted) {
     const timeoutError = new RunTimeoutError(deadline.limitMs);
