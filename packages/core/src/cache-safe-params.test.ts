@@ -38,7 +38,10 @@ describe("snapshotCacheSafeParams", () => {
     };
     const params = snapshotCacheSafeParams(request);
     expect(JSON.stringify(params)).toBe(JSON.stringify(request));
-    expect(Object.keys((params.messages[1]!.content as unknown as { input: object }[])[0]!.input)).toEqual(["z", "a"]);
+    expect(Object.keys((params.messages[1]!.content as unknown as { input: object }[])[0]!.input)).toEqual([
+      "z",
+      "a",
+    ]);
   });
 
   it("refuses what is not a Messages API request", () => {
