@@ -52,6 +52,28 @@ export interface RequestLogEntry {
   body: string;
 }
 
+/**
+ * Gives an entry its body as raw bytes: `entry.body` decodes them on every read, so a log of large
+ * prompts holds buffers outside the JS heap rather than decoded strings.
+ */
+export function setBody(entry: RequestLogEntry, bytes: Buffer): void {
+  Object.defineProperty(entry, "body", {
+    enumerable: true,
+    configurable: true,
+    get: () => bytes.toString("utf8"),
+  });
+}
+
+/** A copy of an entry with an empty body (without decoding it). */
+export function withoutBody(entry: RequestLogEntry): RequestLogEntry {
+  const copy = {} as RequestLogEntry;
+  for (const key of Object.keys(entry) as Array<keyof RequestLogEntry>) {
+    if (key !== "body") (copy as unknown as Record<string, unknown>)[key] = entry[key];
+  }
+  copy.body = "";
+  return copy;
+}
+
 /** Totals over every request served. */
 export interface RequestTotals {
   /** API requests (messages and count_tokens). */
@@ -105,7 +127,7 @@ function emptyStats(): RequestTotals {
 export interface RequestLogOptions {
   /** Append JSON lines here. */
   file?: string;
-  /** Entries kept in memory (oldest dropped first). @default 1000 */
+  /** Entries kept in memory (oldest dropped first). @default 500 */
   limit?: number;
 }
 
@@ -118,7 +140,7 @@ export class RequestLog {
   #fileError: Error | undefined;
 
   constructor(options: RequestLogOptions = {}) {
-    this.#limit = options.limit ?? 1000;
+    this.#limit = options.limit ?? 500;
     if (options.file !== undefined) {
       this.#file = createWriteStream(options.file, { flags: "a" });
       this.#file.on("error", (e) => {
@@ -148,7 +170,9 @@ export class RequestLog {
   add(entry: RequestLogEntry): void {
     if (this.#limit > 0) {
       this.#entries.push(entry);
-      if (this.#entries.length > this.#limit * 2) this.#entries = this.#entries.slice(-this.#limit);
+      const slack = Math.max(16, this.#limit >> 3);
+      if (this.#entries.length > this.#limit + slack)
+        this.#entries.splice(0, this.#entries.length - this.#limit);
     }
     if (this.#file !== undefined && this.#fileError === undefined)
       this.#file.write(`${JSON.stringify(entry)}\n`);

@@ -18,7 +18,7 @@ const USAGE = `usage: forkd-sim [options]
   --fault-seed <n>      seed of the fault generator (default 1)
   --fault <spec>        a fault to draw from (repeatable), e.g. "429 retry-after=1", "529", "cut-after=20"
   --log-file <path>     append the request log as JSON lines
-  --log-limit <n>       entries kept in memory (default 1000)
+  --log-limit <n>       entries kept in memory (default 500)
   --api-key <key>       accept only this key (repeatable; default: any key)
   --min-cache <m>=<n>   minimum cacheable tokens for models starting with m (repeatable)
   -h, --help            this text`;
