@@ -429,6 +429,31 @@ describe("stopping a run", () => {
     expect(outcome).toMatchObject({ status: "aborted", reason: "parent changed its mind", turns: 0 });
   });
 
+  it("keeps the usage an aborted model call had reported", async () => {
+    const controller = new AbortController();
+    const t = setup(
+      [
+        (_request, options) =>
+          new Promise((_resolve, reject) => {
+            options.signal?.addEventListener("abort", () =>
+              reject(
+                new LlmError("aborted", "aborted", {
+                  partialUsage: usage({ input_tokens: 42_000, output_tokens: 7 }),
+                }),
+              ),
+            );
+            controller.abort("stop");
+          }),
+      ],
+      { signal: controller.signal },
+    );
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({
+      status: "aborted",
+      usage: { input_tokens: 42_000, output_tokens: 7, llm_calls: 1 },
+    });
+  });
+
   it("aborts during a tool that ignores its signal", async () => {
     const controller = new AbortController();
     const t = setup([toolReply([{ id: "t1", name: "Stubborn", input: {} }])], { signal: controller.signal });

@@ -222,16 +222,19 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         emit({ type: "llm.request", turn, model: request.model, message_count: request.messages.length });
         const batcher = new LlmDeltaBatcher(turn, emit, options.deltaBatch);
         let response: Awaited<ReturnType<LlmClient["createMessage"]>>;
+        let call: Promise<unknown> = Promise.resolve();
         try {
-          const call = options.llm.createMessage(request, {
+          call = options.llm.createMessage(request, {
             signal,
             onEvent: (event) => {
               if (event.type === "text_delta") batcher.push(event.text);
             },
           });
-          response = await raceAbort(call, signal);
+          response = (await raceAbort(call, signal)) as typeof response;
         } catch (error) {
-          if (error instanceof LlmError && error.partialUsage) usage.add(request.model, error.partialUsage);
+          const failure = signal.aborted ? await lateRejection(call, error) : error;
+          if (failure instanceof LlmError && failure.partialUsage)
+            usage.add(request.model, failure.partialUsage);
           throw error;
         } finally {
           batcher.flush();
@@ -292,6 +295,20 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     if (timer !== undefined) clearTimeout(timer);
     options.signal?.removeEventListener("abort", onParentAbort);
   }
+}
+
+// When the abort wins the race against the model call, a client that honours its signal has usually
+// rejected by the next turn of the event loop, with the usage the provider had already reported (an
+// aborted turn still consumed input). Wait that long and no longer: a client that ignores its signal
+// must not hold the loop.
+function lateRejection(call: Promise<unknown>, fallback: unknown): Promise<unknown> {
+  return Promise.race([
+    call.then(
+      () => fallback,
+      (error: unknown) => error,
+    ),
+    new Promise<unknown>((resolve) => setImmediate(() => resolve(fallback))),
+  ]);
 }
 
 // The request of one turn: the first request's parameters with the conversation so far and, from the
