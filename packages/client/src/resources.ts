@@ -126,7 +126,6 @@ export async function ensureForkResources(
       num_replicas: resolved.replicas,
       max_age: nanos(resolved.eventsMaxAgeMs),
       duplicate_window: nanos(resolved.duplicateWindowMs),
-      allow_direct: true,
     });
     try {
       await jsm.consumers.info(subjects.streams.specs, subjects.specsConsumer);

@@ -12,7 +12,7 @@ export interface RunStateEntry {
 /** Reads a run's entry; null when there is none. */
 export async function getRunState(resources: ForkResources, runId: string): Promise<RunStateEntry | null> {
   const entry = await resources.runs.get(runId);
-  if (!entry || entry.operation !== "PUT" || entry.length === 0) return null;
+  if (entry?.operation !== "PUT" || entry.length === 0) return null;
   return { state: runStateCodec.decode(entry.value), revision: entry.revision };
 }
 

@@ -22,7 +22,11 @@ export const DaemonConfigSchema = z.object({
     /** A `.creds` file (JWT + seed). */
     credsFile: z.string().optional(),
     tls: z
-      .object({ caFile: z.string().optional(), certFile: z.string().optional(), keyFile: z.string().optional() })
+      .object({
+        caFile: z.string().optional(),
+        certFile: z.string().optional(),
+        keyFile: z.string().optional(),
+      })
       .optional(),
   }),
   /** Subject prefix. */
@@ -129,17 +133,29 @@ function setPath(target: Json, path: string, value: unknown): void {
 }
 
 const list = (value: string | undefined) =>
-  value === undefined ? undefined : value.split(",").map((item) => item.trim()).filter(Boolean);
+  value === undefined
+    ? undefined
+    : value
+        .split(",")
+        .map((item) => item.trim())
+        .filter(Boolean);
 
 /**
  * Builds the configuration from flags (`argv`), environment and an optional JSON file
  * (`--config` or `FORKD_CONFIG`), flags winning over environment over file over defaults.
  */
-export function loadDaemonConfig(options: { argv?: string[]; env?: NodeJS.ProcessEnv; overrides?: Json } = {}): DaemonConfig {
+export function loadDaemonConfig(
+  options: { argv?: string[]; env?: NodeJS.ProcessEnv; overrides?: Json } = {},
+): DaemonConfig {
   const env = options.env ?? process.env;
   let flags: ReturnType<typeof parseArgs<{ options: typeof DAEMON_FLAGS; strict: true }>>["values"];
   try {
-    flags = parseArgs({ args: options.argv ?? [], options: DAEMON_FLAGS, strict: true, allowPositionals: false }).values;
+    flags = parseArgs({
+      args: options.argv ?? [],
+      options: DAEMON_FLAGS,
+      strict: true,
+      allowPositionals: false,
+    }).values;
   } catch (error) {
     throw new DaemonConfigError((error as Error).message);
   }
@@ -156,7 +172,11 @@ export function loadDaemonConfig(options: { argv?: string[]; env?: NodeJS.Proces
     setPath(raw, path, envValue);
     setPath(raw, path, flagValue);
   };
-  layer("nats.servers", list(env.FORKD_NATS_URL ?? env.NATS_URL), flags.nats?.flatMap((s) => list(s) ?? []));
+  layer(
+    "nats.servers",
+    list(env.FORKD_NATS_URL ?? env.NATS_URL),
+    flags.nats?.flatMap((s) => list(s) ?? []),
+  );
   layer("nats.user", env.NATS_USER, flags["nats-user"]);
   layer("nats.pass", env.NATS_PASSWORD, flags["nats-pass"]);
   layer("nats.token", env.NATS_TOKEN, flags["nats-token"]);
@@ -188,12 +208,16 @@ export function loadDaemonConfig(options: { argv?: string[]; env?: NodeJS.Proces
   raw.nats ??= {};
   (raw.nats as Json).servers ??= ["nats://127.0.0.1:4222"];
   raw.workspace = resolve(String(raw.workspace ?? process.cwd()));
-  raw.daemonId ??= `${hostname().replace(/[^A-Za-z0-9_-]/g, "-").slice(0, 64)}-${process.pid}`;
+  raw.daemonId ??= `${hostname()
+    .replace(/[^A-Za-z0-9_-]/g, "-")
+    .slice(0, 64)}-${process.pid}`;
   if (typeof raw.replicas === "string" && raw.replicas !== "auto") raw.replicas = Number(raw.replicas);
   const parsed = DaemonConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new DaemonConfigError(`invalid daemon configuration at ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+    throw new DaemonConfigError(
+      `invalid daemon configuration at ${issue.path.join(".") || "(root)"}: ${issue.message}`,
+    );
   }
   return parsed.data;
 }

@@ -20,7 +20,11 @@ export class DaemonError extends Error {
   readonly code: DaemonErrorCode;
   readonly retryable: boolean;
 
-  constructor(code: DaemonErrorCode, message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+  constructor(
+    code: DaemonErrorCode,
+    message: string,
+    options: { retryable?: boolean; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;

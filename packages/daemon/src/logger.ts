@@ -28,11 +28,17 @@ export function createDaemonLogger(options: {
       return pino({
         level: options.level,
         base,
-        transport: { target: "pino-pretty", options: { destination: 2, colorize: true, translateTime: "HH:MM:ss.l" } },
+        transport: {
+          target: "pino-pretty",
+          options: { destination: 2, colorize: true, translateTime: "HH:MM:ss.l" },
+        },
       });
     } catch {
       // pino-pretty not installed: JSON it is
     }
   }
-  return pino({ level: options.level, base }, (options.destination ?? process.stderr) as pino.DestinationStream);
+  return pino(
+    { level: options.level, base },
+    (options.destination ?? process.stderr) as pino.DestinationStream,
+  );
 }

@@ -87,8 +87,7 @@ export class WorktreeError extends DaemonError {
     message: string,
     options: { stderr?: string; cause?: unknown } = {},
   ) {
-    // DaemonErrorCode has no worktree code yet: "internal" until it does.
-    super("internal", message, { retryable: false, cause: options.cause });
+    super("worktree_failed", message, { retryable: false, cause: options.cause });
     this.operation = operation;
     this.stderr = options.stderr;
   }

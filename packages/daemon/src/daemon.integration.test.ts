@@ -1,0 +1,221 @@
+// The daemon against a real nats-server and the simulator over real HTTP: runs, malformed specs,
+// aborts, tools, drain, permissions and specs without cache-safe params.
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NatsForkSubagent, readStoredEvents } from "@forkd/client";
+import { createForkPrefix } from "@forkd/core";
+import { AnthropicLlmClient } from "@forkd/llm";
+import { type ForkEvent, forkSubjects } from "@forkd/protocol";
+import { type Sim, startSim } from "@forkd/sim";
+import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadDaemonConfig } from "./config.js";
+import { createDaemonLogger } from "./logger.js";
+import { type RunningDaemon, startDaemon } from "./run-daemon.js";
+
+let server: NatsServerHandle;
+let sim: Sim;
+let nc: NatsConnection;
+let forks: NatsForkSubagent;
+let workspace: string;
+const daemons: RunningDaemon[] = [];
+
+const silent = createDaemonLogger({ level: "silent", format: "json", daemonId: "test" });
+
+async function startTestDaemon(id: string, overrides: Record<string, unknown> = {}): Promise<RunningDaemon> {
+  const config = loadDaemonConfig({
+    env: {},
+    overrides: {
+      daemonId: id,
+      nats: { servers: [server.url] },
+      workspace,
+      concurrency: 4,
+      heartbeatMs: 1000,
+      tools: { bash: "full" },
+      ...overrides,
+    },
+  });
+  const running = await startDaemon(config, {
+    logger: silent,
+    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-test-daemon", retry: { maxRetries: 0 } }),
+  });
+  daemons.push(running);
+  return running;
+}
+
+function seqs(events: ForkEvent[]): number[] {
+  return events.map((event) => event.seq);
+}
+
+beforeAll(async () => {
+  workspace = await mkdtemp(join(tmpdir(), "forkd-daemon-it-"));
+  await writeFile(join(workspace, "README.md"), "forkd test workspace\nsecond line\n");
+  server = await startNatsServer();
+  sim = await startSim({ port: 0 });
+  nc = await connect({ servers: server.url });
+  forks = await NatsForkSubagent.create(nc, { onPermission: permissionHandler });
+  await startTestDaemon("daemon-a");
+});
+
+afterAll(async () => {
+  for (const daemon of daemons.splice(0)) await daemon.stop({ graceMs: 0 }).catch(() => undefined);
+  await forks?.close();
+  await nc?.close();
+  await sim?.close();
+  await server?.stop();
+  await rm(workspace, { recursive: true, force: true });
+});
+
+let permissionDecision: "allow" | "deny" | "silent" = "allow";
+function permissionHandler() {
+  if (permissionDecision === "silent") return new Promise<never>(() => undefined);
+  return { v: 1 as const, decision: permissionDecision, reason: `test says ${permissionDecision}` };
+}
+
+describe("a daemon over real NATS", () => {
+  it("runs a fork of the 4k fixture to completion with a contiguous event log", async () => {
+    const fixture = await loadFixture("4k");
+    const prefix = createForkPrefix(fixture.request, fixture.response);
+    const handle = forks.fork({
+      prefix,
+      directive: "Summarise the codec module.",
+      parent: { agent_id: "parent-1" },
+    });
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    if (outcome.status !== "completed") return;
+    expect(outcome.result.final_text).toMatch(/Scope:/);
+    expect(outcome.result.cache_shared).toBe(true);
+    const events = (await readStoredEvents(forks.resources, handle.runId)).map((l) => l.event);
+    expect(seqs(events)).toEqual(events.map((_, i) => i + 1));
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(["accepted", "started", "llm.request", "llm.message", "completed"]),
+    );
+    expect(events.at(-1)?.type).toBe("completed");
+    const state = await forks.state(handle.runId);
+    expect(state?.status).toBe("completed");
+    expect(state?.daemon_id).toBe("daemon-a");
+  });
+
+  it("fails a malformed spec on its own and keeps serving", async () => {
+    const subjects = forkSubjects();
+    const js = forks.resources.js;
+    await js.publish(
+      subjects.spec("malformed-1"),
+      new TextEncoder().encode('{"v":1,"run_id":"malformed-1"}'),
+    );
+    const bad = forks.attach("malformed-1");
+    const outcome = await bad.result();
+    expect(outcome.status).toBe("failed");
+    if (outcome.status === "failed") expect(outcome.error.code).toBe("invalid_spec");
+    const fixture = await loadFixture("4k");
+    const good = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "Still alive?",
+      parent: { agent_id: "parent-1" },
+    });
+    expect((await good.result()).status).toBe("completed");
+  });
+
+  it("runs tools, then answers with what they returned", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: 'Read the readme.\n@sim tool Read {"file_path":"README.md"}',
+      parent: { agent_id: "parent-1" },
+    });
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    const events = (await readStoredEvents(forks.resources, handle.runId)).map((l) => l.event);
+    const result = events.find((e) => e.type === "tool.result");
+    expect(result?.type === "tool.result" && result.content).toMatch(/forkd test workspace/);
+  });
+
+  it("aborts a run in the middle of an LLM stream: the simulator sees the disconnect", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "Write a long essay.\n@sim tps 20\n@sim text 2000",
+      parent: { agent_id: "parent-1" },
+    });
+    for await (const event of handle.events()) if (event.type === "llm.delta") break;
+    const disconnect = sim.next("disconnect");
+    await handle.abort("changed my mind");
+    await disconnect;
+    const outcome = await handle.result();
+    expect(outcome).toMatchObject({ status: "killed", reason: "changed my mind" });
+    expect((await forks.state(handle.runId))?.status).toBe("aborted");
+  });
+
+  it("aborts a run in the middle of a tool: the tool process is gone", async () => {
+    const fixture = await loadFixture("4k");
+    const pidFile = join(workspace, "sleep.pid");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: `Wait.\n@sim tool Bash {"command":"echo $$ > ${pidFile}; sleep 30"}`,
+      parent: { agent_id: "parent-1" },
+    });
+    for await (const event of handle.events()) if (event.type === "tool.call") break;
+    // The shell writes its pid before sleeping; no event says so, so wait for the file itself.
+    const pid = await waitFor(() => {
+      const text = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
+      return text === "" ? undefined : Number(text);
+    });
+    expect(() => process.kill(pid, 0)).not.toThrow();
+    await handle.abort("stop the tool");
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("killed");
+    expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  it("does not run a spec whose run was aborted before pickup", async () => {
+    await daemons[0]!.daemon.shutdown({ graceMs: 0 });
+    daemons.shift();
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "Never runs",
+      parent: { agent_id: "parent-1" },
+    });
+    await handle.abort("too late");
+    await startTestDaemon("daemon-b");
+    const outcome = await handle.result();
+    expect(outcome).toMatchObject({ status: "killed", reason: "too late" });
+    const events = (await readStoredEvents(forks.resources, handle.runId)).map((l) => l.event);
+    expect(events.some((e) => e.type === "llm.request")).toBe(false);
+  });
+
+  it("runs a spec without cache-safe params with the daemon's defaults", async () => {
+    const handle = forks.fork({
+      prefix: null,
+      directive: "First-turn fork",
+      parent: { agent_id: "parent-1" },
+    });
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    if (outcome.status === "completed") expect(outcome.result.cache_shared).toBe(false);
+  });
+
+  it("bubbles a permission request to the parent: allowed, denied and timed out", async () => {
+    const fixture = await loadFixture("4k");
+    const prefix = createForkPrefix(fixture.request, fixture.response);
+    const run = async (decision: typeof permissionDecision) => {
+      permissionDecision = decision;
+      const handle = forks.fork({
+        prefix,
+        directive: `Write a file.\n@sim tool Write {"file_path":"perm-${decision}.txt","content":"x"}`,
+        parent: { agent_id: "parent-1" },
+        permissions: { mode: "ask", timeout_ms: 500 },
+      });
+      expect((await handle.result()).status).toBe("completed");
+      const events = (await readStoredEvents(forks.resources, handle.runId)).map((l) => l.event);
+      return events.find((e) => e.type === "permission.resolved");
+    };
+    expect(await run("allow")).toMatchObject({ decision: "allow" });
+    expect(await run("deny")).toMatchObject({ decision: "deny" });
+    expect(await run("silent")).toMatchObject({ decision: "timeout" });
+  });
+});

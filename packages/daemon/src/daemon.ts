@@ -1,0 +1,287 @@
+// The worker: a state machine (starting → running → draining → stopped) that pulls one spec per free
+// slot from the shared durable consumer, runs it, keeps its claim alive, obeys aborts, and on drain
+// hands unfinished runs to other daemons.
+import { hostname } from "node:os";
+import { ensureForkResources, type ForkResources, PrefixCache } from "@forkd/client";
+import { abortRequestCodec, type DaemonInfo, daemonInfoCodec, PROTOCOL_VERSION } from "@forkd/protocol";
+import type { JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { DaemonConfig } from "./config.js";
+import type { DaemonLogger } from "./logger.js";
+import { handleMaxDeliveries } from "./max-deliveries.js";
+import type { DaemonMetrics } from "./metrics.js";
+import {
+  type ActiveRun,
+  type RunContext,
+  RunExecutor,
+  type RunExecutorDeps,
+  runIdFromSubject,
+} from "./run-executor.js";
+
+/** The daemon's lifecycle. */
+export type DaemonState = "starting" | "running" | "draining" | "stopped";
+
+/** What the daemon needs from outside: a connection, a model client, a logger. */
+export interface ForkDaemonOptions
+  extends Omit<RunExecutorDeps, "resources" | "prefixCache" | "config" | "logger"> {
+  config: DaemonConfig;
+  nc: NatsConnection;
+  logger: DaemonLogger;
+  metrics?: DaemonMetrics;
+  /** Version string advertised in the daemons bucket. */
+  version?: string;
+}
+
+const DAEMON_VERSION = "0.1.0";
+
+/**
+ * A forkd daemon. `start()` resolves once it is pulling; `shutdown()` drains.
+ */
+export class ForkDaemon {
+  #state: DaemonState = "starting";
+  readonly #options: ForkDaemonOptions;
+  readonly #config: DaemonConfig;
+  readonly #logger: DaemonLogger;
+  readonly #active = new Map<string, ActiveRun>();
+  readonly #stateListeners = new Set<(state: DaemonState) => void>();
+  #resources: ForkResources | undefined;
+  #executor: RunExecutor | undefined;
+  #subscriptions: Subscription[] = [];
+  #timers: NodeJS.Timeout[] = [];
+  #pullLoop: Promise<void> | undefined;
+  #slotFreed: (() => void) | undefined;
+  #stopPulling = new AbortController();
+  readonly #startedAt = Date.now();
+
+  constructor(options: ForkDaemonOptions) {
+    this.#options = options;
+    this.#config = options.config;
+    this.#logger = options.logger;
+  }
+
+  get state(): DaemonState {
+    return this.#state;
+  }
+
+  get id(): string {
+    return this.#config.daemonId;
+  }
+
+  /** Runs in progress on this daemon. */
+  get load(): number {
+    return this.#active.size;
+  }
+
+  /** Ids of the runs in progress. */
+  activeRunIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  /** Calls `listener` on every state change; returns the unsubscribe function. */
+  onStateChange(listener: (state: DaemonState) => void): () => void {
+    this.#stateListeners.add(listener);
+    return () => this.#stateListeners.delete(listener);
+  }
+
+  /** Creates the JetStream resources if needed, subscribes to aborts and starts pulling. */
+  async start(): Promise<void> {
+    if (this.#state !== "starting") throw new Error(`cannot start a daemon in state ${this.#state}`);
+    const config = this.#config;
+    this.#resources = await ensureForkResources(this.#options.nc, {
+      prefix: config.prefix,
+      replicas: config.replicas,
+      ackWaitMs: config.ackWaitMs,
+      maxDeliver: config.maxDeliver,
+    });
+    const resources = this.#resources;
+    this.#executor = new RunExecutor({
+      ...this.#options,
+      resources,
+      prefixCache: new PrefixCache(),
+      config,
+      logger: this.#logger,
+    });
+    this.#subscriptions.push(
+      this.#options.nc.subscribe(resources.subjects.allAborts, {
+        callback: (error, message) => {
+          if (error) return;
+          try {
+            const request = abortRequestCodec.decode(message.data);
+            this.#active.get(request.run_id)?.abort(request.reason);
+          } catch (decodeError) {
+            this.#logger.warn(
+              { err: decodeError, subject: message.subject },
+              "ignoring a malformed abort request",
+            );
+          }
+        },
+      }),
+    );
+    this.#subscriptions.push(
+      this.#options.nc.subscribe(
+        `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${resources.subjects.streams.specs}.${resources.subjects.specsConsumer}`,
+        {
+          queue: `${resources.subjects.specsConsumer}_advisories`,
+          callback: (error, message) => {
+            if (error) return;
+            void handleMaxDeliveries(resources, message.data, {
+              daemonId: this.id,
+              logger: this.#logger,
+            }).catch((failure) =>
+              this.#logger.error({ err: failure }, "could not fail a run that exhausted max_deliver"),
+            );
+          },
+        },
+      ),
+    );
+    const keepAliveMs = Math.max(250, Math.min(config.heartbeatMs, Math.floor(config.ackWaitMs / 3)));
+    this.#timers.push(setInterval(() => this.#keepClaimsAlive(), keepAliveMs).unref());
+    this.#timers.push(setInterval(() => void this.#heartbeat(), config.heartbeatMs).unref());
+    this.#setState("running");
+    await this.#heartbeat();
+    this.#pullLoop = this.#pull();
+    this.#logger.info(
+      { daemonId: this.id, concurrency: config.concurrency, prefix: config.prefix },
+      "daemon running",
+    );
+  }
+
+  /**
+   * Drains: stops pulling, lets in-flight runs finish within `graceMs`, then releases the rest to
+   * other daemons (their specs are nak'ed and resume elsewhere from their event logs), and stops.
+   */
+  async shutdown(options: { graceMs?: number } = {}): Promise<void> {
+    if (this.#state === "stopped" || this.#state === "draining") return this.#waitForState("stopped");
+    const graceMs = options.graceMs ?? this.#config.drainGraceMs;
+    this.#setState("draining");
+    this.#stopPulling.abort();
+    this.#slotFreed?.();
+    void this.#heartbeat();
+    await this.#pullLoop?.catch(() => undefined);
+    if (this.#active.size > 0) {
+      this.#logger.info({ runs: this.activeRunIds(), graceMs }, "draining: waiting for runs in flight");
+      const drained = this.#whenIdle();
+      const timer = setTimeout(() => {
+        for (const run of this.#active.values()) run.release();
+      }, graceMs);
+      await drained;
+      clearTimeout(timer);
+    }
+    for (const timer of this.#timers.splice(0)) clearInterval(timer);
+    for (const subscription of this.#subscriptions.splice(0)) subscription.unsubscribe();
+    if (this.#resources) await this.#resources.daemons.delete(this.id).catch(() => undefined);
+    this.#setState("stopped");
+    this.#logger.info({ daemonId: this.id }, "daemon stopped");
+  }
+
+  #setState(state: DaemonState): void {
+    this.#state = state;
+    for (const listener of this.#stateListeners) listener(state);
+  }
+
+  #waitForState(state: DaemonState): Promise<void> {
+    if (this.#state === state) return Promise.resolve();
+    return new Promise((resolveState) => {
+      const off = this.onStateChange((current) => {
+        if (current === state) {
+          off();
+          resolveState();
+        }
+      });
+    });
+  }
+
+  #idleWaiters: (() => void)[] = [];
+
+  #whenIdle(): Promise<void> {
+    if (this.#active.size === 0) return Promise.resolve();
+    return new Promise((resolveIdle) => this.#idleWaiters.push(resolveIdle));
+  }
+
+  async #pull(): Promise<void> {
+    const resources = this.#resources!;
+    const consumer = await resources.js.consumers.get(
+      resources.subjects.streams.specs,
+      resources.subjects.specsConsumer,
+    );
+    const stop = this.#stopPulling.signal;
+    while (!stop.aborted) {
+      const free = this.#config.concurrency - this.#active.size;
+      if (free <= 0) {
+        await new Promise<void>((resolveSlot) => {
+          this.#slotFreed = resolveSlot;
+        });
+        continue;
+      }
+      try {
+        // Exactly as many as there are free slots: a prefetched spec would wait in a buffer past ack_wait.
+        const batch = await consumer.fetch({ max_messages: free, expires: 5_000 });
+        const stopBatch = () => batch.stop();
+        stop.addEventListener("abort", stopBatch, { once: true });
+        try {
+          for await (const message of batch) this.#accept(message);
+        } finally {
+          stop.removeEventListener("abort", stopBatch);
+        }
+      } catch (error) {
+        if (stop.aborted) break;
+        this.#logger.warn({ err: error }, "pulling specs failed; retrying");
+        await new Promise((resolveDelay) => setTimeout(resolveDelay, 500));
+      }
+    }
+  }
+
+  #accept(message: JsMsg): void {
+    if (this.#state !== "running") {
+      message.nak(); // arrived while draining: another daemon takes it at once
+      return;
+    }
+    const runId = runIdFromSubject(message.subject, this.#config.prefix);
+    if (this.#active.has(runId)) {
+      // The same run redelivered while this daemon still runs it: keep the claim, drop the copy.
+      message.working();
+      return;
+    }
+    const context: RunContext = { message, onEnd: () => undefined };
+    const run = this.#executor!.start(context);
+    this.#active.set(run.runId, run);
+    this.#options.metrics?.runsActive.set(this.#active.size);
+    void run.done.finally(() => {
+      this.#active.delete(run.runId);
+      this.#options.metrics?.runsActive.set(this.#active.size);
+      this.#slotFreed?.();
+      this.#slotFreed = undefined;
+      if (this.#active.size === 0) for (const resolveIdle of this.#idleWaiters.splice(0)) resolveIdle();
+    });
+  }
+
+  #keepClaimsAlive(): void {
+    for (const run of this.#active.values()) run.keepAlive();
+  }
+
+  async #heartbeat(): Promise<void> {
+    const resources = this.#resources;
+    if (!resources || this.#state === "stopped") return;
+    const now = Date.now();
+    const info: DaemonInfo = {
+      v: PROTOCOL_VERSION,
+      daemon_id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      version: this.#options.version ?? DAEMON_VERSION,
+      protocol: PROTOCOL_VERSION,
+      state: this.#state,
+      capacity: this.#config.concurrency,
+      load: this.#active.size,
+      started_at: this.#startedAt,
+      heartbeat_at: now,
+    };
+    if (this.#options.metrics?.url) info.metrics_url = this.#options.metrics.url;
+    try {
+      await resources.daemons.put(this.id, daemonInfoCodec.encode(info));
+    } catch (error) {
+      this.#logger.warn({ err: error }, "daemon heartbeat failed");
+    }
+    for (const run of this.#active.values()) void run.heartbeat();
+  }
+}

@@ -1,0 +1,135 @@
+// Publishes one run's events in order, fenced: every publish expects the stream's last sequence on
+// the run's subject to be the one this attempt last wrote. A stale daemon (partitioned, paused, or
+// superseded by a redelivery) fails that check on its next publish and stops, so two attempts can
+// never interleave and the log stays contiguous from seq 1 with no duplicate.
+
+import {
+  eventMsgId,
+  type ForkEvent,
+  type ForkEventBody,
+  type ForkSubjects,
+  forkEventCodec,
+  PROTOCOL_VERSION,
+} from "@forkd/protocol";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { DaemonError } from "./errors.js";
+
+/** Where a run's log stands when an attempt starts publishing. */
+export interface EventLogPosition {
+  /** Last run seq in the log (0 for a new run). */
+  lastSeq: number;
+  /** Stream sequence of that event (0 for a new run). */
+  lastStreamSeq: number;
+}
+
+/** Options of {@link RunEventPublisher}. */
+export interface RunEventPublisherOptions {
+  js: JetStreamClient;
+  subjects: ForkSubjects;
+  runId: string;
+  attempt: number;
+  position: EventLogPosition;
+  /** Give up on a publish (NATS unreachable, no JetStream quorum) after this long. @unit ms @default 30000 */
+  publishTimeoutMs?: number;
+  /** Called after each stored event. */
+  onPublished?: (event: ForkEvent) => void;
+  now?: () => number;
+}
+
+// JetStream's error for a failed `Nats-Expected-Last-Subject-Sequence` check.
+const WRONG_LAST_SEQUENCE = /wrong last sequence|10071/i;
+
+/** Serialises and fences the publishing of one run attempt's events. */
+export class RunEventPublisher {
+  readonly runId: string;
+  readonly attempt: number;
+  readonly #options: RunEventPublisherOptions;
+  #seq: number;
+  #lastStreamSeq: number;
+  #chain: Promise<unknown> = Promise.resolve();
+  #fenced = false;
+
+  constructor(options: RunEventPublisherOptions) {
+    this.#options = options;
+    this.runId = options.runId;
+    this.attempt = options.attempt;
+    this.#seq = options.position.lastSeq;
+    this.#lastStreamSeq = options.position.lastStreamSeq;
+  }
+
+  /** Seq of the last event stored by this publisher (or the log's last when nothing was published yet). */
+  get lastSeq(): number {
+    return this.#seq;
+  }
+
+  /** True once another attempt has written to the log: this one must publish nothing more. */
+  get fenced(): boolean {
+    return this.#fenced;
+  }
+
+  /** Stamps and stores `body` after every earlier event; rejects with a `fenced` DaemonError when superseded. */
+  publish(body: ForkEventBody): Promise<ForkEvent> {
+    const next = this.#chain.then(() => this.#publishNow(body));
+    this.#chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Waits for every publish issued so far. */
+  async flush(): Promise<void> {
+    await this.#chain;
+  }
+
+  async #publishNow(body: ForkEventBody): Promise<ForkEvent> {
+    if (this.#fenced) throw fencedError(this.runId, this.attempt);
+    const seq = this.#seq + 1;
+    const event = {
+      ...body,
+      v: PROTOCOL_VERSION,
+      run_id: this.runId,
+      seq,
+      attempt: this.attempt,
+      ts: (this.#options.now ?? Date.now)(),
+    } as ForkEvent;
+    const bytes = forkEventCodec.encode(event);
+    const deadline = Date.now() + (this.#options.publishTimeoutMs ?? 30_000);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // Retries reuse the msg id: if an earlier try was stored, JetStream answers "duplicate" (its
+        // duplicate check runs before the expected-sequence check), so a retry never doubles an event.
+        const ack = await this.#options.js.publish(this.#options.subjects.events(this.runId), bytes, {
+          msgID: eventMsgId(this.runId, seq),
+          expect: { lastSubjectSequence: this.#lastStreamSeq },
+          timeout: 5_000,
+        });
+        this.#seq = seq;
+        this.#lastStreamSeq = ack.seq;
+        this.#options.onPublished?.(event);
+        return event;
+      } catch (error) {
+        if (WRONG_LAST_SEQUENCE.test(String((error as Error)?.message ?? error))) {
+          this.#fenced = true;
+          throw fencedError(this.runId, this.attempt, error);
+        }
+        if (Date.now() >= deadline) {
+          throw new DaemonError(
+            "publish_failed",
+            `cannot publish event ${seq} of run ${this.runId}: ${(error as Error).message}`,
+            {
+              retryable: true,
+              cause: error,
+            },
+          );
+        }
+        // JetStream may be electing a leader after a node loss: back off briefly and try again.
+        await new Promise((resolveDelay) => setTimeout(resolveDelay, Math.min(100 * 2 ** attempt, 2_000)));
+      }
+    }
+  }
+}
+
+function fencedError(runId: string, attempt: number, cause?: unknown): DaemonError {
+  return new DaemonError("fenced", `attempt ${attempt} of run ${runId} was superseded by another daemon`, {
+    retryable: false,
+    cause,
+  });
+}

@@ -1,0 +1,211 @@
+// One spec through the core: rebuild the child's request, resume from earlier attempts' events,
+// run the turn loop with the run's tools, filter and permissions, and say how it ended.
+import { join, resolve } from "node:path";
+import {
+  assertMayFork,
+  buildForkedRequest,
+  computeCacheKey,
+  type LlmClient,
+  outcomeToTerminalEvent,
+  rebuildRunState,
+  runTurnLoop,
+  type ToolDispatcher,
+  toolFilterFromSpec,
+  type WorktreeMapping,
+} from "@forkd/core";
+import type {
+  ForkEvent,
+  ForkEventBody,
+  ForkPrefix,
+  ForkSpec,
+  ForkSubjects,
+  UsageTotals,
+} from "@forkd/protocol";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { DaemonConfig } from "./config.js";
+import { defaultForkParams } from "./default-request.js";
+import { DaemonError } from "./errors.js";
+import type { DaemonLogger } from "./logger.js";
+import type { DaemonMetrics } from "./metrics.js";
+import { natsPermissionAsker } from "./remote-tools.js";
+
+/** The tools of one run. */
+export interface RunTools {
+  dispatcher: ToolDispatcher;
+  /** Working directory of the run (inside the workspace or the run's worktree). */
+  cwd: string;
+  /** Set when the run has a worktree: notice for the directive and the commit at the end. */
+  worktree?: {
+    mapping: WorktreeMapping;
+    commit(message: string): Promise<{ sha: string; branch: string; files_changed: string[] } | null>;
+    dispose(): Promise<void>;
+  };
+}
+
+/** Makes the tools of one run (built-in tools confined to the workspace, tool host, optional worktree). */
+export type RunToolsFactory = (context: { spec: ForkSpec; signal: AbortSignal }) => Promise<RunTools>;
+
+/** What {@link executeForkRun} needs. */
+export interface ForkRunOptions {
+  spec: ForkSpec;
+  /** The inherited prefix; null for a spec without cache-safe params. */
+  prefix: ForkPrefix | null;
+  attempt: number;
+  /** Events of earlier attempts: the run resumes after them. */
+  priorEvents: ForkEvent[];
+  llm: LlmClient;
+  tools: RunToolsFactory;
+  config: DaemonConfig;
+  signal: AbortSignal;
+  emit: (event: ForkEventBody) => void;
+  onUsage?: (usage: UsageTotals) => void;
+  metrics?: DaemonMetrics;
+  logger: DaemonLogger;
+  /** For permission bubbling to the parent. */
+  nats?: { nc: NatsConnection; subjects: ForkSubjects };
+}
+
+/**
+ * Runs the spec to its end and returns its terminal event body. Throws only for failures before the
+ * loop (a disallowed model, the recursion guard, a worktree that cannot be made).
+ */
+export async function executeForkRun(
+  options: ForkRunOptions,
+): Promise<Extract<ForkEventBody, { type: "completed" | "failed" | "aborted" }>> {
+  const { spec, config } = options;
+  const cacheShared = options.prefix !== null;
+  const prefix = options.prefix ?? defaultForkParams(config);
+  const model = spec.overrides.model ?? prefix.params.model;
+  if (config.allowedModels.length > 0 && !config.allowedModels.includes(model)) {
+    throw new DaemonError(
+      "model_not_allowed",
+      `model ${model} is not allowed on this daemon (allowed: ${config.allowedModels.join(", ")})`,
+    );
+  }
+  assertMayFork({ querySource: spec.query_source, messages: prefix.params.messages });
+  const tools = await options.tools({ spec, signal: options.signal });
+  try {
+    const overrides = spec.overrides;
+    const forked = buildForkedRequest(prefix, {
+      runId: spec.run_id,
+      directive: spec.directive,
+      ...(spec.fork_call === undefined ? {} : { forkCall: spec.fork_call }),
+      ...(tools.worktree === undefined ? {} : { worktree: tools.worktree.mapping }),
+      ...(overrides.model === undefined ? {} : { model: overrides.model }),
+      maxTokens: overrides.max_tokens ?? prefix.params.max_tokens ?? config.defaultMaxTokens,
+      ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
+    });
+    const parentKey = cacheShared ? computeCacheKey(prefix.params) : null;
+    const childKey =
+      parentKey !== null && overrides.model !== undefined
+        ? computeCacheKey({ ...prefix.params, model: overrides.model })
+        : parentKey;
+    const resume =
+      options.priorEvents.length > 0
+        ? rebuildRunState(
+            forked.request,
+            options.priorEvents,
+            overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder },
+          )
+        : undefined;
+    if (resume?.terminal) {
+      const terminal = resume.terminal;
+      // The log already ended (another attempt finished between our claim and our read).
+      return terminal.type === "completed"
+        ? { type: "completed", result: terminal.result }
+        : terminal.type === "failed"
+          ? { type: "failed", error: terminal.error, usage: terminal.usage }
+          : { type: "aborted", reason: terminal.reason, usage: terminal.usage };
+    }
+    const permissionAsker =
+      options.nats && spec.permissions.mode !== "allow"
+        ? natsPermissionAsker({
+            nc: options.nats.nc,
+            subjects: options.nats.subjects,
+            runId: spec.run_id,
+            policy: spec.permissions,
+            dispatcher: tools.dispatcher,
+          })
+        : undefined;
+    const metrics = options.metrics;
+    const outcome = await runTurnLoop({
+      runId: spec.run_id,
+      request: forked.request,
+      llm: options.llm,
+      dispatcher: metrics ? countingDispatcher(tools.dispatcher, metrics) : tools.dispatcher,
+      cwd: tools.cwd,
+      toolFilter: toolFilterFromSpec(spec.tool_filter),
+      ...(permissionAsker
+        ? { permissions: { asker: permissionAsker, timeoutMs: spec.permissions.timeout_ms } }
+        : {}),
+      limits: spec.limits,
+      ...(spec.deadline_at === undefined ? {} : { deadlineAt: spec.deadline_at }),
+      ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
+      forkBreakpoint: forked.breakpoint,
+      ...(parentKey === null || childKey === null
+        ? {}
+        : { cacheCheck: { parentLayers: parentKey.layers, prefixLayers: childKey.layers } }),
+      prefixHash: parentKey?.hash ?? null,
+      ...(resume === undefined ? {} : { resume }),
+      signal: options.signal,
+      emit: (body) => {
+        if (metrics && body.type === "llm.message") observeLlmMessage(metrics, body);
+        if (metrics && body.type === "tool.denied") metrics.toolCalls.inc({ result: "denied" });
+        options.emit(body);
+      },
+      logger: options.logger,
+    });
+    options.onUsage?.(outcome.usage);
+    let commit: Awaited<ReturnType<NonNullable<RunTools["worktree"]>["commit"]>> = null;
+    if (outcome.status === "completed" && tools.worktree) {
+      commit = await tools.worktree.commit(
+        `forkd: ${spec.label ?? spec.directive.split("\n")[0]!.slice(0, 60)} (${spec.run_id})`,
+      );
+    }
+    return outcomeToTerminalEvent(outcome, { cacheShared, ...(commit ? { commit } : {}) });
+  } finally {
+    await tools.worktree
+      ?.dispose()
+      .catch((error) => options.logger.warn({ err: error }, "worktree cleanup failed"));
+  }
+}
+
+function observeLlmMessage(
+  metrics: DaemonMetrics,
+  body: Extract<ForkEventBody, { type: "llm.message" }>,
+): void {
+  const usage = body.usage;
+  const read = usage.cache_read_input_tokens ?? 0;
+  const written = usage.cache_creation_input_tokens ?? 0;
+  const oneHour = usage.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  metrics.tokens.inc({ kind: "input" }, usage.input_tokens);
+  metrics.tokens.inc({ kind: "cache_read" }, read);
+  metrics.tokens.inc({ kind: "cache_write_1h" }, oneHour);
+  metrics.tokens.inc({ kind: "cache_write_5m" }, Math.max(0, written - oneHour));
+  metrics.tokens.inc({ kind: "output" }, usage.output_tokens);
+  const prompt = usage.input_tokens + read + written;
+  if (prompt > 0) metrics.cacheReadShare.observe(read / prompt);
+  if (body.ttft_ms !== undefined) metrics.llmLatency.observe({ phase: "ttft" }, body.ttft_ms / 1000);
+  if (body.duration_ms !== undefined) metrics.llmLatency.observe({ phase: "total" }, body.duration_ms / 1000);
+}
+
+function countingDispatcher(dispatcher: ToolDispatcher, metrics: DaemonMetrics): ToolDispatcher {
+  return {
+    isSafeToRepeat: (call) => dispatcher.isSafeToRepeat(call),
+    async execute(call, context) {
+      const outcome = await dispatcher.execute(call, context);
+      metrics.toolCalls.inc({ result: outcome.isError ? "error" : "ok" });
+      return outcome;
+    },
+  };
+}
+
+/** Working directory of a run inside `root`, refusing a `cwd` that climbs out. */
+export function runCwd(root: string, relative: string | undefined): string {
+  if (!relative) return root;
+  const cwd = resolve(root, relative);
+  if (cwd !== root && !cwd.startsWith(join(root, "/"))) {
+    throw new DaemonError("internal", `isolation.cwd ${relative} is outside the workspace`);
+  }
+  return cwd;
+}

@@ -1,0 +1,45 @@
+// Connects to NATS with the credentials the configuration names.
+import { readFileSync } from "node:fs";
+import {
+  connect,
+  credsAuthenticator,
+  type NatsConnection,
+  type NodeConnectionOptions,
+  nkeyAuthenticator,
+} from "@nats-io/transport-node";
+import type { DaemonConfig } from "./config.js";
+
+/** Connection options for `config.nats`: user/password, token, NKey seed file or creds file, TLS. */
+export function natsConnectionOptions(
+  config: Pick<DaemonConfig, "nats" | "daemonId">,
+): NodeConnectionOptions {
+  const nats = config.nats;
+  const options: NodeConnectionOptions = {
+    servers: nats.servers,
+    name: `forkd-daemon-${config.daemonId}`,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  };
+  if (nats.user !== undefined) options.user = nats.user;
+  if (nats.pass !== undefined) options.pass = nats.pass;
+  if (nats.token !== undefined) options.token = nats.token;
+  if (nats.credsFile !== undefined) options.authenticator = credsAuthenticator(readFileSync(nats.credsFile));
+  else if (nats.nkeySeedFile !== undefined) {
+    options.authenticator = nkeyAuthenticator(
+      new TextEncoder().encode(readFileSync(nats.nkeySeedFile, "utf8").trim()),
+    );
+  }
+  if (nats.tls) {
+    const tls: NonNullable<NodeConnectionOptions["tls"]> = {};
+    if (nats.tls.caFile) tls.caFile = nats.tls.caFile;
+    if (nats.tls.certFile) tls.certFile = nats.tls.certFile;
+    if (nats.tls.keyFile) tls.keyFile = nats.tls.keyFile;
+    options.tls = tls;
+  }
+  return options;
+}
+
+/** Connects with {@link natsConnectionOptions}. */
+export function connectNats(config: Pick<DaemonConfig, "nats" | "daemonId">): Promise<NatsConnection> {
+  return connect(natsConnectionOptions(config));
+}

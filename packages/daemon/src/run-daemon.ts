@@ -1,0 +1,108 @@
+// Assembles a daemon from its configuration: NATS connection, Anthropic client, tools, logger,
+// metrics; and the process behaviour: SIGTERM/SIGINT drain, exit codes.
+
+import type { LlmClient } from "@forkd/core";
+import { AnthropicLlmClient } from "@forkd/llm";
+import { forkSubjects } from "@forkd/protocol";
+import type { DaemonConfig } from "./config.js";
+import { ForkDaemon } from "./daemon.js";
+import { createDaemonLogger, type DaemonLogger } from "./logger.js";
+import { createDaemonMetrics, serveMetrics } from "./metrics.js";
+import { connectNats } from "./nats-connection.js";
+import { daemonRunTools } from "./run-tools.js";
+
+/** A started daemon and how to stop it. */
+export interface RunningDaemon {
+  daemon: ForkDaemon;
+  logger: DaemonLogger;
+  metricsUrl: string | undefined;
+  /** Drains the daemon, closes the metrics server and the NATS connection. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+}
+
+/**
+ * Connects and starts a daemon for `config`. The LLM client defaults to the Anthropic SDK with its
+ * usual `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` (so the simulator and the real API work alike).
+ */
+export async function startDaemon(
+  config: DaemonConfig,
+  options: { llm?: LlmClient; logger?: DaemonLogger; version?: string } = {},
+): Promise<RunningDaemon> {
+  const logger =
+    options.logger ??
+    createDaemonLogger({ level: config.logLevel, format: config.logFormat, daemonId: config.daemonId });
+  const nc = await connectNats(config);
+  const metrics = createDaemonMetrics();
+  const metricsServer =
+    config.metricsPort === undefined
+      ? undefined
+      : await serveMetrics(metrics, { port: config.metricsPort, host: config.metricsHost });
+  const llm =
+    options.llm ??
+    new AnthropicLlmClient({
+      ...(config.llm.baseURL === undefined ? {} : { baseURL: config.llm.baseURL }),
+      ...(config.llm.apiKey === undefined ? {} : { apiKey: config.llm.apiKey }),
+      timeout: config.llm.timeoutMs,
+      retry: { maxRetries: config.llm.maxRetries },
+      logger,
+    });
+  const daemon = new ForkDaemon({
+    config,
+    nc,
+    logger,
+    metrics,
+    llm,
+    tools: daemonRunTools({ config, nc, subjects: forkSubjects(config.prefix), logger }),
+    ...(options.version === undefined ? {} : { version: options.version }),
+  });
+  try {
+    await daemon.start();
+  } catch (error) {
+    await metricsServer?.close();
+    await nc.close();
+    throw error;
+  }
+  return {
+    daemon,
+    logger,
+    metricsUrl: metricsServer?.url,
+    stop: async (stopOptions = {}) => {
+      await daemon.shutdown(stopOptions);
+      await metricsServer?.close();
+      await nc.drain().catch(() => nc.close());
+    },
+  };
+}
+
+/**
+ * Runs a daemon until SIGTERM or SIGINT, then drains (a second signal stops at once). Resolves with
+ * the process exit code.
+ */
+export async function runDaemonProcess(
+  config: DaemonConfig,
+  options: { version?: string } = {},
+): Promise<number> {
+  const running = await startDaemon(config, options);
+  running.logger.info({ metrics: running.metricsUrl, nats: config.nats.servers }, "forkd daemon started");
+  return new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        running.logger.warn({ signal }, "second signal: stopping without waiting");
+        resolveExit(130);
+        return;
+      }
+      stopping = true;
+      running.logger.info({ signal, graceMs: config.drainGraceMs }, "draining");
+      running.stop().then(
+        () => resolveExit(0),
+        (error: unknown) => {
+          running.logger.error({ err: error }, "drain failed");
+          resolveExit(1);
+        },
+      );
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+}

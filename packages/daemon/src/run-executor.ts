@@ -1,0 +1,443 @@
+// Runs one delivered spec: validate, claim, resume from the log if an earlier attempt left one,
+// run the core turn loop, publish every event in order, end the run and settle the spec.
+
+import {
+  downloadPrefix,
+  type ForkResources,
+  getRunState,
+  lastLoggedEvent,
+  type PrefixCache,
+  readStoredEvents,
+  updateRunState,
+} from "@forkd/client";
+import type { LlmClient } from "@forkd/core";
+import {
+  emptyUsageTotals,
+  type ForkEvent,
+  type ForkEventBody,
+  type ForkPrefix,
+  type ForkSpec,
+  forkSpecCodec,
+  isTerminalEvent,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  type RunState,
+  type UsageTotals,
+  type WireError,
+} from "@forkd/protocol";
+import type { JsMsg } from "@nats-io/jetstream";
+import type { DaemonConfig } from "./config.js";
+import { DaemonError } from "./errors.js";
+import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
+import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
+import type { DaemonLogger } from "./logger.js";
+import type { DaemonMetrics } from "./metrics.js";
+
+/** What the executor needs. */
+export interface RunExecutorDeps {
+  resources: ForkResources;
+  prefixCache: PrefixCache;
+  config: DaemonConfig;
+  logger: DaemonLogger;
+  llm: LlmClient;
+  /** Builds the tool dispatcher of one run (built-in tools, tool host, worktree). */
+  tools: RunToolsFactory;
+  metrics?: DaemonMetrics;
+}
+
+/** One delivery of a spec. */
+export interface RunContext {
+  message: JsMsg;
+  onEnd: () => void;
+}
+
+/** A run in progress on this daemon. */
+export interface ActiveRun {
+  readonly runId: string;
+  /** Resolves when the run has ended here (whatever the outcome) and its spec is settled. */
+  readonly done: Promise<void>;
+  /** Stops the run and ends it `aborted`. */
+  abort(reason: string, requestedAt?: number): void;
+  /** Stops the run without ending it: its spec is nak'ed and another daemon resumes it (drain). */
+  release(): void;
+  /** Tells JetStream the spec is still being worked on. */
+  keepAlive(): void;
+  /** Publishes a heartbeat event and refreshes the registry entry; detects a lost claim. */
+  heartbeat(): Promise<void>;
+}
+
+const TERMINAL_STATUSES: ReadonlySet<RunState["status"]> = new Set(["completed", "failed", "aborted"]);
+
+/** Extracts the run id from a spec subject `<prefix>.fork.<run_id>`. */
+export function runIdFromSubject(subject: string, prefix: string): string {
+  return subject.slice(prefix.length + ".fork.".length);
+}
+
+type StopReason =
+  | { kind: "abort"; reason: string; requestedAt: number | undefined }
+  | { kind: "release" }
+  | { kind: "fenced" };
+
+/** Starts runs; one instance per daemon. */
+export class RunExecutor {
+  readonly #deps: RunExecutorDeps;
+
+  constructor(deps: RunExecutorDeps) {
+    this.#deps = deps;
+  }
+
+  /** Starts running the spec in `context.message`; returns at once. */
+  start(context: RunContext): ActiveRun {
+    const deps = this.#deps;
+    const message = context.message;
+    const runId = runIdFromSubject(message.subject, deps.resources.subjects.prefix);
+    const controller = new AbortController();
+    let stop: StopReason | undefined;
+    let publisher: RunEventPublisher | undefined;
+    let attempt = 0;
+    let turn = 0;
+    const stopWith = (reason: StopReason) => {
+      if (stop) return;
+      stop = reason;
+      // The loop reports an abort's reason as the run's; a release or a lost claim ends nothing.
+      controller.abort(reason.kind === "abort" ? reason.reason : new Error(`run stopped: ${reason.kind}`));
+    };
+    const logger = deps.logger.child({ runId });
+
+    const done = (async () => {
+      try {
+        await this.#run(runId, message, controller.signal, {
+          onClaimed: (claimedAttempt, claimedPublisher) => {
+            attempt = claimedAttempt;
+            publisher = claimedPublisher;
+          },
+          onTurn: (current) => {
+            turn = current;
+          },
+          onPublishError: (error) => {
+            // Fenced, or JetStream unreachable for the whole publish timeout: either way this attempt
+            // can no longer write the log, so it stops and leaves the spec to its redelivery.
+            logger.warn({ err: error }, "cannot publish the run's events: stopping this attempt");
+            stopWith({ kind: "fenced" });
+          },
+          stopReason: () => stop,
+          logger,
+        });
+      } catch (error) {
+        logger.error({ err: error }, "run ended with an internal error");
+      } finally {
+        context.onEnd();
+      }
+    })();
+
+    return {
+      runId,
+      done,
+      abort: (reason, requestedAt) => stopWith({ kind: "abort", reason, requestedAt }),
+      release: () => stopWith({ kind: "release" }),
+      keepAlive: () => {
+        if (!stop) message.working();
+      },
+      heartbeat: async () => {
+        if (!publisher || stop || publisher.fenced) return;
+        try {
+          await publisher.publish({ type: "heartbeat", daemon_id: deps.config.daemonId, turn });
+          const now = Date.now();
+          const seen = await updateRunState(deps.resources, runId, (current) => {
+            if (!current || current.attempt !== attempt || TERMINAL_STATUSES.has(current.status))
+              return "unchanged";
+            return { ...current, heartbeat_at: now, updated_at: now, last_seq: publisher!.lastSeq, turn };
+          });
+          if (seen && seen.state.attempt > attempt) stopWith({ kind: "fenced" });
+          if (seen?.state.abort && !TERMINAL_STATUSES.has(seen.state.status)) {
+            stopWith({
+              kind: "abort",
+              reason: seen.state.abort.reason,
+              requestedAt: seen.state.abort.requested_at,
+            });
+          }
+        } catch (error) {
+          if (error instanceof DaemonError && error.code === "fenced") stopWith({ kind: "fenced" });
+          else logger.warn({ err: error }, "run heartbeat failed");
+        }
+      },
+    };
+  }
+
+  async #run(
+    runId: string,
+    message: JsMsg,
+    signal: AbortSignal,
+    hooks: {
+      onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
+      onTurn: (turn: number) => void;
+      onPublishError: (error: unknown) => void;
+      stopReason: () => StopReason | undefined;
+      logger: DaemonLogger;
+    },
+  ): Promise<void> {
+    const deps = this.#deps;
+    const { resources, config, metrics } = deps;
+    const logger = hooks.logger;
+    const delivery = message.info.deliveryCount;
+    if (delivery > 1) metrics?.redeliveries.inc();
+
+    // 1. Validate. A malformed spec fails its own run, never the daemon.
+    let spec: ForkSpec;
+    try {
+      spec = forkSpecCodec.decode(message.data);
+      if (spec.run_id !== runId) {
+        throw new ProtocolError(
+          "invalid_spec",
+          `spec run_id ${spec.run_id} does not match its subject's ${runId}`,
+          {
+            path: ["run_id"],
+          },
+        );
+      }
+    } catch (error) {
+      const wire = toWireError(error);
+      logger.warn({ err: error }, "malformed spec: failing its run");
+      await this.#failWithoutClaim(runId, wire);
+      message.term();
+      metrics?.runsEnded.inc({ outcome: "failed" });
+      return;
+    }
+
+    // 2. Claim. An ended run is not run again; an aborted one ends `aborted` without running.
+    const registered = await getRunState(resources, runId);
+    if (registered && TERMINAL_STATUSES.has(registered.state.status)) {
+      await message.ackAck().catch(() => false);
+      return;
+    }
+    const last = await lastLoggedEvent(resources, runId);
+    if (last && isTerminalEvent(last.event)) {
+      await this.#recordTerminal(runId, last.event, last.event.attempt);
+      await message.ackAck().catch(() => false);
+      return;
+    }
+    const now = Date.now();
+    const claimed = await updateRunState(resources, runId, (current) => ({
+      ...(current ?? {
+        v: PROTOCOL_VERSION,
+        run_id: runId,
+        created_at: spec.created_at,
+        last_seq: 0,
+        parent_agent_id: spec.parent.agent_id,
+        ...(spec.label !== undefined ? { label: spec.label } : {}),
+      }),
+      status: "running",
+      attempt: (current?.attempt ?? 0) + 1,
+      daemon_id: config.daemonId,
+      updated_at: now,
+      heartbeat_at: now,
+      started_at: current?.started_at ?? now,
+    }));
+    const attempt = claimed!.state.attempt;
+    const position: EventLogPosition = { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 };
+    const publisher = new RunEventPublisher({
+      js: resources.js,
+      subjects: resources.subjects,
+      runId,
+      attempt,
+      position,
+    });
+    hooks.onClaimed(attempt, publisher);
+    const priorEvents: ForkEvent[] =
+      position.lastSeq > 0 ? (await readStoredEvents(resources, runId)).map((l) => l.event) : [];
+    const resumed = priorEvents.length > 0;
+    const queueWaitMs = Math.max(0, now - spec.created_at);
+    metrics?.queueWait.observe(queueWaitMs / 1000);
+
+    const publish = (body: ForkEventBody) => publisher.publish(body);
+    let usage: UsageTotals = emptyUsageTotals();
+    try {
+      await publish({
+        type: "accepted",
+        daemon_id: config.daemonId,
+        queue_wait_ms: queueWaitMs,
+        delivery,
+        resumed,
+      });
+      const abortFlag = claimed!.state.abort;
+      if (abortFlag) {
+        await this.#end(
+          publisher,
+          { type: "aborted", reason: abortFlag.reason, usage },
+          attempt,
+          message,
+          logger,
+        );
+        return;
+      }
+      if (spec.deadline_at !== undefined && Date.now() > spec.deadline_at) {
+        throw new DaemonError("deadline_exceeded", "the spec's deadline passed before it could start");
+      }
+      const prefix = await this.#loadPrefix(spec);
+      const result = await executeForkRun({
+        spec,
+        prefix,
+        attempt,
+        priorEvents,
+        llm: deps.llm,
+        tools: deps.tools,
+        config,
+        signal,
+        emit: (body) => {
+          if (body.type === "llm.request") hooks.onTurn(body.turn);
+          publish(body).catch((error: unknown) => hooks.onPublishError(error));
+        },
+        nats: { nc: resources.nc, subjects: resources.subjects },
+        onUsage: (totals) => {
+          usage = totals;
+        },
+        ...(metrics ? { metrics } : {}),
+        logger,
+      });
+      await publisher.flush();
+      const stop = hooks.stopReason();
+      if (stop && stop.kind !== "abort") throw stop;
+      await this.#end(publisher, result, attempt, message, logger);
+      if (stop?.requestedAt !== undefined)
+        metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
+    } catch (error) {
+      const stop = hooks.stopReason() ?? (isStopReason(error) ? error : undefined);
+      if (stop?.kind === "release") {
+        await publisher.flush().catch(() => undefined);
+        message.nak();
+        metrics?.runsEnded.inc({ outcome: "released" });
+        logger.info({}, "run released to another daemon");
+        return;
+      }
+      if (
+        stop?.kind === "fenced" ||
+        (error instanceof DaemonError && error.code === "fenced") ||
+        publisher.fenced
+      ) {
+        metrics?.runsEnded.inc({ outcome: "fenced" });
+        logger.warn({}, "claim lost to another attempt: publishing nothing more");
+        return; // the attempt that superseded us owns the spec: no ack from here
+      }
+      if (stop?.kind === "abort") {
+        await this.#end(publisher, { type: "aborted", reason: stop.reason, usage }, attempt, message, logger);
+        if (stop.requestedAt !== undefined)
+          metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
+        return;
+      }
+      const wire = toWireError(error);
+      logger.error({ err: error }, "run failed");
+      await this.#end(publisher, { type: "failed", error: wire, usage }, attempt, message, logger).catch(
+        (endError) => logger.error({ err: endError }, "could not publish the run's failure"),
+      );
+    }
+  }
+
+  async #loadPrefix(spec: ForkSpec): Promise<ForkPrefix | null> {
+    const source = spec.prefix;
+    switch (source.kind) {
+      case "inline":
+        return source.prefix;
+      case "none":
+        return null;
+      case "ref":
+        try {
+          return await this.#deps.prefixCache.get(source, (ref) => downloadPrefix(this.#deps.resources, ref));
+        } catch (error) {
+          throw new DaemonError(
+            "prefix_unavailable",
+            `stored prefix ${source.hash}: ${(error as Error).message}`,
+            {
+              cause: error,
+            },
+          );
+        }
+      default: {
+        const unreachable: never = source;
+        throw new Error(`unknown prefix kind ${String(unreachable)}`);
+      }
+    }
+  }
+
+  async #end(
+    publisher: RunEventPublisher,
+    terminal: ForkEventBody & { type: "completed" | "failed" | "aborted" },
+    attempt: number,
+    message: JsMsg,
+    logger: DaemonLogger,
+  ): Promise<void> {
+    const event = await publisher.publish(terminal);
+    await this.#recordTerminal(publisher.runId, event, attempt);
+    await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
+    this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
+    logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
+  }
+
+  async #recordTerminal(runId: string, event: ForkEvent, attempt: number): Promise<void> {
+    if (!isTerminalEvent(event)) return;
+    const now = Date.now();
+    const status = event.type;
+    const usage = event.type === "completed" ? event.result.usage : event.usage;
+    await updateRunState(this.#deps.resources, runId, (current) => {
+      if (current && current.attempt > attempt) return "unchanged";
+      const next: RunState = {
+        ...(current ?? { v: PROTOCOL_VERSION, run_id: runId, created_at: now, attempt }),
+        status,
+        last_seq: event.seq,
+        updated_at: now,
+        ended_at: now,
+        usage,
+      };
+      if (event.type === "failed") next.error = event.error;
+      return next;
+    });
+  }
+
+  // A spec that cannot be decoded has no attempt to fence with: append after whatever the log holds.
+  async #failWithoutClaim(runId: string, error: WireError): Promise<void> {
+    const { resources } = this.#deps;
+    const last = await lastLoggedEvent(resources, runId).catch(() => null);
+    if (last && isTerminalEvent(last.event)) return;
+    const current = await getRunState(resources, runId);
+    const attempt = (current?.state.attempt ?? 0) + 1;
+    const publisher = new RunEventPublisher({
+      js: resources.js,
+      subjects: resources.subjects,
+      runId,
+      attempt,
+      position: { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 },
+    });
+    const event = await publisher.publish({ type: "failed", error, usage: emptyUsageTotals() });
+    await this.#recordTerminal(runId, event, attempt);
+  }
+}
+
+function isStopReason(value: unknown): value is StopReason {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    "kind" in value &&
+    ["abort", "release", "fenced"].includes((value as StopReason).kind)
+  );
+}
+
+/** The wire form of any error that ends a run. */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof ProtocolError)
+    return { code: error.code, message: error.message, retryable: false, path: error.path };
+  if (error instanceof DaemonError)
+    return { code: error.code, message: error.message, retryable: error.retryable };
+  if (
+    error &&
+    typeof error === "object" &&
+    "code" in error &&
+    typeof (error as { code: unknown }).code === "string"
+  ) {
+    const coded = error as { code: string; message?: string; retryable?: boolean };
+    return { code: coded.code, message: coded.message ?? String(error), retryable: coded.retryable ?? false };
+  }
+  return {
+    code: "internal",
+    message: error instanceof Error ? error.message : String(error),
+    retryable: false,
+  };
+}
