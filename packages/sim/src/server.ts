@@ -291,6 +291,17 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   let seq = 0;
   let closing = false;
 
+  /** Emits to listeners; a listener that throws is reported as a process warning, never taken down the server. */
+  const emit = <K extends keyof SimEvents>(event: K, payload: SimEvents[K]): void => {
+    try {
+      events.emit(event, payload);
+    } catch (e) {
+      process.emitWarning(
+        `a "${event}" listener of the simulator threw: ${(e as Error)?.stack ?? String(e)}`,
+      );
+    }
+  };
+
   const keyIdOf = (key: string): string => {
     let id = keyIds.get(key);
     if (id === undefined) {
@@ -336,7 +347,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       e.usage = { ...ex.inputUsage, output_tokens: e.outputTokensSent } as Usage;
     }
     log.add(e);
-    events.emit("request", e);
+    emit("request", e);
   };
 
   /** The response starts: cache writes become readable, input is charged. */
@@ -352,7 +363,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         stream,
         usage: { ...ex.inputUsage, output_tokens: ex.outputTokens } as Usage,
       };
-      events.emit("firstByte", e);
+      emit("firstByte", e);
     }
   };
 
@@ -520,7 +531,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     entry.acceptedAt = hiResNow();
     ex.inputUsage = { ...plan.usage, service_tier: "standard" };
     if (events.listenerCount("accepted") > 0) {
-      events.emit("accepted", {
+      emit("accepted", {
         seq: ex.seq,
         id: ex.id,
         at: entry.acceptedAt,
@@ -649,7 +660,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         const at = hiResNow();
         ex.entry.disconnected = true;
         ex.entry.disconnectedAt = at;
-        events.emit("disconnect", {
+        emit("disconnect", {
           seq: n,
           id,
           at,
