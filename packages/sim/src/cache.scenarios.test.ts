@@ -263,7 +263,7 @@ const scenarios: Scenario[] = [
       {
         parallel: request({
           system: sys(EPHEMERAL),
-          messages: [user(scripted(500, "parallel", "@sim ttft 400"))],
+          messages: [user(scripted(500, "parallel", "@sim ttft 800"))],
         }),
         count: 3,
         expect: usage(510, 0, 2003),
@@ -271,7 +271,7 @@ const scenarios: Scenario[] = [
       {
         send: request({
           system: sys(EPHEMERAL),
-          messages: [user(scripted(500, "parallel", "@sim ttft 400"))],
+          messages: [user(scripted(500, "parallel", "@sim ttft 800"))],
         }),
         expect: usage(510, 2003, 0),
       },
@@ -490,7 +490,7 @@ describe("the fork shape of the 48k fixture", () => {
     sim = await startSim({ clock: new ManualClock(0) });
     await post(sim, parent);
     const slow = [1, 2, 3].map((i) =>
-      forkChild(parent, fixture.response, `Child ${i}: look.\n@sim ttft 400`),
+      forkChild(parent, fixture.response, `Child ${i}: look.\n@sim ttft 800`),
     );
     const before = sim.requests().length;
     const replies = await Promise.all(slow.map((c) => post(sim!, c)));
