@@ -11,7 +11,6 @@ export type {
   PermissionHandler,
 } from "./nats-fork-subagent.js";
 export { NatsForkSubagent } from "./nats-fork-subagent.js";
-export { outcomeFromTerminalEvent } from "./outcome.js";
 export type { StoredPrefixRef } from "./prefix-store.js";
 export {
   downloadPrefix,

@@ -1,7 +1,13 @@
 // The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
 
-import type { ForkHandle, ForkOutcome, ForkParams, ForkSubagent } from "@forkd/core";
+import {
+  type ForkHandle,
+  type ForkOutcome,
+  type ForkParams,
+  type ForkSubagent,
+  forkOutcomeFromTerminalEvent,
+} from "@forkd/core";
 import {
   abortRequestCodec,
   type ForkEvent,
@@ -25,7 +31,6 @@ import { context, propagation } from "@opentelemetry/api";
 import { v7 as uuidv7 } from "uuid";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
-import { outcomeFromTerminalEvent } from "./outcome.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
 import { ensureForkResources, type ForkResourceOptions, type ForkResources } from "./resources.js";
 import { getRunState, updateRunState } from "./run-registry.js";
@@ -345,7 +350,7 @@ class NatsForkHandle implements ForkHandle {
 
   async #awaitTerminal(signal: AbortSignal | undefined): Promise<ForkOutcome> {
     for await (const event of this.events(signal ? { signal } : {})) {
-      if (isTerminalEvent(event)) return outcomeFromTerminalEvent(event);
+      if (isTerminalEvent(event)) return forkOutcomeFromTerminalEvent(event);
     }
     throw new ClientError("aborted", `stopped waiting for run ${this.runId}`);
   }

@@ -28,7 +28,13 @@ import { type Logger, silentLogger } from "./logger.js";
 import type { PricingTable } from "./pricing.js";
 import { checkForkRecursion, forkQuerySource } from "./recursion-guard.js";
 import type { LedgerEntry, PendingTurn, ResumeState } from "./resume.js";
-import type { PermissionAsker, PermissionDecision, ToolCall, ToolDispatcher } from "./tool-dispatcher.js";
+import type {
+  PermissionAsker,
+  PermissionDecision,
+  ToolCall,
+  ToolDispatcher,
+  ToolOutcome,
+} from "./tool-dispatcher.js";
 import { denialToolResultText, type ToolFilter } from "./tools/tool-filter.js";
 import { UsageAccumulator } from "./usage.js";
 
@@ -88,6 +94,12 @@ export interface TurnLoopOptions {
   signal?: AbortSignal;
   /** Receives every event body in order; the caller stamps and publishes them (see `EventSequencer`). */
   emit?: (event: ForkEventBody) => void;
+  /**
+   * Resolves once every event emitted so far is stored. Awaited before each model call and before a
+   * tool runs, so that after a crash the log always shows a started tool call (the ledger then knows
+   * it may have run) and every result the next turn was built on.
+   */
+  durable?: () => Promise<void>;
   /** Observes every message appended to the conversation. */
   onMessage?: (message: MessageParam) => void;
   /** @default defaultPricingTable */
@@ -219,6 +231,7 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         if (turns >= maxTurns) return { ...stats(), status: "completed", stop: "max_turns" };
         const turn = turns + 1;
         const request = renderRequest(options, messages, turn);
+        if (options.durable !== undefined) await raceAbort(options.durable(), signal);
         emit({ type: "llm.request", turn, model: request.model, message_count: request.messages.length });
         const batcher = new LlmDeltaBatcher(turn, emit, options.deltaBatch);
         let response: Awaited<ReturnType<LlmClient["createMessage"]>>;
@@ -301,6 +314,22 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
 // rejected by the next turn of the event loop, with the usage the provider had already reported (an
 // aborted turn still consumed input). Wait that long and no longer: a client that ignores its signal
 // must not hold the loop.
+/** How long an aborted tool may take to clean up before the loop reports the abort. @unit ms */
+const TOOL_ABORT_GRACE_MS = 2_000;
+
+function settleWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
 function lateRejection(call: Promise<unknown>, fallback: unknown): Promise<unknown> {
   return Promise.race([
     call.then(
@@ -444,19 +473,25 @@ class ToolRunner {
         };
       }
     }
+    let execution: Promise<ToolOutcome> | undefined;
     try {
-      const outcome = await raceAbort(
-        this.options.dispatcher.execute(call, {
-          runId: this.options.runId,
-          turn,
-          cwd: this.options.cwd,
-          signal: this.signal,
-        }),
-        this.signal,
-      );
+      if (this.options.durable !== undefined) await raceAbort(this.options.durable(), this.signal);
+      execution = this.options.dispatcher.execute(call, {
+        runId: this.options.runId,
+        turn,
+        cwd: this.options.cwd,
+        signal: this.signal,
+      });
+      const outcome = await raceAbort(execution, this.signal);
       return { content: outcome.content, isError: outcome.isError };
     } catch (error) {
-      if (this.signal.aborted) throw error;
+      if (this.signal.aborted) {
+        // A well-behaved tool stops on the signal (killing its processes); give it a moment so that
+        // when the run ends `aborted`, what the tool started is gone. A tool that ignores the
+        // signal cannot hold the loop longer than the grace.
+        if (execution !== undefined) await settleWithin(execution, TOOL_ABORT_GRACE_MS);
+        throw error;
+      }
       // The dispatcher contract says a tool's failure is a result, not a throw; honour the model anyway.
       this.logger.warn({ err: error, tool: call.name, tool_use_id: call.id }, "tool dispatcher threw");
       const message = error instanceof Error ? error.message : String(error);

@@ -58,6 +58,8 @@ export interface ForkRunOptions {
   config: DaemonConfig;
   signal: AbortSignal;
   emit: (event: ForkEventBody) => void;
+  /** Resolves when every event emitted so far is stored (see the turn loop's `durable`). */
+  durable?: () => Promise<void>;
   onUsage?: (usage: UsageTotals) => void;
   metrics?: DaemonMetrics;
   logger: DaemonLogger;
@@ -153,6 +155,7 @@ export async function executeForkRun(
         if (metrics && body.type === "tool.denied") metrics.toolCalls.inc({ result: "denied" });
         options.emit(body);
       },
+      ...(options.durable === undefined ? {} : { durable: options.durable }),
       logger: options.logger,
     });
     options.onUsage?.(outcome.usage);

@@ -287,6 +287,7 @@ export class RunExecutor {
           if (body.type === "llm.request") hooks.onTurn(body.turn);
           publish(body).catch((error: unknown) => hooks.onPublishError(error));
         },
+        durable: () => publisher.flush(),
         nats: { nc: resources.nc, subjects: resources.subjects },
         onUsage: (totals) => {
           usage = totals;
