@@ -2,7 +2,7 @@
 // field path, and none crashes the process or pollutes a prototype.
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { forkSpecArb } from "./arbitraries.js";
+import { forkSpecArb, jsonArb } from "./arbitraries.js";
 import {
   abortRequestCodec,
   type Codec,
@@ -546,7 +546,7 @@ describe("forward compatibility: unknown fields are ignored", () => {
         forkSpecArb,
         fc.dictionary(
           fc.string().filter((k) => !known.has(k) && k !== "__proto__"),
-          fc.jsonValue({ maxDepth: 2 }),
+          jsonArb(2),
           { noNullPrototype: true },
         ),
         (value, extra) => {
