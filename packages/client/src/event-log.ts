@@ -30,9 +30,16 @@ export async function lastLoggedEvent(resources: ForkResources, runId: string): 
   return { event: forkEventCodec.decode(stored.data), streamSeq: stored.seq };
 }
 
+/** How long a reader keeps trying to (re)create its consumer, e.g. while a cluster replaces a lost node. @unit ms */
+const CONSUMER_RETRY_WINDOW_MS = 30_000;
+
 /**
  * Yields the events of `runId` in seq order. With `follow`, waits for new events until a terminal
  * one; without, stops at the last stored event. Breaking out of the loop releases the consumer.
+ *
+ * Right after a NATS node is lost, creating a consumer can time out (the meta leader may still place
+ * it on the dead node): the reader tries again, resuming after the last event it yielded, so the
+ * read stays gap-free and duplicate-free.
  */
 export async function* readEventLog(
   resources: ForkResources,
@@ -42,38 +49,73 @@ export async function* readEventLog(
   const follow = options.follow ?? true;
   const signal = options.signal;
   signal?.throwIfAborted();
+  let lastSeq = options.afterSeq ?? 0;
   if (!follow) {
     // An empty log would otherwise leave the consumer waiting for a first message.
     const last = await lastLoggedEvent(resources, runId);
-    if (!last || last.event.seq <= (options.afterSeq ?? 0)) return;
+    if (!last || last.event.seq <= lastSeq) return;
   }
-  const consumer = await resources.js.consumers.get(resources.subjects.streams.events, {
-    filter_subjects: resources.subjects.events(runId),
-    deliver_policy: DeliverPolicy.All,
-  });
-  const messages = await consumer.consume({ max_messages: 256 });
-  const stop = () => messages.stop();
-  signal?.addEventListener("abort", stop, { once: true });
-  let lastSeq = options.afterSeq ?? 0;
-  try {
-    for await (const message of messages) {
-      let event: ForkEvent;
-      try {
-        event = forkEventCodec.decode(message.data);
-      } catch {
-        continue; // a foreign or corrupt message on the subject: not part of the run's log
-      }
-      if (event.seq <= lastSeq) continue;
-      lastSeq = event.seq;
-      yield { event, streamSeq: message.info.streamSequence };
-      if (isTerminalEvent(event)) return;
-      if (!follow && message.info.pending === 0) return;
+  let nextStreamSeq: number | undefined;
+  let retryUntil = Date.now() + CONSUMER_RETRY_WINDOW_MS;
+  for (let attempt = 0; ; attempt++) {
+    let messages: Awaited<ReturnType<Awaited<ReturnType<typeof resources.js.consumers.get>>["consume"]>>;
+    try {
+      const consumer = await resources.js.consumers.get(resources.subjects.streams.events, {
+        filter_subjects: resources.subjects.events(runId),
+        ...(nextStreamSeq === undefined
+          ? { deliver_policy: DeliverPolicy.All }
+          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: nextStreamSeq }),
+      });
+      // A short expiry means a short idle heartbeat: a consumer lost with a node is noticed in seconds.
+      messages = await consumer.consume({ max_messages: 256, expires: 5_000 });
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (Date.now() > retryUntil) throw error;
+      await delay(Math.min(100 * 2 ** attempt, 1_000), signal);
+      continue;
     }
-    signal?.throwIfAborted();
-  } finally {
-    signal?.removeEventListener("abort", stop);
-    messages.stop();
+    const stop = () => messages.stop();
+    signal?.addEventListener("abort", stop, { once: true });
+    try {
+      for await (const message of messages) {
+        nextStreamSeq = message.info.streamSequence + 1;
+        let event: ForkEvent;
+        try {
+          event = forkEventCodec.decode(message.data);
+        } catch {
+          continue; // a foreign or corrupt message on the subject: not part of the run's log
+        }
+        if (event.seq <= lastSeq) continue;
+        lastSeq = event.seq;
+        retryUntil = Date.now() + CONSUMER_RETRY_WINDOW_MS;
+        yield { event, streamSeq: message.info.streamSequence };
+        if (isTerminalEvent(event)) return;
+        if (!follow && message.info.pending === 0) return;
+      }
+      signal?.throwIfAborted();
+      return;
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (Date.now() > retryUntil) throw error;
+    } finally {
+      signal?.removeEventListener("abort", stop);
+      messages.stop();
+    }
   }
+}
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /** Reads a run's whole stored log (no following). */

@@ -99,7 +99,9 @@ export class RunEventPublisher {
         const ack = await this.#options.js.publish(this.#options.subjects.events(this.runId), bytes, {
           msgID: eventMsgId(this.runId, seq),
           expect: { lastSubjectSequence: this.#lastStreamSeq },
-          timeout: 5_000,
+          // Short: a publish whose server died with it gets no answer at all; the retry (same msg id)
+          // goes out on the reconnected connection.
+          timeout: 2_000,
         });
         this.#seq = seq;
         this.#lastStreamSeq = ack.seq;

@@ -1,0 +1,166 @@
+// Fault tests with real processes on a three-node NATS cluster: a daemon SIGKILLed in the middle of
+// a run, and a NATS node SIGKILLed while several forks run. Nothing may be lost or doubled.
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NatsForkSubagent, readStoredEvents } from "@forkd/client";
+import { createForkPrefix, type ForkPrefix } from "@forkd/core";
+import type { ForkEvent } from "@forkd/protocol";
+import { type Sim, startSim } from "@forkd/sim";
+import { loadFixture, type NatsClusterHandle, startNatsCluster } from "@forkd/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
+
+const ACK_WAIT_MS = 2_000;
+let cluster: NatsClusterHandle;
+let sim: Sim;
+let nc: NatsConnection;
+let forks: NatsForkSubagent;
+let workspace: string;
+let prefix: ForkPrefix;
+const daemons = new Set<DaemonProcess>();
+
+async function daemon(id: string, drainGraceMs = 30_000): Promise<DaemonProcess> {
+  const process = await spawnDaemon({
+    drainGraceMs,
+    id,
+    natsUrls: cluster.urls,
+    simUrl: sim.url,
+    workspace,
+    ackWaitMs: ACK_WAIT_MS,
+    concurrency: 4,
+    heartbeatMs: 500,
+  });
+  daemons.add(process);
+  return process;
+}
+
+/** Asserts the log is 1..N with no gap and no duplicate, and returns it. */
+async function contiguousLog(runId: string): Promise<ForkEvent[]> {
+  const events = (await readStoredEvents(forks.resources, runId)).map((logged) => logged.event);
+  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+  return events;
+}
+
+beforeAll(async () => {
+  workspace = await mkdtemp(join(tmpdir(), "forkd-failover-"));
+  const fixture = await loadFixture("4k");
+  prefix = createForkPrefix(fixture.request, fixture.response);
+  cluster = await startNatsCluster({ nodes: 3 });
+  sim = await startSim();
+  nc = await connect({ servers: [...cluster.urls], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  forks = await NatsForkSubagent.create(nc, { ackWaitMs: ACK_WAIT_MS });
+});
+
+afterEach(async () => {
+  await stopDaemons(daemons);
+  daemons.clear();
+});
+
+afterAll(async () => {
+  await stopDaemons(daemons);
+  await forks?.close();
+  await nc?.close();
+  await sim?.close();
+  await cluster?.stop();
+  await rm(workspace, { recursive: true, force: true });
+});
+
+describe("a daemon killed with SIGKILL in the middle of a run", () => {
+  it("the run completes on another daemon: no gap, no duplicate, no recorded tool run twice", async () => {
+    const ledger = join(workspace, "ledger.txt");
+    await writeFile(ledger, "");
+    const first = await daemon("victim-1");
+    const handle = forks.fork({
+      prefix,
+      parent: { agent_id: "parent-failover" },
+      directive: [
+        "Count, then write slowly.",
+        `@sim tool Bash {"command":"echo ran >> ${ledger}"}`,
+        "@sim turn",
+        "@sim tps 40",
+        "@sim text 120",
+      ].join("\n"),
+    });
+    // Kill it once the tool's result is in the log and the second turn is streaming.
+    let sawResult = false;
+    for await (const event of handle.events()) {
+      if (event.type === "tool.result") sawResult = true;
+      if (sawResult && event.type === "llm.delta") break;
+    }
+    const killedAt = Date.now();
+    await first.kill("SIGKILL");
+    await daemon("survivor-2");
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    expect(Date.now() - killedAt).toBeLessThan(ACK_WAIT_MS + 10_000);
+
+    const events = await contiguousLog(handle.runId);
+    const accepted = events.filter((event) => event.type === "accepted");
+    expect(accepted.map((event) => event.type === "accepted" && event.daemon_id)).toEqual([
+      "victim-1",
+      "survivor-2",
+    ]);
+    expect(accepted[1]).toMatchObject({ resumed: true, attempt: 2 });
+    expect(events.filter((event) => event.type === "tool.result")).toHaveLength(1);
+    expect(readFileSync(ledger, "utf8")).toBe("ran\n");
+    expect(events.at(-1)).toMatchObject({ type: "completed", attempt: 2 });
+  });
+
+  it("drain hands unfinished work to another daemon", async () => {
+    const draining = await daemon("drainer-1", 300);
+    const handle = forks.fork({
+      prefix,
+      parent: { agent_id: "parent-drain" },
+      directive: "Write slowly.\n@sim tps 20\n@sim text 100",
+    });
+    for await (const event of handle.events()) if (event.type === "llm.delta") break;
+    const taker = await daemon("taker-2");
+    // SIGTERM drains; with a grace shorter than the run, the run is handed over.
+    const drained = draining.kill("SIGTERM");
+    const outcome = await handle.result();
+    await drained;
+    expect(outcome.status).toBe("completed");
+    const events = await contiguousLog(handle.runId);
+    const accepted = events.filter((event) => event.type === "accepted");
+    expect(accepted.map((event) => event.type === "accepted" && event.daemon_id)).toEqual([
+      "drainer-1",
+      taker.id,
+    ]);
+    expect(await draining.exited).toBe(0);
+  });
+});
+
+describe("a NATS node killed with SIGKILL while forks run", () => {
+  it("loses nothing: every fork completes with a contiguous log", async () => {
+    await daemon("node-loss-a");
+    await daemon("node-loss-b");
+    const handles = Array.from({ length: 6 }, (_, i) =>
+      forks.fork({
+        prefix,
+        parent: { agent_id: "parent-node-loss" },
+        directive: `Fork ${i} under node loss.\n@sim tps 100\n@sim text 150`,
+      }),
+    );
+    for await (const event of handles[0]!.events()) if (event.type === "llm.delta") break;
+    // Kill a node that leads no stream: the R3 streams keep their quorum and their leaders.
+    const leaders = new Set(
+      await Promise.all(
+        [forks.resources.subjects.streams.specs, forks.resources.subjects.streams.events].map((stream) =>
+          cluster.streamLeader(stream),
+        ),
+      ),
+    );
+    const victim = cluster.nodes.find((node) => !leaders.has(node))!;
+    await victim.kill("SIGKILL");
+    const outcomes = await Promise.all(handles.map((handle) => handle.result()));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(6).fill("completed"));
+    for (const handle of handles) {
+      const events = await contiguousLog(handle.runId);
+      expect(events.at(-1)?.type).toBe("completed");
+    }
+    await victim.restart();
+  });
+});
