@@ -8,7 +8,7 @@ import { NatsForkSubagent, readStoredEvents } from "@forkd/client";
 import { createForkPrefix, type ForkPrefix } from "@forkd/core";
 import type { ForkEvent } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
-import { loadFixture, type NatsClusterHandle, startNatsCluster } from "@forkd/testing";
+import { loadFixture, type NatsClusterHandle, startNatsCluster, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
@@ -22,9 +22,14 @@ let workspace: string;
 let prefix: ForkPrefix;
 const daemons = new Set<DaemonProcess>();
 
-async function daemon(id: string, drainGraceMs = 30_000): Promise<DaemonProcess> {
+async function daemon(
+  id: string,
+  drainGraceMs = 30_000,
+  extraEnv: Record<string, string> = {},
+): Promise<DaemonProcess> {
   const process = await spawnDaemon({
     drainGraceMs,
+    extraEnv,
     id,
     natsUrls: cluster.urls,
     simUrl: sim.url,
@@ -130,6 +135,37 @@ describe("a daemon killed with SIGKILL in the middle of a run", () => {
       taker.id,
     ]);
     expect(await draining.exited).toBe(0);
+  });
+});
+
+describe("a spec whose daemons keep dying", () => {
+  it("ends its run as failed once max_deliver is exhausted, visibly", async () => {
+    // A prefix of its own, so that its consumer is created with max_deliver 2.
+    const env = { FORKD_PREFIX: "mdx", FORKD_MAX_DELIVER: "2" };
+    const mdx = await NatsForkSubagent.create(nc, { prefix: "mdx", ackWaitMs: ACK_WAIT_MS, maxDeliver: 2 });
+    try {
+      const handle = mdx.fork({
+        prefix,
+        parent: { agent_id: "parent-max-deliver" },
+        directive: "Write very slowly.\n@sim tps 5\n@sim text 200",
+      });
+      for (const attempt of [1, 2]) {
+        const doomed = await daemon(`doomed-${attempt}`, 30_000, env);
+        for await (const event of handle.events())
+          if (event.type === "accepted" && event.attempt === attempt) break;
+        await doomed.kill("SIGKILL");
+      }
+      // A healthy daemon receives the consumer's MAX_DELIVERIES advisory and ends the run.
+      await daemon("witness-3", 30_000, env);
+      const outcome = await handle.result();
+      expect(outcome).toMatchObject({ status: "failed", error: { code: "max_deliver_exceeded" } });
+      // The registry is written right after the terminal event: no event marks it, so poll briefly.
+      await waitFor(async () => (await mdx.state(handle.runId))?.status === "failed");
+      const stored = await mdx.resources.jsm.streams.info(mdx.resources.subjects.streams.specs);
+      expect(stored.state.messages).toBe(0);
+    } finally {
+      await mdx.close();
+    }
   });
 });
 

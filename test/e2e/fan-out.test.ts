@@ -32,7 +32,9 @@ function bodyOf(entry: RequestLogEntry): Body {
 function withoutDirective(body: Body): string {
   const last = body.messages.at(-1)!;
   const content = last.content as { type: string; text?: string }[];
-  const shared = content.filter((block) => !(block.type === "text" && block.text?.includes("<fork-boilerplate")));
+  const shared = content.filter(
+    (block) => !(block.type === "text" && block.text?.includes("<fork-boilerplate")),
+  );
   return JSON.stringify({ ...body, messages: [...body.messages.slice(0, -1), { ...last, content: shared }] });
 }
 
@@ -74,17 +76,25 @@ afterAll(async () => {
 describe("warm-first fan-out of the 48k fixture", () => {
   it("shares the parent's cache and the siblings' delta across three daemons", async () => {
     // The parent's own turn: it writes the cache at its breakpoints, as it did in reality.
-    const parentClient = new AnthropicLlmClient({ baseURL: sim.url, apiKey: API_KEY, retry: { maxRetries: 0 } });
+    const parentClient = new AnthropicLlmClient({
+      baseURL: sim.url,
+      apiKey: API_KEY,
+      retry: { maxRetries: 0 },
+    });
     const { stream: _stream, ...parentRequest } = fixture.request as Record<string, unknown>;
     const parentResponse = await parentClient.createMessage(parentRequest as never);
     const parentWrote = parentResponse.usage.cache_creation_input_tokens ?? 0;
     expect(parentWrote).toBeGreaterThan(40_000);
 
     const prefix = createForkPrefix(fixture.request, fixture.response);
-    const toolUses = (fixture.response.content as { type: string; id?: string }[]).filter((b) => b.type === "tool_use");
+    const toolUses = (fixture.response.content as { type: string; id?: string }[]).filter(
+      (b) => b.type === "tool_use",
+    );
     const children = Array.from({ length: 5 }, (_, i) => ({
       directive: `Child ${i + 1}: audit part ${i + 1} of the codec.`,
-      ...(toolUses[i]?.id ? { forkCall: { tool_use_id: toolUses[i]!.id!, description: `slice ${i + 1}` } } : {}),
+      ...(toolUses[i]?.id
+        ? { forkCall: { tool_use_id: toolUses[i]!.id!, description: `slice ${i + 1}` } }
+        : {}),
     }));
     const before = sim.requests().length;
     const handles = forks.fanOut({ prefix, parent: { agent_id: "parent-48k" } }, children);
@@ -92,7 +102,9 @@ describe("warm-first fan-out of the 48k fixture", () => {
     expect(outcomes.map((o) => o.status)).toEqual(Array(5).fill("completed"));
 
     // Which daemons ran them: the cluster shared the work.
-    const ranOn = new Set((await Promise.all(handles.map((h) => forks.state(h.runId)))).map((s) => s?.daemon_id));
+    const ranOn = new Set(
+      (await Promise.all(handles.map((h) => forks.state(h.runId)))).map((s) => s?.daemon_id),
+    );
     expect(ranOn.size).toBeGreaterThan(1);
 
     const childRequests = sim.requests().slice(before);
@@ -119,7 +131,9 @@ describe("warm-first fan-out of the 48k fixture", () => {
     expect(first!.cache_creation_input_tokens).toBeGreaterThan(0);
     expect(first!.cache_creation_input_tokens).toBeLessThan(2_000);
     for (const usage of rest) {
-      expect(usage.cache_read_input_tokens).toBe(first!.cache_read_input_tokens! + first!.cache_creation_input_tokens!);
+      expect(usage.cache_read_input_tokens).toBe(
+        first!.cache_read_input_tokens! + first!.cache_creation_input_tokens!,
+      );
       expect(usage.cache_creation_input_tokens).toBe(0);
     }
   });

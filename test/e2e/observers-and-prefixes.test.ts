@@ -1,0 +1,161 @@
+// What parents and observers see across the cluster: a late observer replays a finished run
+// completely, the 300k-token fixture (over NATS's 1 MB max_payload) forks through the object
+// store, and a tool that exists only where the parent runs is served to the remote fork over NATS.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NatsForkSubagent, readStoredEvents, serveTools } from "@forkd/client";
+import { createForkPrefix } from "@forkd/core";
+import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
+import { AnthropicLlmClient } from "@forkd/llm";
+import { type ForkEvent, forkSpecCodec } from "@forkd/protocol";
+import { type Sim, startSim } from "@forkd/sim";
+import { loadFixture, type NatsServerHandle, startNatsServer } from "@forkd/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+let server: NatsServerHandle;
+let sim: Sim;
+let nc: NatsConnection;
+let forks: NatsForkSubagent;
+let workspace: string;
+let daemon: RunningDaemon;
+
+beforeAll(async () => {
+  workspace = await mkdtemp(join(tmpdir(), "forkd-observers-"));
+  server = await startNatsServer();
+  sim = await startSim();
+  nc = await connect({ servers: server.url });
+  forks = await NatsForkSubagent.create(nc);
+  const config = loadDaemonConfig({
+    env: {},
+    overrides: { daemonId: "obs-a", nats: { servers: [server.url] }, workspace },
+  });
+  daemon = await startDaemon(config, {
+    logger: createDaemonLogger({ level: "silent", format: "json", daemonId: "obs-a" }),
+    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-observers", retry: { maxRetries: 0 } }),
+  });
+});
+
+afterAll(async () => {
+  await daemon?.stop({ graceMs: 0 });
+  await forks?.close();
+  await nc?.close();
+  await sim?.close();
+  await server?.stop();
+  await rm(workspace, { recursive: true, force: true });
+});
+
+async function collect(events: AsyncIterable<ForkEvent>): Promise<ForkEvent[]> {
+  const all: ForkEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+describe("observers", () => {
+  it("a late observer on another connection replays a finished run completely", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: 'Look around.\n@sim tool Glob {"pattern":"**/*"}\n@sim turn\n@sim text 50',
+      parent: { agent_id: "parent-observed" },
+    });
+    const live = await collect(handle.events());
+    expect(live.at(-1)?.type).toBe("completed");
+
+    const observerConnection = await connect({ servers: server.url });
+    try {
+      const observer = await NatsForkSubagent.create(observerConnection);
+      const replayed = await collect(observer.attach(handle.runId).events());
+      expect(replayed).toEqual(live);
+      expect(replayed.map((event) => event.seq)).toEqual(replayed.map((_, index) => index + 1));
+      expect(await observer.attach(handle.runId).result()).toMatchObject({ status: "completed" });
+      await observer.close();
+    } finally {
+      await observerConnection.close();
+    }
+  });
+});
+
+describe("prefixes through the object store", () => {
+  it("forks the 300k-token fixture, whose prefix is larger than max_payload", async () => {
+    const fixture = await loadFixture("300k");
+    const prefix = createForkPrefix(fixture.request, fixture.response);
+    const maxPayload = nc.info!.max_payload;
+    expect(JSON.stringify(prefix).length).toBeGreaterThan(maxPayload);
+
+    const published: { bytes: number; prefixKind: string }[] = [];
+    const spy = nc.subscribe(forks.resources.subjects.allSpecs, {
+      callback: (_error, message) => {
+        const spec = forkSpecCodec.decode(message.data);
+        published.push({ bytes: message.data.byteLength, prefixKind: spec.prefix.kind });
+      },
+    });
+    const handles = forks.fanOut({ prefix, parent: { agent_id: "parent-300k" } }, [
+      { directive: "Child one of the big parent." },
+      { directive: "Child two of the big parent." },
+    ]);
+    const outcomes = await Promise.all(handles.map((handle) => handle.result()));
+    spy.unsubscribe();
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["completed", "completed"]);
+    expect(published).toHaveLength(2);
+    for (const spec of published) {
+      expect(spec.prefixKind).toBe("ref");
+      expect(spec.bytes).toBeLessThan(4_096);
+    }
+    const objects: string[] = [];
+    for await (const info of await forks.resources.prefixes.list()) objects.push(info.name);
+    expect(objects).toHaveLength(1);
+    // The children's requests carried the whole inherited conversation.
+    const last = sim.requests().at(-1)!;
+    expect(
+      last.usage!.input_tokens +
+        last.usage!.cache_read_input_tokens! +
+        last.usage!.cache_creation_input_tokens!,
+    ).toBeGreaterThan(250_000);
+  });
+});
+
+describe("tool hosts", () => {
+  it("a remote fork calls a tool that only the parent serves", async () => {
+    const calls: unknown[] = [];
+    const host = serveTools(nc, {
+      hostId: "parent-host-1",
+      tools: {
+        ParentNotes: (input) => {
+          calls.push(input);
+          return "notes from the parent: remember the codec";
+        },
+      },
+    });
+    const hosted = await NatsForkSubagent.create(nc, { toolHost: host.ref });
+    try {
+      const fixture = await loadFixture("4k");
+      const request = fixture.request as { tools: { name: string }[] };
+      const withTool = {
+        ...request,
+        tools: [
+          ...request.tools,
+          { name: "ParentNotes", description: "Notes", input_schema: { type: "object" } },
+        ],
+      };
+      const handle = hosted.fork({
+        prefix: createForkPrefix(withTool, fixture.response),
+        directive: 'Ask the parent.\n@sim tool ParentNotes {"topic":"codec"}',
+        parent: { agent_id: "parent-with-tools" },
+      });
+      expect((await handle.result()).status).toBe("completed");
+      expect(calls).toEqual([{ topic: "codec" }]);
+      const events = (await readStoredEvents(forks.resources, handle.runId)).map((logged) => logged.event);
+      const result = events.find((event) => event.type === "tool.result");
+      expect(result).toMatchObject({
+        name: "ParentNotes",
+        is_error: false,
+        content: "notes from the parent: remember the codec",
+      });
+    } finally {
+      await hosted.close();
+      await host.stop();
+    }
+  });
+});
