@@ -26,6 +26,7 @@ import {
   type RetryPolicy,
   retryDelay,
 } from "./retry.js";
+import { withSdkWarningsRouted } from "./sdk-warnings.js";
 import { mergeUsage } from "./usage.js";
 
 /** Default time allowed for the first byte of a response, and between two of its events. @unit ms */
@@ -204,10 +205,12 @@ export class AnthropicLlmClient implements LlmClient {
     };
     try {
       armIdleTimer();
-      const stream = this.#sdk.messages.stream(
-        // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
-        request as unknown as MessageStreamParams,
-        { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs },
+      const stream = withSdkWarningsRouted(this.#options.logger, () =>
+        this.#sdk.messages.stream(
+          // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
+          request as unknown as MessageStreamParams,
+          { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs },
+        ),
       );
       stream.on("streamEvent", (event) => {
         armIdleTimer();
