@@ -27,7 +27,7 @@ import {
 } from "@forkd/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
-import { context, propagation } from "@opentelemetry/api";
+import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { v7 as uuidv7 } from "uuid";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
@@ -86,13 +86,16 @@ export interface FanOutOptions {
 
 const noopLogger: ClientLogger = { debug() {}, warn() {} };
 
-/** Trace context of the active OpenTelemetry span, if an SDK is installed. */
+/**
+ * W3C trace context of the active OpenTelemetry span, if an SDK is installed. Written in W3C form
+ * directly (the spec's field is W3C by definition), whatever propagator the process configured.
+ */
 function activeTraceContext(): ForkSpecInput["trace"] {
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  const traceparent = carrier.traceparent;
-  if (!traceparent) return undefined;
-  return carrier.tracestate ? { traceparent, tracestate: carrier.tracestate } : { traceparent };
+  const span = trace.getSpanContext(context.active());
+  if (!span || !isSpanContextValid(span)) return undefined;
+  const traceparent = `00-${span.traceId}-${span.spanId}-${(span.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
+  const tracestate = span.traceState?.serialize();
+  return tracestate ? { traceparent, tracestate } : { traceparent };
 }
 
 /**

@@ -32,6 +32,7 @@ import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
+import { startRunTracing } from "./run-tracing.js";
 
 /** What the executor needs. */
 export interface RunExecutorDeps {
@@ -249,7 +250,19 @@ export class RunExecutor {
     const queueWaitMs = Math.max(0, now - spec.created_at);
     metrics?.queueWait.observe(queueWaitMs / 1000);
 
-    const publish = (body: ForkEventBody) => publisher.publish(body);
+    const tracing = startRunTracing(spec, {
+      attempt,
+      daemonId: config.daemonId,
+      headerTraceparent: message.headers?.get("traceparent") || undefined,
+    });
+    let traced = "unknown";
+    let tracedError: string | undefined;
+    const publish = (body: ForkEventBody) => {
+      tracing.observe(body);
+      if (body.type === "completed" || body.type === "failed" || body.type === "aborted") traced = body.type;
+      if (body.type === "failed") tracedError = body.error.message;
+      return publisher.publish(body);
+    };
     let usage: UsageTotals = emptyUsageTotals();
     try {
       await publish({
@@ -262,7 +275,8 @@ export class RunExecutor {
       const abortFlag = claimed!.state.abort;
       if (abortFlag) {
         await this.#end(
-          publisher,
+          publish,
+          runId,
           { type: "aborted", reason: abortFlag.reason, usage },
           attempt,
           message,
@@ -298,7 +312,7 @@ export class RunExecutor {
       await publisher.flush();
       const stop = hooks.stopReason();
       if (stop && stop.kind !== "abort") throw stop;
-      await this.#end(publisher, result, attempt, message, logger);
+      await this.#end(publish, runId, result, attempt, message, logger);
       if (stop?.requestedAt !== undefined)
         metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
     } catch (error) {
@@ -306,6 +320,7 @@ export class RunExecutor {
       if (stop?.kind === "release") {
         await publisher.flush().catch(() => undefined);
         message.nak();
+        traced = "released";
         metrics?.runsEnded.inc({ outcome: "released" });
         logger.info({}, "run released to another daemon");
         return;
@@ -315,21 +330,31 @@ export class RunExecutor {
         (error instanceof DaemonError && error.code === "fenced") ||
         publisher.fenced
       ) {
+        traced = "fenced";
         metrics?.runsEnded.inc({ outcome: "fenced" });
         logger.warn({}, "claim lost to another attempt: publishing nothing more");
         return; // the attempt that superseded us owns the spec: no ack from here
       }
       if (stop?.kind === "abort") {
-        await this.#end(publisher, { type: "aborted", reason: stop.reason, usage }, attempt, message, logger);
+        await this.#end(
+          publish,
+          runId,
+          { type: "aborted", reason: stop.reason, usage },
+          attempt,
+          message,
+          logger,
+        );
         if (stop.requestedAt !== undefined)
           metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
         return;
       }
       const wire = toWireError(error);
       logger.error({ err: error }, "run failed");
-      await this.#end(publisher, { type: "failed", error: wire, usage }, attempt, message, logger).catch(
+      await this.#end(publish, runId, { type: "failed", error: wire, usage }, attempt, message, logger).catch(
         (endError) => logger.error({ err: endError }, "could not publish the run's failure"),
       );
+    } finally {
+      tracing.end(traced, tracedError);
     }
   }
 
@@ -360,14 +385,15 @@ export class RunExecutor {
   }
 
   async #end(
-    publisher: RunEventPublisher,
+    publish: (body: ForkEventBody) => Promise<ForkEvent>,
+    runId: string,
     terminal: ForkEventBody & { type: "completed" | "failed" | "aborted" },
     attempt: number,
     message: JsMsg,
     logger: DaemonLogger,
   ): Promise<void> {
-    const event = await publisher.publish(terminal);
-    await this.#recordTerminal(publisher.runId, event, attempt);
+    const event = await publish(terminal);
+    await this.#recordTerminal(runId, event, attempt);
     await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
     this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
     logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
