@@ -17,7 +17,10 @@ export interface DaemonProcess {
   /** Every JSON log line it wrote so far. */
   readonly logs: Record<string, unknown>[];
   /** Resolves with the first log line (already written or to come) that matches. */
-  waitForLog(match: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  waitForLog(
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   /** Sends `signal` and resolves when the process has exited. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   readonly exited: Promise<number | null>;
@@ -58,10 +61,15 @@ export async function spawnDaemon(options: SpawnDaemonOptions): Promise<DaemonPr
     ANTHROPIC_API_KEY: "sk-forkd-test",
     ...options.extraEnv,
   };
-  const command = SETPRIV ? [SETPRIV, "--pdeathsig", "SIGKILL", "--", process.execPath, DAEMON_MAIN] : [process.execPath, DAEMON_MAIN];
+  const command = SETPRIV
+    ? [SETPRIV, "--pdeathsig", "SIGKILL", "--", process.execPath, DAEMON_MAIN]
+    : [process.execPath, DAEMON_MAIN];
   const child = spawn(command[0]!, command.slice(1), { env, stdio: ["ignore", "ignore", "pipe"] });
   const logs: Record<string, unknown>[] = [];
-  const waiters = new Set<{ match: (line: Record<string, unknown>) => boolean; resolve: (line: Record<string, unknown>) => void }>();
+  const waiters = new Set<{
+    match: (line: Record<string, unknown>) => boolean;
+    resolve: (line: Record<string, unknown>) => void;
+  }>();
   let buffered = "";
   child.stderr!.setEncoding("utf8");
   child.stderr!.on("data", (chunk: string) => {
@@ -95,13 +103,19 @@ export async function spawnDaemon(options: SpawnDaemonOptions): Promise<DaemonPr
       waiters.add(waiter);
       const timer = setTimeout(() => {
         waiters.delete(waiter);
-        reject(new Error(`daemon ${options.id}: no matching log line within ${timeoutMs} ms; log:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`));
+        reject(
+          new Error(
+            `daemon ${options.id}: no matching log line within ${timeoutMs} ms; log:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`,
+          ),
+        );
       }, timeoutMs);
       void exited.then(() => {
         if (!waiters.has(waiter)) return;
         clearTimeout(timer);
         waiters.delete(waiter);
-        reject(new Error(`daemon ${options.id} exited; log:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`));
+        reject(
+          new Error(`daemon ${options.id} exited; log:\n${logs.map((l) => JSON.stringify(l)).join("\n")}`),
+        );
       });
       const originalResolve = waiter.resolve;
       waiter.resolve = (line) => {
