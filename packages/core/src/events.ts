@@ -84,6 +84,16 @@ export class LlmDeltaBatcher {
     this.#maxBytes = options.maxBytes ?? 2048;
   }
 
+  /**
+   * Marks the response's first byte with an `llm.delta` at once (its text may be empty): from that
+   * moment the cache entry the request wrote is readable, and warm-first fan-out releases the
+   * siblings on it. Later text is batched as usual.
+   */
+  started(): void {
+    this.#emit({ type: "llm.delta", turn: this.#turn, text: this.#buffer });
+    this.#buffer = "";
+  }
+
   /** Adds streamed text. */
   push(text: string): void {
     if (text === "") return;

@@ -189,6 +189,7 @@ describe("InProcessForkSubagent", () => {
       "started",
       "llm.request",
       "llm.delta",
+      "llm.delta",
       "llm.message",
       "completed",
     ]);

@@ -66,7 +66,9 @@ describe("runTurnLoop", () => {
     const outcome = await t.run();
     expect(outcome).toMatchObject({ status: "completed", stop: "end_turn", turns: 1, toolUses: 0 });
     expect(outcome.finalText).toBe("Scope: x\nResult: done");
-    expect(types(t.events)).toEqual(["started", "llm.request", "llm.delta", "llm.message"]);
+    // The first delta marks the response's first byte (warm-first releases siblings on it).
+    expect(types(t.events)).toEqual(["started", "llm.request", "llm.delta", "llm.delta", "llm.message"]);
+    expect(t.events[2]).toEqual({ type: "llm.delta", turn: 1, text: "" });
     expect(t.events[1]).toEqual({
       type: "llm.request",
       turn: 1,

@@ -241,6 +241,7 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
             signal,
             onEvent: (event) => {
               if (event.type === "text_delta") batcher.push(event.text);
+              else if (event.type === "response_started") batcher.started();
             },
           });
           response = (await raceAbort(call, signal)) as typeof response;
