@@ -361,6 +361,27 @@ describe("runTurnLoop", () => {
     expect(outcome.usage.input_tokens).toBe(7);
   });
 
+  it("sends a turn again, visibly, when its stream was cut after output began, and fails after two cuts", async () => {
+    const cut = () => {
+      throw new LlmError("stream_interrupted", "cut", {
+        retryable: true,
+        partialUsage: usage({ input_tokens: 5, output_tokens: 3 }),
+        partialText: "Scope: par",
+      });
+    };
+    const once = setup([cut, textReply("Scope: x\nResult: done")]);
+    const recovered = await once.run();
+    expect(recovered).toMatchObject({ status: "completed", turns: 1 });
+    expect(types(once.events).filter((type) => type === "llm.request")).toHaveLength(2);
+    expect(once.llm.requests[0]).toBe(once.llm.requests[1]);
+    expect(recovered.usage.input_tokens).toBe(5 + 10);
+
+    const always = setup([cut, cut, cut, textReply("never")]);
+    const failed = await always.run();
+    expect(failed).toMatchObject({ status: "failed", error: { code: "stream_interrupted" } });
+    expect(always.llm.calls).toBe(3);
+  });
+
   it("batches streamed text into few llm.delta events", async () => {
     const t = setup([
       (_request, options) => {

@@ -231,27 +231,41 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         if (turns >= maxTurns) return { ...stats(), status: "completed", stop: "max_turns" };
         const turn = turns + 1;
         const request = renderRequest(options, messages, turn);
-        if (options.durable !== undefined) await raceAbort(options.durable(), signal);
-        emit({ type: "llm.request", turn, model: request.model, message_count: request.messages.length });
-        const batcher = new LlmDeltaBatcher(turn, emit, options.deltaBatch);
-        let response: Awaited<ReturnType<LlmClient["createMessage"]>>;
-        let call: Promise<unknown> = Promise.resolve();
-        try {
-          call = options.llm.createMessage(request, {
-            signal,
-            onEvent: (event) => {
-              if (event.type === "text_delta") batcher.push(event.text);
-              else if (event.type === "response_started") batcher.started();
-            },
-          });
-          response = (await raceAbort(call, signal)) as typeof response;
-        } catch (error) {
-          const failure = signal.aborted ? await lateRejection(call, error) : error;
-          if (failure instanceof LlmError && failure.partialUsage)
-            usage.add(request.model, failure.partialUsage);
-          throw error;
-        } finally {
-          batcher.flush();
+        let response!: Awaited<ReturnType<LlmClient["createMessage"]>>;
+        // A stream cut after output began is not replayed by the client (it would bill the input
+        // twice without telling anyone); the loop sends the turn again as a new, visible llm.request.
+        for (let interruptions = 0; ; interruptions++) {
+          if (options.durable !== undefined) await raceAbort(options.durable(), signal);
+          emit({ type: "llm.request", turn, model: request.model, message_count: request.messages.length });
+          const batcher = new LlmDeltaBatcher(turn, emit, options.deltaBatch);
+          let call: Promise<unknown> = Promise.resolve();
+          try {
+            call = options.llm.createMessage(request, {
+              signal,
+              onEvent: (event) => {
+                if (event.type === "text_delta") batcher.push(event.text);
+                else if (event.type === "response_started") batcher.started();
+              },
+            });
+            response = (await raceAbort(call, signal)) as typeof response;
+            break;
+          } catch (error) {
+            const failure = signal.aborted ? await lateRejection(call, error) : error;
+            if (failure instanceof LlmError && failure.partialUsage)
+              usage.add(request.model, failure.partialUsage);
+            const resend =
+              !signal.aborted &&
+              failure instanceof LlmError &&
+              failure.code === "stream_interrupted" &&
+              interruptions < MAX_STREAM_INTERRUPTIONS;
+            if (!resend) throw error;
+            logger.warn(
+              { turn, interruptions: interruptions + 1 },
+              "model stream cut after output began: sending the turn again",
+            );
+          } finally {
+            batcher.flush();
+          }
         }
         turns = turn;
         lastAssistant = response.message;
@@ -315,6 +329,9 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
 // rejected by the next turn of the event loop, with the usage the provider had already reported (an
 // aborted turn still consumed input). Wait that long and no longer: a client that ignores its signal
 // must not hold the loop.
+/** Times one turn is sent again after its stream was cut mid-output, before the run fails. */
+const MAX_STREAM_INTERRUPTIONS = 2;
+
 /** How long an aborted tool may take to clean up before the loop reports the abort. @unit ms */
 const TOOL_ABORT_GRACE_MS = 2_000;
 
