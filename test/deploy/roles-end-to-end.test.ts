@@ -1,0 +1,217 @@
+// The deployed permissions under the real programs: a daemon (configured from the environment the
+// compose file and the Kubernetes Secret give it: NATS_USER=daemon, NATS_PASSWORD), a parent
+// (NatsForkSubagent as `parent`) and an observer (as `observer`) against a nats-server running
+// deploy/nats/accounts.conf, with the simulator as the LLM. Every fork path — tools, permission
+// requests, tool hosts, a prefix bigger than max_payload, an abort — must work, and the server must
+// log no permission violation while they do.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NatsForkSubagent, serveTools } from "@forkd/client";
+import { createForkPrefix } from "@forkd/core";
+import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
+import { AnthropicLlmClient } from "@forkd/llm";
+import type { ForkEvent } from "@forkd/protocol";
+import { type Sim, startSim } from "@forkd/sim";
+import { loadFixture, type NatsServerHandle, startNatsServer } from "@forkd/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { passwordEnv, type Role, readRepoFile, TEST_PASSWORDS } from "./support.js";
+
+let server: NatsServerHandle;
+let sim: Sim;
+let workspace: string;
+let daemon: RunningDaemon;
+let parentNc: NatsConnection;
+let parent: NatsForkSubagent;
+const connections: NatsConnection[] = [];
+const savedEnv = new Map<string, string | undefined>();
+
+async function connectAs(role: Role): Promise<NatsConnection> {
+  const nc = await connect({ servers: server.url, user: role, pass: TEST_PASSWORDS[role], reconnect: false });
+  connections.push(nc);
+  return nc;
+}
+
+async function collect(events: AsyncIterable<ForkEvent>): Promise<ForkEvent[]> {
+  const all: ForkEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+/** Lines where the server reports a permission violation (it logs every one). */
+function violations(): string[] {
+  return server
+    .log()
+    .split("\n")
+    .filter((line) => /violation/i.test(line));
+}
+
+let permissionRequests = 0;
+
+beforeAll(async () => {
+  // nats-server reads `$FORKD_*_PASSWORD` from its environment; the harness spawns it with ours.
+  for (const [name, value] of Object.entries(passwordEnv())) {
+    savedEnv.set(name, process.env[name]);
+    process.env[name] = value;
+  }
+  server = await startNatsServer({
+    name: "deploy-roles-e2e",
+    config: readRepoFile("deploy/nats/accounts.conf"),
+  });
+  sim = await startSim();
+  workspace = await mkdtemp(join(tmpdir(), "forkd-deploy-roles-"));
+  await writeFile(join(workspace, "README.md"), "deployed workspace\n");
+
+  // The daemon, configured as the deployment configures it: credentials from the environment.
+  const config = loadDaemonConfig({
+    env: {
+      FORKD_NATS_URL: server.url,
+      NATS_USER: "daemon",
+      NATS_PASSWORD: TEST_PASSWORDS.daemon,
+      FORKD_DAEMON_ID: "deployed-daemon-1",
+      FORKD_WORKSPACE: workspace,
+      FORKD_CONCURRENCY: "4",
+      FORKD_BASH_POLICY: "read-only",
+      FORKD_HEARTBEAT_MS: "1000",
+    },
+  });
+  expect(config.nats).toMatchObject({ user: "daemon", pass: TEST_PASSWORDS.daemon });
+  daemon = await startDaemon(config, {
+    logger: createDaemonLogger({ level: "silent", format: "json", daemonId: config.daemonId }),
+    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-deploy-roles", retry: { maxRetries: 0 } }),
+  });
+
+  parentNc = await connectAs("parent");
+  parent = await NatsForkSubagent.create(parentNc, {
+    onPermission: () => {
+      permissionRequests += 1;
+      return { v: 1 as const, decision: "allow", reason: "the deployment test allows it" };
+    },
+  });
+});
+
+afterAll(async () => {
+  await daemon?.stop({ graceMs: 0 });
+  await parent?.close();
+  await Promise.allSettled(connections.map((nc) => nc.close()));
+  await sim?.close();
+  await server?.stop();
+  if (workspace) await rm(workspace, { recursive: true, force: true });
+  for (const [name, value] of savedEnv) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+describe("forkd under deploy/nats/accounts.conf", () => {
+  it("a parent forks, the daemon runs tools and asks the parent for permission, the run completes", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = parent.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive:
+        'Look around, then write.\n@sim tool Glob {"pattern":"**/*"}\n@sim turn\n@sim tool Write {"file_path":"notes.txt","content":"x"}',
+      parent: { agent_id: "deployed-parent" },
+      permissions: { mode: "ask", timeout_ms: 5_000 },
+    });
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    const events = await collect(parent.attach(handle.runId).events());
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+    expect(events.find((event) => event.type === "permission.resolved")).toMatchObject({ decision: "allow" });
+    expect(permissionRequests).toBe(1);
+    expect(events.filter((event) => event.type === "tool.result")).toHaveLength(2);
+    expect((await parent.state(handle.runId))?.status).toBe("completed");
+  });
+
+  it("a prefix larger than max_payload crosses through the object store", async () => {
+    const fixture = await loadFixture("300k");
+    const prefix = createForkPrefix(fixture.request, fixture.response);
+    expect(JSON.stringify(prefix).length).toBeGreaterThan(parentNc.info!.max_payload);
+    const handles = parent.fanOut({ prefix, parent: { agent_id: "deployed-parent" } }, [
+      { directive: "First child of the big parent." },
+      { directive: "Second child of the big parent." },
+    ]);
+    const outcomes = await Promise.all(handles.map((handle) => handle.result()));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["completed", "completed"]);
+  });
+
+  it("a tool served by the parent answers the remote fork", async () => {
+    const host = serveTools(parentNc, {
+      hostId: "deployed-host",
+      tools: { ParentNotes: () => "notes from the deployed parent" },
+    });
+    const hosted = await NatsForkSubagent.create(parentNc, { toolHost: host.ref });
+    try {
+      const fixture = await loadFixture("4k");
+      const request = fixture.request as { tools: { name: string }[] };
+      const withTool = {
+        ...request,
+        tools: [
+          ...request.tools,
+          { name: "ParentNotes", description: "Notes", input_schema: { type: "object" } },
+        ],
+      };
+      const handle = hosted.fork({
+        prefix: createForkPrefix(withTool, fixture.response),
+        directive: 'Ask the parent.\n@sim tool ParentNotes {"topic":"deploy"}',
+        parent: { agent_id: "deployed-parent" },
+      });
+      expect((await handle.result()).status).toBe("completed");
+      const events = await collect(hosted.attach(handle.runId).events());
+      expect(events.find((event) => event.type === "tool.result")).toMatchObject({
+        content: "notes from the deployed parent",
+        is_error: false,
+      });
+    } finally {
+      await hosted.close();
+      await host.stop();
+    }
+  });
+
+  it("a parent aborts a run in the middle of its LLM stream", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = parent.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "Write a long essay.\n@sim tps 20\n@sim text 2000",
+      parent: { agent_id: "deployed-parent" },
+    });
+    for await (const event of handle.events()) if (event.type === "llm.delta") break;
+    await handle.abort("stopped by the deployed parent");
+    expect(await handle.result()).toMatchObject({
+      status: "killed",
+      reason: "stopped by the deployed parent",
+    });
+    expect((await parent.state(handle.runId))?.status).toBe("aborted");
+  });
+
+  it("an observer replays every run and reads the registry, and may not abort", async () => {
+    const observerNc = await connectAs("observer");
+    const observer = await NatsForkSubagent.create(observerNc);
+    const runIds: string[] = [];
+    for await (const key of await observer.resources.runs.keys()) runIds.push(key);
+    expect(runIds.length).toBeGreaterThanOrEqual(5);
+    for (const runId of runIds) {
+      const events = await collect(observer.attach(runId).events());
+      expect(events.at(-1)?.type).toMatch(/^(completed|aborted)$/);
+      expect((await observer.state(runId))?.status).toMatch(/^(completed|aborted)$/);
+    }
+    const daemons: string[] = [];
+    for await (const key of await observer.resources.daemons.keys()) daemons.push(key);
+    expect(daemons).toEqual(["deployed-daemon-1"]);
+    expect(violations()).toEqual([]);
+    // The abort's core publish is dropped by the server, and its registry write is refused.
+    await expect(observer.attach("observer-abort").abort("an observer tries")).rejects.toThrow(
+      /Permissions Violation/,
+    );
+    expect(violations().some((line) => line.includes("agent.fork.observer-abort.abort"))).toBe(true);
+    expect(await observer.state("observer-abort")).toBeNull();
+    await observer.close();
+  });
+
+  it("logged no permission violation for the parent or the daemon", () => {
+    // e.g. `[ERR] … - Publish Violation - User "observer", Subject "agent.fork.observer-abort.abort"`
+    const users = new Set(violations().map((line) => /User "([^"]+)"/.exec(line)?.[1]));
+    expect([...users]).toEqual(["observer"]);
+  });
+});
