@@ -209,6 +209,11 @@ describe("deploy/nats/accounts.conf on one node", () => {
     for await (const logged of readEventLog(parent, "run-1", { follow: false }))
       events.push(logged.event.type);
     expect(events).toEqual(["accepted", "heartbeat"]);
+    // `forkd ps` with the parent's credentials: both registries listed.
+    const runs: string[] = [];
+    for await (const key of await parent.runs.keys()) runs.push(key);
+    expect(runs).toEqual(["run-1"]);
+    for await (const key of await parent.daemons.keys()) expect(key).toBe("never: daemon-1 removed itself");
 
     const aborts = daemon.nc.subscribe(subjects.allAborts, { max: 1 });
     await daemon.nc.flush();
