@@ -32,6 +32,7 @@ import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
+import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
 import { startRunTracing } from "./run-tracing.js";
 
 /** What the executor needs. */
@@ -199,7 +200,7 @@ export class RunExecutor {
     } catch (error) {
       const wire = toWireError(error);
       logger.warn({ err: error }, "malformed spec: failing its run");
-      await this.#failWithoutClaim(runId, wire);
+      await failUnclaimedRun(resources, runId, wire);
       message.term();
       metrics?.runsEnded.inc({ outcome: "failed" });
       return;
@@ -213,7 +214,7 @@ export class RunExecutor {
     }
     const last = await lastLoggedEvent(resources, runId);
     if (last && isTerminalEvent(last.event)) {
-      await this.#recordTerminal(runId, last.event, last.event.attempt);
+      await recordTerminal(resources, runId, last.event, last.event.attempt);
       await message.ackAck().catch(() => false);
       return;
     }
@@ -393,48 +394,10 @@ export class RunExecutor {
     logger: DaemonLogger,
   ): Promise<void> {
     const event = await publish(terminal);
-    await this.#recordTerminal(runId, event, attempt);
+    await recordTerminal(this.#deps.resources, runId, event, attempt);
     await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
     this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
     logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
-  }
-
-  async #recordTerminal(runId: string, event: ForkEvent, attempt: number): Promise<void> {
-    if (!isTerminalEvent(event)) return;
-    const now = Date.now();
-    const status = event.type;
-    const usage = event.type === "completed" ? event.result.usage : event.usage;
-    await updateRunState(this.#deps.resources, runId, (current) => {
-      if (current && current.attempt > attempt) return "unchanged";
-      const next: RunState = {
-        ...(current ?? { v: PROTOCOL_VERSION, run_id: runId, created_at: now, attempt }),
-        status,
-        last_seq: event.seq,
-        updated_at: now,
-        ended_at: now,
-        usage,
-      };
-      if (event.type === "failed") next.error = event.error;
-      return next;
-    });
-  }
-
-  // A spec that cannot be decoded has no attempt to fence with: append after whatever the log holds.
-  async #failWithoutClaim(runId: string, error: WireError): Promise<void> {
-    const { resources } = this.#deps;
-    const last = await lastLoggedEvent(resources, runId).catch(() => null);
-    if (last && isTerminalEvent(last.event)) return;
-    const current = await getRunState(resources, runId);
-    const attempt = (current?.state.attempt ?? 0) + 1;
-    const publisher = new RunEventPublisher({
-      js: resources.js,
-      subjects: resources.subjects,
-      runId,
-      attempt,
-      position: { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 },
-    });
-    const event = await publisher.publish({ type: "failed", error, usage: emptyUsageTotals() });
-    await this.#recordTerminal(runId, event, attempt);
   }
 }
 

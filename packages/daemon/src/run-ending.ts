@@ -1,0 +1,63 @@
+// Ending a run in the registry, and failing a run that no attempt has claimed (a spec that cannot
+// be decoded, a spec that exhausted max_deliver): both the executor and the advisory handler do it.
+import { type ForkResources, getRunState, lastLoggedEvent, updateRunState } from "@forkd/client";
+import {
+  emptyUsageTotals,
+  type ForkEvent,
+  isTerminalEvent,
+  PROTOCOL_VERSION,
+  type RunState,
+  type WireError,
+} from "@forkd/protocol";
+import { RunEventPublisher } from "./event-publisher.js";
+
+/** Records a run's terminal event in the registry, unless a newer attempt owns the entry. */
+export async function recordTerminal(
+  resources: ForkResources,
+  runId: string,
+  event: ForkEvent,
+  attempt: number,
+): Promise<void> {
+  if (!isTerminalEvent(event)) return;
+  const now = Date.now();
+  const usage = event.type === "completed" ? event.result.usage : event.usage;
+  await updateRunState(resources, runId, (current) => {
+    if (current && current.attempt > attempt) return "unchanged";
+    const next: RunState = {
+      ...(current ?? { v: PROTOCOL_VERSION, run_id: runId, created_at: now, attempt }),
+      status: event.type,
+      attempt: Math.max(current?.attempt ?? 0, attempt),
+      last_seq: event.seq,
+      updated_at: now,
+      ended_at: now,
+      usage,
+    };
+    if (event.type === "failed") next.error = event.error;
+    return next;
+  });
+}
+
+/**
+ * Fails a run with no claim to fence with: appends `failed` after whatever its log holds (nothing,
+ * when the log already ended) and records it. Returns false when the run had already ended.
+ */
+export async function failUnclaimedRun(
+  resources: ForkResources,
+  runId: string,
+  error: WireError,
+): Promise<boolean> {
+  const last = await lastLoggedEvent(resources, runId).catch(() => null);
+  if (last && isTerminalEvent(last.event)) return false;
+  const current = await getRunState(resources, runId);
+  const attempt = (current?.state.attempt ?? 0) + 1;
+  const publisher = new RunEventPublisher({
+    js: resources.js,
+    subjects: resources.subjects,
+    runId,
+    attempt,
+    position: { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 },
+  });
+  const event = await publisher.publish({ type: "failed", error, usage: emptyUsageTotals() });
+  await recordTerminal(resources, runId, event, attempt);
+  return true;
+}
