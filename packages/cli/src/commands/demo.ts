@@ -1,0 +1,448 @@
+// `forkd demo`: NATS (found or started), the simulator, three in-process daemons, the parent's own
+// turn, five children forked warm-first and shown live, the same children without forking, and the
+// bill. Everything it starts is stopped and removed at the end, on error and on Ctrl-C.
+import { createWriteStream } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline/promises";
+import type { NatsForkSubagent } from "@forkd/client";
+import { buildForkedRequest, defaultPricingTable, type LlmClient, type LlmRequest } from "@forkd/core";
+import { createDaemonLogger, loadDaemonConfig, startDaemon } from "@forkd/daemon";
+import { AnthropicLlmClient } from "@forkd/llm";
+import { forkSubjects, type ProviderUsage } from "@forkd/protocol";
+import type { Sim } from "@forkd/sim";
+import {
+  type Child,
+  type ChildResult,
+  followChildren,
+  type PlannedChild,
+  planChildren,
+} from "../children.js";
+import type { CommandContext } from "../context.js";
+import { type ChildBill, type DemoBill, lineOf, makeBill, renderBill, type TokenLine } from "../demo/bill.js";
+import { demoDirectives } from "../demo/directives.js";
+import { type DemoNats, findNats } from "../demo/find-nats.js";
+import { CleanupStack } from "../demo/stack.js";
+import { CliError, UsageError } from "../errors.js";
+import { formatElapsed, formatInteger, formatUsd } from "../format.js";
+import { isInteractive, type Style, styleFor, writeLine } from "../io.js";
+import { connectTarget, natsTarget, openSubagent } from "../nats.js";
+import {
+  COMMON_FLAGS,
+  expectPositionals,
+  type ParsedCommandLine,
+  parseCommandLine,
+  parseInteger,
+  parseNonNegative,
+} from "../options.js";
+import { type ParentTurn, parentTurnOf, readParentTurn } from "../parent-turn.js";
+
+const OPTIONS = {
+  ...COMMON_FLAGS,
+  from: { type: "string" },
+  children: { type: "string" },
+  daemons: { type: "string" },
+  ttft: { type: "string" },
+  tps: { type: "string" },
+  model: { type: "string" },
+  nats: { type: "string" },
+  "start-nats": { type: "boolean" },
+  log: { type: "string" },
+  json: { type: "boolean" },
+  real: { type: "boolean" },
+  yes: { type: "boolean" },
+} as const;
+
+/** The simulator's API key of the parent and the daemons: one cache scope, as one Anthropic workspace. */
+const DEMO_API_KEY = "sk-forkd-demo";
+/** Output limit of every demo request (not part of the cache key). */
+const DEMO_MAX_TOKENS = 1024;
+
+interface DemoSettings {
+  children: number;
+  daemons: number;
+  ttftMs: number;
+  tokensPerSecond: number;
+  real: boolean;
+  json: boolean;
+}
+
+function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSettings {
+  const real = values.real === true;
+  if (real && (values.ttft !== undefined || values.tps !== undefined)) {
+    throw new UsageError("--ttft and --tps set the simulator's latency; with --real there is no simulator");
+  }
+  return {
+    children:
+      values.children === undefined ? 5 : parseInteger("children", values.children, { min: 1, max: 50 }),
+    daemons: values.daemons === undefined ? 3 : parseInteger("daemons", values.daemons, { min: 1, max: 16 }),
+    ttftMs: values.ttft === undefined ? 300 : parseNonNegative("ttft", values.ttft),
+    tokensPerSecond: values.tps === undefined ? 400 : parseNonNegative("tps", values.tps),
+    real,
+    json: values.json === true,
+  };
+}
+
+/** Removes every `cache_control` marker: the request as an agent without forks (and its cache) sends it. */
+export function withoutCacheControl(request: LlmRequest): LlmRequest {
+  const copy = structuredClone(request) as LlmRequest & { cache_control?: unknown };
+  delete copy.cache_control;
+  const strip = (block: unknown): void => {
+    if (block === null || typeof block !== "object") return;
+    const record = block as Record<string, unknown>;
+    delete record.cache_control;
+    if (record.type === "tool_result" && Array.isArray(record.content)) record.content.forEach(strip);
+  };
+  for (const tool of (copy.tools ?? []) as unknown[]) strip(tool);
+  if (Array.isArray(copy.system)) copy.system.forEach(strip);
+  for (const message of copy.messages) if (Array.isArray(message.content)) message.content.forEach(strip);
+  return copy;
+}
+
+/** A rough price of the whole demo against the real API, for the warning. @unit USD */
+function estimateRealCost(turn: ParentTurn, children: number): number | null {
+  const pricing = defaultPricingTable.lookup(turn.prefix.params.model);
+  if (pricing === undefined) return null;
+  const input = pricing.inputUsdPerMTok / 1e6;
+  const output = pricing.outputUsdPerMTok / 1e6;
+  const tokens = turn.approxTokens;
+  const parent = tokens * input * 1.25 + 500 * output;
+  const forked = children * (tokens * input * 0.1 + 1000 * input + 300 * output);
+  const unforked = children * ((tokens + 1000) * input + 300 * output);
+  return parent + forked + unforked;
+}
+
+async function confirmReal(context: CommandContext, turn: ParentTurn, children: number, yes: boolean) {
+  const estimate = estimateRealCost(turn, children);
+  writeLine(
+    context.io.stderr,
+    `--real: this sends ${2 * children + 1} requests of ~${formatInteger(turn.approxTokens)} tokens to the Anthropic API ` +
+      `(${turn.prefix.params.model}) and costs about ${estimate === null ? "an unknown amount" : formatUsd(estimate)}.`,
+  );
+  if (yes) return;
+  if (context.io.stdin.isTTY !== true) {
+    throw new UsageError("--real needs --yes when stdin is not a terminal (it spends money)");
+  }
+  const prompt = createInterface({ input: context.io.stdin, output: process.stderr });
+  try {
+    const answer = await prompt.question("Continue? [y/N] ");
+    if (!/^y(es)?$/i.test(answer.trim()))
+      throw new CliError("interrupted", "not confirmed; nothing was sent");
+  } finally {
+    prompt.close();
+  }
+}
+
+/** Where the demo's parts run. */
+interface DemoStack {
+  nats: DemoNats;
+  sim: Sim | undefined;
+  /** The subject prefix of the demo's streams and buckets. */
+  prefix: string;
+  forks: NatsForkSubagent;
+  workspace: string;
+  daemonIds: string[];
+  /** An LLM client with this API key (the simulator's cache is scoped by key). */
+  llm(apiKey: string): LlmClient;
+}
+
+/** Starts NATS (or finds it), the simulator, the daemons and the fork client; registers their cleanup. */
+async function startStack(
+  settings: DemoSettings,
+  values: ParsedCommandLine<typeof OPTIONS>["values"],
+  context: CommandContext,
+  cleanup: CleanupStack,
+  note: (line: string) => void,
+): Promise<DemoStack> {
+  const env = context.io.env;
+  // NATS and the simulator start side by side.
+  const simStarted: Promise<Sim | undefined> = settings.real
+    ? Promise.resolve(undefined)
+    : import("@forkd/sim").then(({ startSim }) =>
+        startSim({
+          port: 0,
+          latency: { ttftMs: settings.ttftMs, tokensPerSecond: settings.tokensPerSecond },
+        }),
+      );
+  simStarted.then(
+    (sim) => sim !== undefined && cleanup.defer("the simulator", () => sim.close()),
+    () => undefined,
+  );
+  const nats = await findNats({
+    url: values["start-nats"] ? undefined : (values.nats ?? env.NATS_URL),
+    forceStart: values["start-nats"] === true,
+    signal: context.interruption.signal,
+    note,
+  });
+  cleanup.defer("the NATS server", () => nats.stop());
+  const sim = await simStarted;
+  // On a server the demo did not start, its streams and buckets get a prefix of their own, so that
+  // no other daemon there picks up its specs; they are deleted at the end.
+  const prefix = nats.own ? "agent" : `forkd_demo_${process.pid}_${Date.now().toString(36)}`;
+  const llm = (apiKey: string): LlmClient =>
+    sim === undefined
+      ? new AnthropicLlmClient({ retry: { maxRetries: 2 } })
+      : new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } });
+
+  const workspace = await mkdtemp(join(tmpdir(), "forkd-demo-"));
+  cleanup.tempDir(workspace);
+  const logStream = values.log === undefined ? undefined : createWriteStream(values.log, { flags: "a" });
+  if (logStream !== undefined) {
+    cleanup.defer("the log file", () => new Promise<void>((resolve) => logStream.end(() => resolve())));
+  }
+  const daemonIds = Array.from({ length: settings.daemons }, (_, i) => `demo-${i + 1}`);
+  await Promise.all(
+    daemonIds.map(async (daemonId) => {
+      const config = loadDaemonConfig({
+        env: {},
+        overrides: {
+          daemonId,
+          nats: { servers: [nats.url] },
+          prefix,
+          workspace,
+          concurrency: 2,
+          heartbeatMs: 1000,
+          // The children answer from the conversation; no shell on this machine for a real model.
+          tools: { bash: "off" },
+          logLevel: logStream === undefined ? "silent" : "info",
+          logFormat: "json",
+        },
+      });
+      const logger = createDaemonLogger({
+        level: config.logLevel,
+        format: "json",
+        daemonId,
+        ...(logStream === undefined ? {} : { destination: logStream }),
+      });
+      const running = await startDaemon(config, { llm: llm(DEMO_API_KEY), logger, version: context.version });
+      cleanup.defer(`daemon ${daemonId}`, () => running.stop({ graceMs: 0 }));
+    }),
+  );
+
+  const nc = await connectTarget(natsTarget({ nats: [nats.url], prefix }, {}), { name: "forkd-demo" });
+  cleanup.defer("the NATS connection", () => nc.close());
+  const forks = await openSubagent(nc, prefix);
+  cleanup.defer("the fork client", () => forks.close());
+  if (!nats.own) {
+    cleanup.defer("the demo's streams", async () => {
+      const subjects = forkSubjects(prefix);
+      const streams = [
+        subjects.streams.specs,
+        subjects.streams.events,
+        `KV_${subjects.buckets.runs}`,
+        `KV_${subjects.buckets.daemons}`,
+        `OBJ_${subjects.buckets.prefixes}`,
+      ];
+      for (const stream of streams) await forks.resources.jsm.streams.delete(stream).catch(() => false);
+    });
+  }
+  return { nats, sim, prefix, forks, workspace, daemonIds, llm };
+}
+
+/**
+ * The same work without forking: each child's whole first request (the bytes its daemon sent), as one
+ * fresh request with no cache marker under an API key of its own (a cold cache scope in the
+ * simulator): what an agent that hands a sub-agent its whole context, instead of forking, pays.
+ */
+async function measureUnforked(
+  stack: DemoStack,
+  turn: ParentTurn,
+  planned: readonly PlannedChild[],
+  results: readonly ChildResult[],
+  signal: AbortSignal,
+): Promise<TokenLine[]> {
+  return Promise.all(
+    results.map(async (result) => {
+      const child = planned[result.child.index - 1]!;
+      const { request } = buildForkedRequest(turn.prefix, {
+        runId: result.child.handle.runId,
+        directive: child.directive,
+        ...(child.forkCall === undefined ? {} : { forkCall: child.forkCall }),
+        maxTokens: DEMO_MAX_TOKENS,
+      });
+      const llm = stack.llm(`${DEMO_API_KEY}-fresh-${result.child.index}`);
+      const response = await llm.createMessage(withoutCacheControl(request), { signal });
+      return lineOf(turn.prefix.params.model, [response.usage]);
+    }),
+  );
+}
+
+function childBill(model: string, result: ChildResult): ChildBill {
+  const usages: ProviderUsage[] = [];
+  let daemonId: string | undefined;
+  for (const event of result.events) {
+    if (event.type === "llm.message") usages.push(event.usage);
+    if (event.type === "accepted") daemonId = event.daemon_id;
+  }
+  const outcome = result.outcome;
+  return {
+    ...lineOf(model, usages),
+    index: result.child.index,
+    label: result.child.label,
+    runId: result.child.handle.runId,
+    status: outcome.status,
+    daemonId,
+    durationMs: outcome.status === "completed" ? outcome.result.duration_ms : undefined,
+  };
+}
+
+function lineJson(line: TokenLine) {
+  return {
+    input_tokens: line.input,
+    cache_write_tokens: line.cacheWrite,
+    cache_read_tokens: line.cacheRead,
+    output_tokens: line.output,
+    cost_usd: line.costUsd,
+  };
+}
+
+/** The bill as JSON (snake_case, raw numbers). */
+function billJson(bill: DemoBill, stack: DemoStack, elapsedMs: number) {
+  return {
+    model: bill.model,
+    nats: stack.nats.url,
+    provider: stack.sim?.url ?? "anthropic",
+    parent: { ...lineJson(bill.parent), duration_ms: bill.parent.durationMs },
+    children: bill.children.map((child) => ({
+      child: child.index,
+      label: child.label,
+      run_id: child.runId,
+      status: child.status,
+      daemon_id: child.daemonId ?? null,
+      duration_ms: child.durationMs ?? null,
+      ...lineJson(child),
+    })),
+    forked: lineJson(bill.forked),
+    unforked: { ...lineJson(bill.unforked), children: bill.unforkedChildren.map(lineJson) },
+    saving_usd: bill.savingUsd,
+    saving_share: bill.savingShare,
+    elapsed_ms: elapsedMs,
+  };
+}
+
+function describeStack(stack: DemoStack, settings: DemoSettings, env: NodeJS.ProcessEnv): string[] {
+  return [
+    `NATS: ${stack.nats.url} — ${stack.nats.how}`,
+    stack.sim === undefined
+      ? `model provider: the Anthropic API${env.ANTHROPIC_BASE_URL ? ` at ${env.ANTHROPIC_BASE_URL}` : ""} (real tokens, real money)`
+      : `model provider: simulator at ${stack.sim.url} (first token after ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s)`,
+    `daemons: ${stack.daemonIds.join(", ")} (in this process; workspace ${stack.workspace})`,
+  ];
+}
+
+async function loadTurn(values: ParsedCommandLine<typeof OPTIONS>["values"]): Promise<ParentTurn> {
+  let turn: ParentTurn;
+  if (values.from !== undefined) turn = await readParentTurn(values.from);
+  else {
+    const { loadFixture, fixturePath } = await import("@forkd/testing");
+    turn = parentTurnOf(await loadFixture("48k"), fixturePath("48k"));
+  }
+  if (values.model !== undefined) turn.prefix.params.model = values.model;
+  return turn;
+}
+
+/** Runs the demo. */
+export async function run(args: string[], context: CommandContext): Promise<number> {
+  const startedAt = Date.now();
+  const { values, positionals } = parseCommandLine("demo", args, OPTIONS);
+  expectPositionals("demo", positionals, { min: 0, max: 0, names: "" });
+  const settings = settingsOf(values);
+  const env = context.io.env;
+  if (settings.real && !env.ANTHROPIC_API_KEY) {
+    throw new UsageError("--real needs ANTHROPIC_API_KEY in the environment");
+  }
+  const out = context.io.stdout;
+  const style: Style = styleFor(out, env);
+  const say = (line: string) => {
+    if (!settings.json) writeLine(out, line);
+  };
+  const note = (line: string) => writeLine(context.io.stderr, style.dim(line));
+  const turn = await loadTurn(values);
+  const model = turn.prefix.params.model;
+  if (settings.real) await confirmReal(context, turn, settings.children, values.yes === true);
+
+  const signal = context.interruption.signal;
+  const children: Child[] = [];
+  await using cleanup = new CleanupStack((what, error) => {
+    if (context.verbose) note(`cleanup of ${what} failed: ${(error as Error).message}`);
+  });
+  try {
+    const n = settings.children;
+    say(
+      style.bold(
+        `forkd demo: ${n} ${n === 1 ? "child" : "children"} of a ~${formatInteger(turn.approxTokens)}-token parent turn (${turn.source}), ${model}`,
+      ),
+    );
+    const stack = await startStack(settings, values, context, cleanup, note);
+    for (const line of describeStack(stack, settings, env)) say(line);
+
+    // 1. The parent's own turn: the request that wrote the cache the children read.
+    const parentRequest = { ...turn.prefix.params, max_tokens: DEMO_MAX_TOKENS } as LlmRequest;
+    const parentResponse = await stack.llm(DEMO_API_KEY).createMessage(parentRequest, { signal });
+    const parent = { ...lineOf(model, [parentResponse.usage]), durationMs: parentResponse.durationMs };
+    say(
+      `parent turn sent once (it writes the prompt cache): in ${formatInteger(parent.input)}, cache write ${formatInteger(parent.cacheWrite)}, ` +
+        `cache read ${formatInteger(parent.cacheRead)}, out ${formatInteger(parent.output)}, ${formatUsd(parent.costUsd)}, ${formatElapsed(parent.durationMs)}`,
+    );
+
+    // 2. The children, warm-first, shown live.
+    const directives = demoDirectives(n, stack.sim !== undefined);
+    const planned = planChildren(
+      turn,
+      directives.map((entry) => entry.directive),
+      { fallbackLabels: directives.map((entry) => entry.name) },
+    );
+    const handles = stack.forks.fanOut(
+      {
+        prefix: turn.prefix,
+        parent: { agent_id: "forkd-demo" },
+        overrides: { max_tokens: DEMO_MAX_TOKENS },
+        limits: { max_turns: 1 },
+      },
+      planned,
+      { warmFirst: true },
+    );
+    for (const [i, handle] of handles.entries()) {
+      children.push({ index: i + 1, label: planned[i]!.label, forkCall: planned[i]!.forkCall, handle });
+    }
+    say(
+      `forking ${n} ${n === 1 ? "child" : "children"} warm-first: the first writes the shared entry, the others start once its response has begun`,
+    );
+    const followed = await followChildren(children, {
+      mode: settings.json ? "none" : isInteractive(out, env) ? "live" : "plain",
+      out,
+      style,
+      signal,
+    });
+    if (followed.unfinished.length > 0) throw new CliError("interrupted", "interrupted");
+    const results = [...followed.results].sort((a, b) => a.child.index - b.child.index);
+
+    // 3. The same work without forking, then the bill.
+    say("without forking: sending each child's whole context again as a fresh request, without cache…");
+    const unforkedChildren = await measureUnforked(stack, turn, planned, results, signal);
+    const bill = makeBill({
+      model,
+      parent,
+      children: results.map((result) => childBill(model, result)),
+      unforkedChildren,
+    });
+    if (settings.json) writeLine(out, JSON.stringify(billJson(bill, stack, Date.now() - startedAt), null, 2));
+    else {
+      writeLine(out);
+      for (const line of renderBill(bill, style)) writeLine(out, line);
+      writeLine(
+        out,
+        style.dim(`finished in ${formatElapsed(Date.now() - startedAt)}; stopping what the demo started`),
+      );
+    }
+    return results.every((result) => result.outcome.status === "completed") ? 0 : 1;
+  } catch (error) {
+    if (!context.interruption.interrupted) throw error;
+    await Promise.all(
+      children.map((child) => child.handle.abort("forkd demo was interrupted").catch(() => undefined)),
+    );
+    writeLine(context.io.stderr, "interrupted: stopping everything the demo started");
+    return 130;
+  }
+}

@@ -1,0 +1,54 @@
+// `forkd sim`: the Anthropic API simulator as a process. The first stdout line is its URL.
+import { type SimOptions, startSim } from "@forkd/sim";
+import type { CommandContext } from "../context.js";
+import { UsageError } from "../errors.js";
+import { whenAborted } from "../interrupt.js";
+import { writeLine } from "../io.js";
+import {
+  COMMON_FLAGS,
+  expectPositionals,
+  parseCommandLine,
+  parseInteger,
+  parseNonNegative,
+} from "../options.js";
+
+const OPTIONS = {
+  ...COMMON_FLAGS,
+  port: { type: "string" },
+  host: { type: "string" },
+  ttft: { type: "string" },
+  tps: { type: "string" },
+  log: { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** Serves until SIGINT/SIGTERM. */
+export async function run(args: string[], context: CommandContext): Promise<number> {
+  const { values, positionals } = parseCommandLine("sim", args, OPTIONS);
+  expectPositionals("sim", positionals, { min: 0, max: 0, names: "" });
+  const options: SimOptions = {};
+  if (values.port !== undefined) options.port = parseInteger("port", values.port, { min: 0, max: 65535 });
+  if (values.host !== undefined) options.host = values.host;
+  const latency: NonNullable<SimOptions["latency"]> = {};
+  if (values.ttft !== undefined) latency.ttftMs = parseNonNegative("ttft", values.ttft);
+  if (values.tps !== undefined) latency.tokensPerSecond = parseNonNegative("tps", values.tps);
+  if (Object.keys(latency).length > 0) options.latency = latency;
+  if (values.log !== undefined) options.logFile = values.log;
+  const stop = context.interruption.signal;
+  let sim: Awaited<ReturnType<typeof startSim>>;
+  try {
+    sim = await startSim(options);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL") {
+      throw new UsageError(`cannot listen on ${options.host ?? "127.0.0.1"}:${options.port ?? 0}: ${code}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  writeLine(context.io.stdout, values.json ? JSON.stringify({ url: sim.url, port: sim.port }) : sim.url);
+  await whenAborted(stop);
+  await sim.close();
+  return 0;
+}

@@ -1,0 +1,108 @@
+// Finds a NATS server with JetStream for the demo: the one the user names (--nats, NATS_URL), else
+// one on localhost:4222, else a nats-server it starts (the binary on PATH or /usr/sbin, in a temp dir;
+// else Docker through testcontainers), else a clear message on how to install one.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { NatsUnavailableError } from "../errors.js";
+import { natsUnavailable } from "../nats.js";
+
+/** The server the demo uses. */
+export interface DemoNats {
+  url: string;
+  /** How it was found, for the user. */
+  how: string;
+  /** True when the demo started it (and so owns everything on it). */
+  own: boolean;
+  /** Stops the server when the demo started it; otherwise does nothing. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link findNats}. */
+export interface FindNatsOptions {
+  /** `--nats`, else `NATS_URL`. */
+  url: string | undefined;
+  /** `--start-nats`: skip the user's and the local server. */
+  forceStart: boolean;
+  signal: AbortSignal;
+  /** Notes on what was tried and skipped. */
+  note: (line: string) => void;
+}
+
+/** The port a local NATS server listens on unless told otherwise. */
+export const LOCAL_NATS_URL = "nats://127.0.0.1:4222";
+
+// Connects, checks that JetStream answers, closes. Resolves with why not, or undefined when usable.
+async function probe(
+  url: string,
+  timeoutMs: number,
+): Promise<{ error: unknown; jetstream: boolean } | undefined> {
+  let nc: Awaited<ReturnType<typeof connect>>;
+  try {
+    nc = await connect({ servers: url, timeout: timeoutMs, maxReconnectAttempts: 0 });
+  } catch (error) {
+    return { error, jetstream: false };
+  }
+  try {
+    await (await jetstreamManager(nc, { timeout: timeoutMs })).getAccountInfo();
+    return undefined;
+  } catch (error) {
+    return { error, jetstream: true };
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
+}
+
+/** Finds or starts a NATS server. @throws {@link NatsUnavailableError} when there is no way to get one. */
+export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
+  const nothingToStop = async () => {};
+  if (!options.forceStart && options.url !== undefined) {
+    const problem = await probe(options.url, 3000);
+    if (problem === undefined)
+      return { url: options.url, how: "the server you named", own: false, stop: nothingToStop };
+    if (problem.jetstream) {
+      throw new NatsUnavailableError(
+        `NATS at ${options.url} has no JetStream: ${(problem.error as Error).message}`,
+        {
+          servers: [options.url],
+          cause: problem.error,
+          hint: "enable JetStream (nats-server -js), or run the demo with --start-nats",
+        },
+      );
+    }
+    throw natsUnavailable([options.url], problem.error);
+  }
+  if (!options.forceStart) {
+    const problem = await probe(LOCAL_NATS_URL, 500);
+    if (problem === undefined) {
+      return {
+        url: LOCAL_NATS_URL,
+        how: "the server already running on localhost:4222",
+        own: false,
+        stop: nothingToStop,
+      };
+    }
+    if (problem.jetstream)
+      options.note("localhost:4222 answers but has no JetStream; starting a nats-server of my own");
+  }
+  // Loaded only here: it brings testcontainers along.
+  const { startNatsServer, INSTALL_HINT } = await import("@forkd/testing");
+  try {
+    const server = await startNatsServer({ name: "forkd-demo", signal: options.signal });
+    const how =
+      server.kind === "binary"
+        ? `nats-server started by the demo in a temp dir (${server.storeDir})`
+        : "nats-server started by the demo in a container (testcontainers)";
+    return { url: server.url, how, own: true, stop: () => server.stop() };
+  } catch (error) {
+    if ((error as { code?: string }).code === "nats_server_unavailable") {
+      throw new NatsUnavailableError(
+        "no NATS server: NATS_URL is not set, nothing answers on localhost:4222, no nats-server binary on PATH or in /usr/sbin, and no Docker engine",
+        { servers: [], cause: error, hint: INSTALL_HINT },
+      );
+    }
+    throw new NatsUnavailableError(`could not start nats-server: ${(error as Error).message}`, {
+      servers: [],
+      cause: error,
+    });
+  }
+}

@@ -1,0 +1,268 @@
+// The help text of `forkd` and of each command. Kept in one place, without loading any command, so
+// that `--help` is instant; docs/cli.md says the same at length.
+
+/** The commands of `forkd`, in the order the help lists them. */
+export const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo"] as const;
+
+/** A command name. */
+export type CommandName = (typeof COMMAND_NAMES)[number];
+
+/** True when `name` is a command. */
+export function isCommandName(name: string): name is CommandName {
+  return (COMMAND_NAMES as readonly string[]).includes(name);
+}
+
+const NATS_OPTIONS = `NATS options (also taken from the environment, see docs/cli.md):
+  --nats URL[,URL]     NATS servers (repeatable)   env FORKD_NATS_URL, NATS_URL; default nats://127.0.0.1:4222
+  --nats-user USER     --nats-pass PASS            env NATS_USER, NATS_PASSWORD
+  --nats-token TOKEN                               env NATS_TOKEN
+  --nats-creds FILE    --nats-nkey FILE            env NATS_CREDS, NATS_NKEY_SEED_FILE
+  --nats-tls-ca FILE   --nats-tls-cert FILE   --nats-tls-key FILE
+  --prefix PREFIX      subject prefix              env FORKD_PREFIX; default agent`;
+
+const COMMON = `  -h, --help           show this help
+  --verbose            print stack traces with errors`;
+
+const EXIT_CODES_TEXT = `Exit codes: 0 ok · 1 a run failed, timed out or was aborted · 2 usage or configuration error ·
+3 NATS unavailable · 4 run not found · 5 model provider error · 70 internal error · 130 interrupted`;
+
+/** One line per command, for `forkd --help`. */
+export const SUMMARIES: Record<CommandName, string> = {
+  daemon: "run a worker daemon that pulls fork specs from NATS and runs them",
+  fork: "fork children from a parent turn stored as JSON, and follow them",
+  watch: "replay and follow every run (or one) live",
+  ps: "list runs and daemons from the registry",
+  abort: "abort a run",
+  sim: "run the Anthropic API simulator",
+  demo: "the whole thing on one machine: NATS, simulator, 3 daemons, 5 forks, the bill",
+};
+
+const MAIN = `forkd — run LLM fork sub-agents on a cluster of daemons over NATS JetStream
+
+Usage: forkd <command> [options]
+
+Commands:
+${Object.entries(SUMMARIES)
+  .map(([name, summary]) => `  ${name.padEnd(8)} ${summary}`)
+  .join("\n")}
+
+Options:
+  -h, --help           show help (also after a command: forkd fork --help)
+  --version            print the version
+
+${EXIT_CODES_TEXT}
+Documentation: docs/cli.md`;
+
+const HELP: Record<CommandName, string> = {
+  daemon: `forkd daemon — run a worker daemon
+
+Usage: forkd daemon [options]
+
+Pulls fork specs from the shared work queue, runs each child's turn loop against the Anthropic API
+(ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY, as the SDK reads them: the real API or \`forkd sim\`),
+publishes its events, and obeys aborts. SIGTERM or Ctrl-C drains (runs may finish within
+--drain-grace, the rest go back to the queue); a second signal stops at once.
+
+Options (each also as an environment variable; flags win; a JSON file with --config comes last):
+  --config FILE            JSON configuration file                  FORKD_CONFIG
+  --nats URL[,URL]         NATS servers (repeatable)                FORKD_NATS_URL, NATS_URL
+  --nats-user, --nats-pass, --nats-token, --nats-creds, --nats-nkey,
+  --nats-tls-ca, --nats-tls-cert, --nats-tls-key                   NATS_USER, NATS_PASSWORD, NATS_TOKEN,
+                                                                    NATS_CREDS, NATS_NKEY_SEED_FILE, NATS_TLS_*
+  --id ID                  daemon id (default <host>-<pid>)         FORKD_DAEMON_ID
+  --prefix PREFIX          subject prefix (default agent)           FORKD_PREFIX
+  --replicas N|auto        stream replicas (default auto)           FORKD_REPLICAS
+  --concurrency N          runs at once (default 4)                 FORKD_CONCURRENCY
+  --workspace DIR          where tools work (default: cwd)          FORKD_WORKSPACE
+  --ack-wait MS            redelivery after silence (default 30000) FORKD_ACK_WAIT_MS
+  --max-deliver N          deliveries of one spec (default 5)       FORKD_MAX_DELIVER
+  --allowed-models LIST    models a spec may use (default any)      FORKD_ALLOWED_MODELS
+  --default-model MODEL    for specs without a prefix               FORKD_DEFAULT_MODEL
+  --bash read-only|full|off  the Bash tool (default read-only)      FORKD_BASH_POLICY
+  --bash-timeout MS        longest Bash command (default 120000)    FORKD_BASH_TIMEOUT_MS
+  --drain-grace MS         drain time on SIGTERM (default 30000)    FORKD_DRAIN_GRACE_MS
+  --heartbeat MS           registry heartbeat (default 5000)        FORKD_HEARTBEAT_MS
+  --metrics-port N         Prometheus /metrics (default off; 0 any) FORKD_METRICS_PORT
+  --metrics-host ADDR      (default 127.0.0.1)                      FORKD_METRICS_HOST
+  --log-level LEVEL        trace … fatal, silent (default info)     FORKD_LOG_LEVEL
+  --log-format FORMAT      json, pretty or auto (default auto:      FORKD_LOG_FORMAT
+                           pretty when stderr is a terminal)
+  --llm-base-url URL       instead of ANTHROPIC_BASE_URL
+  --llm-max-retries N      retries of a model call (default 4)      FORKD_LLM_MAX_RETRIES
+${COMMON}
+
+Examples:
+  ANTHROPIC_API_KEY=sk-ant-… forkd daemon --nats nats://nats:4222 --concurrency 8
+  ANTHROPIC_BASE_URL=http://127.0.0.1:4010 ANTHROPIC_API_KEY=sim forkd daemon --log-format pretty
+
+${EXIT_CODES_TEXT}`,
+
+  fork: `forkd fork — fork children from a parent turn, and follow them
+
+Usage: forkd fork --from FILE [--directive TEXT]... [options]
+
+Each --directive starts one child that inherits the parent's whole conversation (the stored
+request and reply) and gets the directive as its task. Children are launched warm-first: the first
+one writes the shared cache entry, the others start once its response has begun. The i-th child
+answers the reply's i-th tool_use (its label and description come from it). Without --directive,
+the prompts of the reply's tool calls are the directives.
+
+Options:
+  --from FILE          the parent turn: JSON { request, response } (the fixtures' shape)   required
+  --directive TEXT     one child's task (repeatable)
+  --label TEXT         label of the children (shown by ps and watch; numbered when several)
+  --max-turns N        model turns each child may take (default: the daemon's, 200)
+  --timeout DURATION   wall-clock limit of each child, e.g. 90s, 5m (default none)
+  --parent-id ID       the parent agent's id in the registry (default forkd-cli@<host>)
+  --no-wait            print the run ids once the specs are published, and exit
+  --json               print events and results as NDJSON on stdout
+${COMMON}
+
+${NATS_OPTIONS}
+
+Output: on a terminal, a live line per child; otherwise one line per event (deltas and heartbeats
+left out). At the end, each child's status, usage and final text. With --json, one JSON object per
+line: {"kind":"event","child":N,…event} for every event and {"kind":"result","child":N,…} per
+child; with --no-wait, {"kind":"launched","child":N,"run_id":…}. Ctrl-C aborts the children.
+
+Examples:
+  forkd fork --from turn.json --directive "Audit the codec" --directive "Write the tests"
+  forkd fork --from turn.json --directive "Summarise the design" --json | jq -c 'select(.kind=="result")'
+  forkd fork --from turn.json --directive "Long job" --no-wait
+
+Exit codes: 0 every child completed · 1 a child failed, timed out or was aborted · 2 usage ·
+3 NATS unavailable · 130 interrupted`,
+
+  watch: `forkd watch — replay and follow runs
+
+Usage: forkd watch [RUN_ID] [options]
+
+Without RUN_ID: every run's events, replayed from the start of the event stream (or --since) and
+then live, grouped by run, until Ctrl-C. With RUN_ID: that run's events from its first, until it
+ends.
+
+Options:
+  --since DURATION     only events newer than this, e.g. 10m, 2h (all runs only; default: all)
+  --json               one event per line as NDJSON ({"kind":"event",…event}), no live view
+${COMMON}
+
+${NATS_OPTIONS}
+
+Output: on a terminal, a live view with one line per run: status, daemon, turn, tokens, share of
+the input read from the cache, cost, elapsed; otherwise one line per event.
+
+Examples:
+  forkd watch
+  forkd watch --since 15m --json | jq -c 'select(.type=="llm.message") | .usage'
+  forkd watch 0193f1c2-…
+
+Exit codes: 0 ok (all runs: stopped with Ctrl-C; one run: it completed) · 1 the run failed, timed
+out or was aborted · 3 NATS unavailable · 4 no such run · 130 interrupted before the run ended`,
+
+  ps: `forkd ps — runs and daemons
+
+Usage: forkd ps [options]
+
+Reads the registry (JetStream KV): daemons with their host, load/capacity, state, version and
+heartbeat age; runs with their status, attempt, daemon, label, age, tokens and cost (tokens and
+cost are recorded when a run ends), newest first.
+
+Options:
+  --status LIST        only runs with these statuses: queued,running,completed,failed,aborted
+  --limit N            at most N runs (default 50 in the table, all with --json)
+  --json               {"daemons":[…],"runs":[…]} as registry entries
+${COMMON}
+
+${NATS_OPTIONS}
+
+Examples:
+  forkd ps
+  forkd ps --status running,queued
+  forkd ps --json | jq '.daemons[] | {daemon_id, load, capacity}'
+
+Exit codes: 0 ok · 2 usage · 3 NATS unavailable`,
+
+  abort: `forkd abort — abort a run
+
+Usage: forkd abort RUN_ID [options]
+
+Sends the abort on the fast path (core NATS, the daemon stops within milliseconds) and flags the
+run in the registry (a spec picked up later is not run), then waits for the run to end.
+
+Options:
+  --reason TEXT        why (recorded in the aborted event; default "aborted with forkd abort")
+  --timeout DURATION   how long to wait for the run to end (default 10s)
+  --no-wait            do not wait for the run to end
+${COMMON}
+
+${NATS_OPTIONS}
+
+Examples:
+  forkd abort 0193f1c2-… --reason "wrong directive"
+
+Exit codes: 0 the abort was sent (or the run had already ended) · 2 usage · 3 NATS unavailable ·
+4 no such run`,
+
+  sim: `forkd sim — run the Anthropic API simulator
+
+Usage: forkd sim [options]
+
+An Anthropic-compatible HTTP server with a scripted model and the provider's prompt-cache rules
+(see docs/simulator.md). Prints its URL as the first line of stdout, then serves until Ctrl-C or
+SIGTERM. Point daemons at it with ANTHROPIC_BASE_URL=<url> and any ANTHROPIC_API_KEY.
+
+Options:
+  --port N             port (default 0: any free port)
+  --host ADDR          address (default 127.0.0.1)
+  --ttft MS            time to first token of every response (default 0)
+  --tps N              output tokens per second (default 0: no pacing)
+  --log FILE           append the request log to FILE as JSON lines
+  --json               print {"url":…,"port":…} instead of the bare URL
+${COMMON}
+
+Examples:
+  forkd sim --port 4010 --ttft 300 --tps 400
+  ANTHROPIC_BASE_URL=$(forkd sim …)   # or read the first line of its output
+
+Exit codes: 0 stopped by a signal · 2 usage (bad flag, port in use)`,
+
+  demo: `forkd demo — forks on one machine, and what they save
+
+Usage: forkd demo [options]
+
+Finds NATS (NATS_URL, else a server on localhost:4222, else a nats-server binary it starts in a
+temp dir, else Docker), starts the simulator and three daemons in this process, sends the parent's
+request once (it writes the prompt cache), forks five children from a 48k-token parent turn
+warm-first, shows them live, then sends each child's whole context again as a fresh request
+without cache (what an agent without forks pays) and prints the bill: per child input, cache
+write, cache read, output and cost, the total, the same work without forking, and the saving.
+Everything it started is stopped and removed at the end, on error and on Ctrl-C.
+
+Options:
+  --from FILE          parent turn JSON { request, response } (default: the 48k fixture)
+  --children N         children to fork (default 5)
+  --daemons N          daemons to start (default 3)
+  --ttft MS            simulator: time to first token (default 300)
+  --tps N              simulator: output tokens per second (default 400)
+  --model MODEL        use this model instead of the parent turn's
+  --nats URL           use this NATS server (as NATS_URL does)
+  --start-nats         always start a private nats-server (ignore NATS_URL and localhost:4222)
+  --log FILE           write the daemons' logs (JSON lines) to FILE (default: no logs)
+  --json               print the bill as JSON instead of the live view and table
+  --real               use the real Anthropic API (ANTHROPIC_API_KEY; costs money) instead of the simulator
+  --yes                with --real: do not ask for confirmation
+${COMMON}
+
+Examples:
+  pnpm demo
+  forkd demo --children 8 --tps 200
+  ANTHROPIC_API_KEY=sk-ant-… forkd demo --real --children 3
+
+Exit codes: 0 every child completed · 1 a child failed · 2 usage · 3 no NATS and no way to start
+one · 5 the model provider failed · 130 interrupted`,
+};
+
+/** The help of `forkd`, or of one command. */
+export function helpText(command?: CommandName): string {
+  return command === undefined ? MAIN : HELP[command];
+}
