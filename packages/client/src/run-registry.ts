@@ -41,8 +41,14 @@ export async function updateRunState(
         : await resources.runs.create(runId, bytes);
       return { state: next, revision };
     } catch (error) {
-      if (attempt >= maxAttempts) throw error;
-      // another writer got there first: read again and re-apply
+      // Only a lost race is worth another try (a permission refusal or an outage is not).
+      if (!isRevisionConflict(error) || attempt >= maxAttempts) throw error;
     }
   }
+}
+
+// JetStream's answers when another writer changed the key first: `wrong last sequence` for an
+// update, `key exists` for a create (both code 10071).
+function isRevisionConflict(error: unknown): boolean {
+  return /wrong last sequence|key exists|10071/i.test(String((error as Error)?.message ?? error));
 }
