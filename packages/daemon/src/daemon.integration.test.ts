@@ -95,8 +95,11 @@ describe("a daemon over real NATS", () => {
       expect.arrayContaining(["accepted", "started", "llm.request", "llm.message", "completed"]),
     );
     expect(events.at(-1)?.type).toBe("completed");
-    const state = await forks.state(handle.runId);
-    expect(state?.status).toBe("completed");
+    // The registry records the end just after the terminal event (the log is the source of truth).
+    const state = await waitFor(async () => {
+      const current = await forks.state(handle.runId);
+      return current?.status === "completed" ? current : undefined;
+    });
     expect(state?.daemon_id).toBe("daemon-a");
   });
 
@@ -147,7 +150,7 @@ describe("a daemon over real NATS", () => {
     await disconnect;
     const outcome = await handle.result();
     expect(outcome).toMatchObject({ status: "killed", reason: "changed my mind" });
-    expect((await forks.state(handle.runId))?.status).toBe("aborted");
+    await waitFor(async () => (await forks.state(handle.runId))?.status === "aborted");
   });
 
   it("aborts a run in the middle of a tool: the tool process is gone", async () => {
