@@ -24,6 +24,7 @@ import { type ChildBill, type DemoBill, lineOf, makeBill, renderBill, type Token
 import { demoDirectives } from "../demo/directives.js";
 import { type DemoNats, findNats } from "../demo/find-nats.js";
 import { CleanupStack } from "../demo/stack.js";
+import { withoutCacheControl } from "../demo/unforked.js";
 import { CliError, UsageError } from "../errors.js";
 import { formatElapsed, formatInteger, formatUsd } from "../format.js";
 import { isInteractive, type Style, styleFor, writeLine } from "../io.js";
@@ -82,22 +83,6 @@ function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSe
     real,
     json: values.json === true,
   };
-}
-
-/** Removes every `cache_control` marker: the request as an agent without forks (and its cache) sends it. */
-export function withoutCacheControl(request: LlmRequest): LlmRequest {
-  const copy = structuredClone(request) as LlmRequest & { cache_control?: unknown };
-  delete copy.cache_control;
-  const strip = (block: unknown): void => {
-    if (block === null || typeof block !== "object") return;
-    const record = block as Record<string, unknown>;
-    delete record.cache_control;
-    if (record.type === "tool_result" && Array.isArray(record.content)) record.content.forEach(strip);
-  };
-  for (const tool of (copy.tools ?? []) as unknown[]) strip(tool);
-  if (Array.isArray(copy.system)) copy.system.forEach(strip);
-  for (const message of copy.messages) if (Array.isArray(message.content)) message.content.forEach(strip);
-  return copy;
 }
 
 /** A rough price of the whole demo against the real API, for the warning. @unit USD */

@@ -113,6 +113,7 @@ async function watchAll(
   const tracker = new RunTracker();
   const live = mode === "live" ? new LiveView(out) : undefined;
   const render = () => liveLines(tracker, style, title);
+  const labelled = new Set<string>();
   const ticker = live === undefined ? undefined : setInterval(() => live.update(render), 250);
   live?.update(render);
   try {
@@ -137,6 +138,18 @@ async function watchAll(
       }
       const event = decoded.event;
       if (!tracker.apply(event)) continue;
+      if (live !== undefined && !labelled.has(event.run_id)) {
+        // Events do not carry the label; the registry does.
+        labelled.add(event.run_id);
+        getRunState(resources, event.run_id).then(
+          (entry) => {
+            if (entry?.state.label === undefined) return;
+            tracker.row(event.run_id, entry.state.label);
+            live.update(render);
+          },
+          () => undefined,
+        );
+      }
       if (mode === "json") writeLine(out, JSON.stringify({ kind: "event", ...event }));
       else if (mode === "plain") writeLine(out, eventLine(event, event.run_id));
       else live!.update(render);

@@ -1,0 +1,252 @@
+// The client commands against a real cluster of one: a nats-server, the simulator, and a daemon
+// started as `forkd daemon` (a process). fork --json, fork --no-wait, ps --json, abort, watch.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Sim, startSim } from "@forkd/sim";
+import { fixturePath } from "@forkd/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useNatsServer } from "../harness/nats.js";
+import { type CliProcess, cleanEnv, ndjson, runCli, spawnCli } from "./support.js";
+
+const nats = useNatsServer();
+const TURN = fixturePath("4k");
+const DAEMON_ID = "cli-e2e-1";
+let sim: Sim;
+let workspace: string;
+let daemon: CliProcess;
+const started: CliProcess[] = [];
+
+const natsArgs = () => ["--nats", nats().url];
+
+beforeAll(async () => {
+  sim = await startSim({ port: 0 });
+  workspace = await mkdtemp(join(tmpdir(), "forkd-cli-e2e-"));
+  daemon = spawnCli(
+    [
+      "daemon",
+      ...natsArgs(),
+      "--id",
+      DAEMON_ID,
+      "--workspace",
+      workspace,
+      "--heartbeat",
+      "500",
+      "--log-format",
+      "json",
+    ],
+    {
+      env: cleanEnv({
+        ANTHROPIC_BASE_URL: sim.url,
+        ANTHROPIC_API_KEY: "sk-cli-e2e",
+        FORKD_LLM_MAX_RETRIES: "0",
+      }),
+    },
+  );
+  started.push(daemon);
+  // Its pino logs are JSON lines on stderr (--log-format json).
+  const running = await daemon.waitForLine((line) => line.includes('"msg":"daemon running"'), {
+    stream: "stderr",
+  });
+  expect(JSON.parse(running)).toMatchObject({ level: 30, daemon: DAEMON_ID });
+});
+
+afterAll(async () => {
+  await Promise.all(started.map((cli) => cli.stop("SIGKILL")));
+  await sim?.close();
+  if (workspace) await rm(workspace, { recursive: true, force: true });
+});
+
+let finishedRunIds: string[] = [];
+let finishedEvents: Record<string, unknown>[] = [];
+
+describe("forkd fork, ps, watch and abort against a daemon process", () => {
+  it("fork --json prints every event and ends with a result per child", async () => {
+    const result = await runCli([
+      "fork",
+      ...natsArgs(),
+      "--from",
+      TURN,
+      "--directive",
+      "Summarise the codec.",
+      "--directive",
+      "List the tests.",
+      "--json",
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = ndjson(result.stdout);
+    expect(lines.every((line) => line.kind === "event" || line.kind === "result")).toBe(true);
+    const results = lines.slice(-2);
+    expect(results.map((line) => [line.kind, line.child, line.status])).toEqual([
+      ["result", 1, "completed"],
+      ["result", 2, "completed"],
+    ]);
+    expect(String(results[0]!.notification)).toMatch(
+      /^<task-notification>[\s\S]*<status>completed<\/status>/,
+    );
+    finishedRunIds = results.map((line) => String(line.run_id));
+    for (const [i, runId] of finishedRunIds.entries()) {
+      const events = lines.filter((line) => line.kind === "event" && line.run_id === runId);
+      expect(events.every((event) => event.child === i + 1)).toBe(true);
+      expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+      expect(events.at(-1)!.type).toBe("completed");
+      expect(events[0]).toMatchObject({ type: "accepted", daemon_id: DAEMON_ID });
+    }
+    finishedEvents = lines.filter((line) => line.kind === "event" && line.run_id === finishedRunIds[0]);
+  });
+
+  it("ps --json lists the daemon and the runs", async () => {
+    const result = await runCli(["ps", "--json", ...natsArgs()]);
+    expect(result.code, result.stderr).toBe(0);
+    const registry = JSON.parse(result.stdout) as {
+      daemons: { daemon_id: string; state: string; capacity: number }[];
+      runs: { run_id: string; status: string; daemon_id: string; usage?: { cost_usd: number } }[];
+    };
+    expect(registry.daemons).toContainEqual(
+      expect.objectContaining({ daemon_id: DAEMON_ID, state: "running" }),
+    );
+    for (const runId of finishedRunIds) {
+      expect(registry.runs).toContainEqual(
+        expect.objectContaining({ run_id: runId, status: "completed", daemon_id: DAEMON_ID }),
+      );
+    }
+  });
+
+  it("ps prints aligned tables", async () => {
+    const result = await runCli(["ps", ...natsArgs()]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^DAEMONS \(1\)\n {2}ID\s+HOST\s+LOAD\s+STATE\s+VERSION\s+HEARTBEAT\n {2}cli-e2e-1\s/,
+    );
+    expect(result.stdout).toMatch(
+      /^RUNS \(\d+\)\n {2}RUN ID\s+STATUS\s+ATTEMPT\s+DAEMON\s+LABEL\s+AGE\s+TOKENS\s+COST$/m,
+    );
+    for (const runId of finishedRunIds)
+      expect(result.stdout).toMatch(new RegExp(`^  ${runId}\\s+completed\\s+1\\s+${DAEMON_ID}\\s`, "m"));
+  });
+
+  it("watch RUN_ID --json replays a finished run completely and exits", async () => {
+    const result = await runCli(["watch", finishedRunIds[0]!, "--json", ...natsArgs()]);
+    expect(result.code, result.stderr).toBe(0);
+    const events = ndjson(result.stdout);
+    const { child: _, ...first } = finishedEvents[0]!;
+    expect(events[0]).toEqual(first);
+    expect(events.map((event) => [event.seq, event.type])).toEqual(
+      finishedEvents.map((event) => [event.seq, event.type]),
+    );
+  });
+
+  it("watch RUN_ID prints one line per event when not on a terminal", async () => {
+    const result = await runCli(["watch", finishedRunIds[1]!, ...natsArgs()]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(
+      new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} ${finishedRunIds[1]} #1 accepted by ${DAEMON_ID} `),
+    );
+    expect(lines.at(-1)).toMatch(/ completed 1 turn, 0 tool uses, /);
+  });
+
+  it("watch and abort say so when the run does not exist: exit 4", async () => {
+    for (const command of ["watch", "abort"]) {
+      const result = await runCli([command, "no-such-run", ...natsArgs()]);
+      expect(result.code).toBe(4);
+      expect(result.stderr.trim()).toBe(
+        `forkd ${command}: no run no-such-run in the registry or the event log`,
+      );
+    }
+  });
+
+  it("abort ends a running run as killed", async () => {
+    const fork = spawnCli([
+      "fork",
+      ...natsArgs(),
+      "--from",
+      TURN,
+      "--directive",
+      "Write a long essay.\n@sim tps 5\n@sim text 1000",
+      "--json",
+    ]);
+    started.push(fork);
+    const delta = JSON.parse(await fork.waitForLine((line) => line.includes('"type":"llm.delta"'))) as {
+      run_id: string;
+    };
+    const abort = await runCli(["abort", delta.run_id, "--reason", "changed my mind", ...natsArgs()]);
+    expect(abort.code, abort.stderr).toBe(0);
+    expect(abort.stdout).toContain(`abort sent to run ${delta.run_id} (running): changed my mind`);
+    expect(abort.stdout).toMatch(
+      new RegExp(`run ${delta.run_id} ended after \\d+(ms|\\.\\ds): killed: changed my mind`),
+    );
+    const { code } = await fork.exited;
+    expect(code).toBe(1);
+    const last = ndjson(fork.stdout()).at(-1)!;
+    expect(last).toMatchObject({ kind: "result", run_id: delta.run_id, status: "killed" });
+    const again = await runCli(["abort", delta.run_id, ...natsArgs()]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/had already ended: aborted changed my mind/);
+  });
+
+  it("fork --no-wait prints the run ids once published; the runs complete without it", async () => {
+    const result = await runCli([
+      "fork",
+      ...natsArgs(),
+      "--from",
+      TURN,
+      "--directive",
+      "One.",
+      "--directive",
+      "Two.",
+      "--label",
+      "nowait",
+      "--no-wait",
+      "--json",
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const launched = ndjson(result.stdout);
+    expect(launched.map((line) => [line.kind, line.child, line.label])).toEqual([
+      ["launched", 1, "nowait 1"],
+      ["launched", 2, "nowait 2"],
+    ]);
+    for (const line of launched) {
+      const watch = await runCli(["watch", String(line.run_id), "--json", ...natsArgs()]);
+      expect(watch.code, watch.stderr).toBe(0);
+      expect(ndjson(watch.stdout).at(-1)).toMatchObject({ type: "completed" });
+    }
+  });
+
+  it("watch (all runs) replays every run and stops on Ctrl-C with exit 0", async () => {
+    const watch = spawnCli(["watch", "--json", ...natsArgs()]);
+    started.push(watch);
+    for (const runId of finishedRunIds) {
+      await watch.waitForLine(
+        (line) => line.includes(`"run_id":"${runId}"`) && line.includes('"type":"completed"'),
+      );
+    }
+    expect(await watch.stop("SIGINT")).toEqual({ code: 0, signal: null });
+    const events = ndjson(watch.stdout());
+    expect(events.every((event) => event.kind === "event")).toBe(true);
+    const first = events.filter((event) => event.run_id === finishedRunIds[0]);
+    expect(first.map((event) => event.seq)).toEqual(finishedEvents.map((event) => event.seq));
+  });
+
+  it("a fork with --max-turns 0 and a label shows up in ps as that label", async () => {
+    const result = await runCli([
+      "fork",
+      ...natsArgs(),
+      "--from",
+      TURN,
+      "--directive",
+      "Nothing.",
+      "--label",
+      "zero",
+      "--max-turns",
+      "0",
+      "--json",
+    ]);
+    const last = ndjson(result.stdout).at(-1)!;
+    expect(last).toMatchObject({ kind: "result", label: "zero" });
+    const ps = JSON.parse((await runCli(["ps", "--json", ...natsArgs()])).stdout) as {
+      runs: { run_id: string; label?: string }[];
+    };
+    expect(ps.runs.find((run) => run.run_id === last.run_id)?.label).toBe("zero");
+  });
+});

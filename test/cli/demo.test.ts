@@ -1,0 +1,105 @@
+// `forkd demo` end to end, not on a terminal: it starts its own nats-server (the binary), the
+// simulator and three daemons, and prints a bill whose numbers add up and show the cache at work.
+import { existsSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { cleanEnv, runCli } from "./support.js";
+
+interface BillRow {
+  name: string;
+  input: number;
+  cacheWrite: number;
+  cacheRead: number;
+  output: number;
+  cost: number;
+}
+
+const ROW = /^(.+?)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+\$(\d+\.\d{4})\b/;
+const int = (text: string) => Number(text.replaceAll(",", ""));
+
+function billRows(stdout: string): Map<string, BillRow> {
+  const rows = new Map<string, BillRow>();
+  for (const line of stdout.split("\n")) {
+    const match = ROW.exec(line);
+    if (match === null) continue;
+    const [, name, input, cacheWrite, cacheRead, output, cost] = match;
+    const key = /^child \d+/.exec(name!)?.[0] ?? name!.replace(/ \(.*$/, "");
+    rows.set(key, {
+      name: name!,
+      input: int(input!),
+      cacheWrite: int(cacheWrite!),
+      cacheRead: int(cacheRead!),
+      output: int(output!),
+      cost: Number(cost),
+    });
+  }
+  return rows;
+}
+
+describe("forkd demo", () => {
+  it("forks five children from the 48k turn and prints a consistent bill, then cleans up", async () => {
+    const startedAt = Date.now();
+    // No NATS_URL, and --start-nats so that a server someone runs on localhost:4222 is not used.
+    const result = await runCli(["demo", "--start-nats"], { env: cleanEnv(), timeoutMs: 60_000 });
+    const elapsed = Date.now() - startedAt;
+    expect(result.stderr).not.toMatch(/forkd demo:/);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^NATS: nats:\/\/127\.0\.0\.1:\d+ — nats-server started by the demo in a temp dir/m,
+    );
+
+    const rows = billRows(result.stdout);
+    const children = [1, 2, 3, 4, 5].map((i) => rows.get(`child ${i}`)!);
+    expect(children.every(Boolean), result.stdout).toBe(true);
+    const parent = rows.get("parent turn")!;
+    const forked = rows.get("forked total")!;
+    const unforked = rows.get("without forking")!;
+    expect(parent.cacheWrite).toBeGreaterThan(40_000); // the parent's turn wrote the 48k prefix
+
+    // The total is the sum of the children (the cost up to the rounding of the shown digits).
+    for (const column of ["input", "cacheWrite", "cacheRead", "output"] as const) {
+      expect(forked[column]).toBe(children.reduce((sum, child) => sum + child[column], 0));
+    }
+    const costSum = children.reduce((sum, child) => sum + child.cost, 0);
+    expect(Math.abs(forked.cost - costSum)).toBeLessThanOrEqual(0.0001 * children.length);
+
+    // Child 1 reads the parent's prefix and writes the shared part; 2..5 read both.
+    expect(children[0]!.cacheRead).toBeGreaterThan(40_000);
+    for (const child of children.slice(1)) {
+      expect(child.cacheRead).toBeGreaterThan(children[0]!.cacheRead);
+      expect(child.cacheWrite).toBe(0);
+    }
+    // Without forking every input token is paid in full.
+    expect(unforked.cacheRead).toBe(0);
+    expect(unforked.input).toBeGreaterThan(forked.cacheRead);
+    expect(unforked.output).toBe(forked.output);
+    expect(forked.cost).toBeLessThan(unforked.cost);
+    const saving = /^saving: \$(\d+\.\d{4}) \((\d+\.\d)%\)/m.exec(result.stdout);
+    expect(saving).not.toBeNull();
+    expect(Number(saving![1])).toBeCloseTo(unforked.cost - forked.cost, 3);
+
+    // Everything it started is gone.
+    const dirs = [...result.stdout.matchAll(/(\/[\w./-]*forkd-(?:demo|nats-server)-\w+)/g)].map((m) => m[1]!);
+    expect(dirs.length).toBeGreaterThanOrEqual(2);
+    for (const dir of dirs) expect(existsSync(dir), dir).toBe(false);
+    expect(elapsed).toBeLessThan(30_000);
+  });
+
+  it("prints the bill as JSON with --json", async () => {
+    const result = await runCli(
+      ["demo", "--start-nats", "--json", "--children", "2", "--daemons", "1", "--ttft", "0", "--tps", "0"],
+      { env: cleanEnv(), timeoutMs: 60_000 },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const bill = JSON.parse(result.stdout) as {
+      children: { status: string; cache_read_tokens: number; daemon_id: string }[];
+      forked: { cost_usd: number };
+      unforked: { cost_usd: number; children: unknown[] };
+      saving_usd: number;
+    };
+    expect(bill.children.map((child) => child.status)).toEqual(["completed", "completed"]);
+    expect(bill.children.map((child) => child.daemon_id)).toEqual(["demo-1", "demo-1"]);
+    expect(bill.children[1]!.cache_read_tokens).toBeGreaterThan(bill.children[0]!.cache_read_tokens);
+    expect(bill.unforked.children).toHaveLength(2);
+    expect(bill.saving_usd).toBeCloseTo(bill.unforked.cost_usd - bill.forked.cost_usd, 6);
+  });
+});

@@ -1,0 +1,156 @@
+// Runs the built `forkd` (packages/cli/dist/bin.js) as a real process, with a clean environment, and
+// kills it with the test: `setpriv --pdeathsig SIGKILL` where available, and `stop()` in afterAll.
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** The built CLI. */
+export const FORKD_BIN = fileURLToPath(new URL("../../packages/cli/dist/bin.js", import.meta.url));
+
+// The kernel kills the CLI when the vitest worker that started it dies, even without exit handlers.
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((path) => existsSync(path));
+
+/** Throws a clear message when the CLI has not been built. */
+export function assertBuilt(): void {
+  if (!existsSync(FORKD_BIN)) {
+    throw new Error(
+      `${FORKD_BIN} is missing: run \`pnpm --filter @forkd/cli build\` (or \`pnpm build\`) first`,
+    );
+  }
+}
+
+/** A minimal environment: nothing of the developer's NATS_URL, ANTHROPIC_* or FORKD_* leaks in. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: `${process.env.PATH ?? "/usr/bin:/bin"}:/usr/sbin`,
+    HOME: process.env.HOME ?? "/tmp",
+    ...extra,
+  };
+}
+
+/** One running `forkd` process. */
+export interface CliProcess {
+  readonly child: ChildProcess;
+  /** Everything written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Complete stdout lines so far. */
+  lines(): string[];
+  /** Resolves with the first line of stdout (or stderr) written already or later that matches. */
+  waitForLine(
+    match: (line: string) => boolean,
+    options?: { timeoutMs?: number; stream?: "stdout" | "stderr" },
+  ): Promise<string>;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` (if still running) and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `forkd args…`. */
+export function spawnCli(
+  args: readonly string[],
+  options: { env?: Record<string, string> } = {},
+): CliProcess {
+  assertBuilt();
+  const command = SETPRIV
+    ? [SETPRIV, "--pdeathsig", "SIGKILL", "--", process.execPath, FORKD_BIN, ...args]
+    : [process.execPath, FORKD_BIN, ...args];
+  const child = spawn(command[0]!, command.slice(1), {
+    env: options.env ?? cleanEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  const waiters = new Set<() => void>();
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    out += chunk;
+    for (const waiter of waiters) waiter();
+  });
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    err += chunk;
+    for (const waiter of waiters) waiter();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => {
+      for (const waiter of waiters) waiter();
+      resolve({ code, signal });
+    }),
+  );
+  const lines = (text = out) => text.split("\n").slice(0, -1);
+  const running = () => child.exitCode === null && child.signalCode === null;
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    lines: () => lines(),
+    exited,
+    waitForLine(match, { timeoutMs = 20_000, stream = "stdout" } = {}) {
+      return new Promise<string>((resolve, reject) => {
+        const check = () => {
+          const found = lines(stream === "stdout" ? out : err).find(match);
+          if (found !== undefined) {
+            done();
+            resolve(found);
+          } else if (!running()) {
+            done();
+            reject(
+              new Error(
+                `forkd ${args.join(" ")} exited before the line came.\nstdout:\n${out}\nstderr:\n${err}`,
+              ),
+            );
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(
+            new Error(
+              `no matching line within ${timeoutMs} ms from forkd ${args.join(" ")}.\nstdout:\n${out}\nstderr:\n${err}`,
+            ),
+          );
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    async stop(signal = "SIGKILL") {
+      if (running()) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** The result of a finished `forkd` run. */
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `forkd args…` to its end (killed after `timeoutMs`). */
+export async function runCli(
+  args: readonly string[],
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const cli = spawnCli(args, options.env === undefined ? {} : { env: options.env });
+  const timer = setTimeout(() => cli.child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+  try {
+    const { code, signal } = await cli.exited;
+    return { code, signal, stdout: cli.stdout(), stderr: cli.stderr() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Parses NDJSON output, one object per non-empty line. */
+export function ndjson(text: string): Record<string, unknown>[] {
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
