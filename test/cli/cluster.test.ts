@@ -18,6 +18,15 @@ let daemon: CliProcess;
 const started: CliProcess[] = [];
 
 const natsArgs = () => ["--nats", nats().url];
+/** `forkd fork` from the 4k turn with these directives (and more flags). */
+const forkArgs = (directives: string[], ...flags: string[]) => [
+  "fork",
+  ...natsArgs(),
+  "--from",
+  TURN,
+  ...directives.flatMap((directive) => ["--directive", directive]),
+  ...flags,
+];
 
 beforeAll(async () => {
   sim = await startSim({ port: 0 });
@@ -62,17 +71,7 @@ let finishedEvents: Record<string, unknown>[] = [];
 
 describe("forkd fork, ps, watch and abort against a daemon process", () => {
   it("fork --json prints every event and ends with a result per child", async () => {
-    const result = await runCli([
-      "fork",
-      ...natsArgs(),
-      "--from",
-      TURN,
-      "--directive",
-      "Summarise the codec.",
-      "--directive",
-      "List the tests.",
-      "--json",
-    ]);
+    const result = await runCli(forkArgs(["Summarise the codec.", "List the tests."], "--json"));
     expect(result.code, result.stderr).toBe(0);
     const lines = ndjson(result.stdout);
     expect(lines.every((line) => line.kind === "event" || line.kind === "result")).toBe(true);
@@ -157,15 +156,7 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
   });
 
   it("abort ends a running run as killed", async () => {
-    const fork = spawnCli([
-      "fork",
-      ...natsArgs(),
-      "--from",
-      TURN,
-      "--directive",
-      "Write a long essay.\n@sim tps 5\n@sim text 1000",
-      "--json",
-    ]);
+    const fork = spawnCli(forkArgs(["Write a long essay.\n@sim tps 5\n@sim text 1000"], "--json"));
     started.push(fork);
     const delta = JSON.parse(await fork.waitForLine((line) => line.includes('"type":"llm.delta"'))) as {
       run_id: string;
@@ -186,20 +177,7 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
   });
 
   it("fork --no-wait prints the run ids once published; the runs complete without it", async () => {
-    const result = await runCli([
-      "fork",
-      ...natsArgs(),
-      "--from",
-      TURN,
-      "--directive",
-      "One.",
-      "--directive",
-      "Two.",
-      "--label",
-      "nowait",
-      "--no-wait",
-      "--json",
-    ]);
+    const result = await runCli(forkArgs(["One.", "Two."], "--label", "nowait", "--no-wait", "--json"));
     expect(result.code, result.stderr).toBe(0);
     const launched = ndjson(result.stdout);
     expect(launched.map((line) => [line.kind, line.child, line.label])).toEqual([
@@ -228,20 +206,20 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     expect(first.map((event) => event.seq)).toEqual(finishedEvents.map((event) => event.seq));
   });
 
+  it("fork without --directive forks the children the reply's tool calls ask for, and prints their results", async () => {
+    const result = await runCli(forkArgs([]));
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
+      /^forking 2 children from .*parent-turn-4k\.json \(~[\d,]+ tokens, claude-sonnet-4-5\)/,
+    );
+    expect(result.stdout).toMatch(/ child 1 #1 accepted by cli-e2e-1 /);
+    expect(result.stdout).toMatch(/^child 1 {2}slice 1 {2}completed {2}run [\w-]+$/m);
+    expect(result.stdout).toMatch(/^child 2 {2}slice 2 {2}completed {2}run [\w-]+$/m);
+    expect(result.stdout).toMatch(/^2 of 2 children completed; [\d,]+ tokens, \$\d+\.\d{4}$/m);
+  });
+
   it("a fork with --max-turns 0 and a label shows up in ps as that label", async () => {
-    const result = await runCli([
-      "fork",
-      ...natsArgs(),
-      "--from",
-      TURN,
-      "--directive",
-      "Nothing.",
-      "--label",
-      "zero",
-      "--max-turns",
-      "0",
-      "--json",
-    ]);
+    const result = await runCli(forkArgs(["Nothing."], "--label", "zero", "--max-turns", "0", "--json"));
     const last = ndjson(result.stdout).at(-1)!;
     expect(last).toMatchObject({ kind: "result", label: "zero" });
     const ps = JSON.parse((await runCli(["ps", "--json", ...natsArgs()])).stdout) as {
