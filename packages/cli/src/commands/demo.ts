@@ -2,7 +2,7 @@
 // turn, five children forked warm-first and shown live, the same children without forking, and the
 // bill. Everything it starts is stopped and removed at the end, on error and on Ctrl-C.
 import { createWriteStream } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdir, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline/promises";
@@ -126,6 +126,7 @@ interface DemoStack {
   /** The subject prefix of the demo's streams and buckets. */
   prefix: string;
   forks: NatsForkSubagent;
+  /** The temp dir holding each daemon's workspace. */
   workspace: string;
   daemonIds: string[];
   /** An LLM client with this API key (the simulator's cache is scoped by key). */
@@ -170,6 +171,7 @@ async function startStack(
       ? new AnthropicLlmClient({ retry: { maxRetries: 2 } })
       : new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } });
 
+  // One temp dir; each daemon works in a folder of its own in it, as if on a host of its own.
   const workspace = await mkdtemp(join(tmpdir(), "forkd-demo-"));
   cleanup.tempDir(workspace);
   const logStream = values.log === undefined ? undefined : createWriteStream(values.log, { flags: "a" });
@@ -179,13 +181,15 @@ async function startStack(
   const daemonIds = Array.from({ length: settings.daemons }, (_, i) => `demo-${i + 1}`);
   await Promise.all(
     daemonIds.map(async (daemonId) => {
+      const daemonWorkspace = join(workspace, daemonId);
+      await mkdir(daemonWorkspace);
       const config = loadDaemonConfig({
         env: {},
         overrides: {
           daemonId,
           nats: { servers: [nats.url] },
           prefix,
-          workspace,
+          workspace: daemonWorkspace,
           concurrency: 2,
           heartbeatMs: 1000,
           // The children answer from the conversation; no shell on this machine for a real model.
@@ -312,7 +316,7 @@ function describeStack(stack: DemoStack, settings: DemoSettings, env: NodeJS.Pro
     stack.sim === undefined
       ? `model provider: the Anthropic API${env.ANTHROPIC_BASE_URL ? ` at ${env.ANTHROPIC_BASE_URL}` : ""} (real tokens, real money)`
       : `model provider: simulator at ${stack.sim.url} (first token after ${settings.ttftMs} ms, ${settings.tokensPerSecond} tokens/s)`,
-    `daemons: ${stack.daemonIds.join(", ")} (in this process; workspace ${stack.workspace})`,
+    `daemons: ${stack.daemonIds.join(", ")} (in this process; workspaces in ${stack.workspace})`,
   ];
 }
 
