@@ -82,8 +82,6 @@ export interface FollowOptions {
   mode: ProgressMode;
   out: OutputStream;
   style: Style;
-  /** Lines drawn above the children in the live view. */
-  header?: () => string[];
   /** Stops following (the children go on running). */
   signal: AbortSignal;
 }
@@ -114,7 +112,7 @@ export async function followChildren(
       cells[0] = colourStatus(options.style, cells[0]!);
       return [`child ${child.index}`, child.label, ...cells];
     });
-    return [...(options.header?.() ?? []), ...renderTable(rows)];
+    return renderTable(rows);
   };
   // Elapsed times move even when no event arrives.
   const ticker = live === undefined ? undefined : setInterval(() => live.update(render), 250);

@@ -142,27 +142,32 @@ async function startStack(
   note: (line: string) => void,
 ): Promise<DemoStack> {
   const env = context.io.env;
-  // NATS and the simulator start side by side.
-  const simStarted: Promise<Sim | undefined> = settings.real
-    ? Promise.resolve(undefined)
-    : import("@forkd/sim").then(({ startSim }) =>
-        startSim({
-          port: 0,
-          latency: { ttftMs: settings.ttftMs, tokensPerSecond: settings.tokensPerSecond },
-        }),
-      );
-  simStarted.then(
-    (sim) => sim !== undefined && cleanup.defer("the simulator", () => sim.close()),
-    () => undefined,
-  );
-  const nats = await findNats({
-    url: values["start-nats"] ? undefined : (values.nats ?? env.NATS_URL),
-    forceStart: values["start-nats"] === true,
-    signal: context.interruption.signal,
-    note,
-  });
-  cleanup.defer("the NATS server", () => nats.stop());
-  const sim = await simStarted;
+  // NATS and the simulator start side by side; whichever started is stopped even if the other failed.
+  const [natsStarted, simStarted] = await Promise.allSettled([
+    findNats({
+      url: values["start-nats"] ? undefined : (values.nats ?? env.NATS_URL),
+      forceStart: values["start-nats"] === true,
+      signal: context.interruption.signal,
+      note,
+    }),
+    settings.real
+      ? Promise.resolve(undefined)
+      : import("@forkd/sim").then(({ startSim }) =>
+          startSim({
+            port: 0,
+            latency: { ttftMs: settings.ttftMs, tokensPerSecond: settings.tokensPerSecond },
+          }),
+        ),
+  ]);
+  if (natsStarted.status === "fulfilled") cleanup.defer("the NATS server", () => natsStarted.value.stop());
+  if (simStarted.status === "fulfilled" && simStarted.value !== undefined) {
+    const started = simStarted.value;
+    cleanup.defer("the simulator", () => started.close());
+  }
+  if (natsStarted.status === "rejected") throw natsStarted.reason;
+  if (simStarted.status === "rejected") throw simStarted.reason;
+  const nats = natsStarted.value;
+  const sim = simStarted.value;
   // On a server the demo did not start, its streams and buckets get a prefix of their own, so that
   // no other daemon there picks up its specs; they are deleted at the end.
   const prefix = nats.own ? "agent" : `forkd_demo_${process.pid}_${Date.now().toString(36)}`;
@@ -177,6 +182,24 @@ async function startStack(
   const logStream = values.log === undefined ? undefined : createWriteStream(values.log, { flags: "a" });
   if (logStream !== undefined) {
     cleanup.defer("the log file", () => new Promise<void>((resolve) => logStream.end(() => resolve())));
+  }
+  const nc = await connectTarget(natsTarget({ nats: [nats.url], prefix }, {}), { name: "forkd-demo" });
+  cleanup.defer("the NATS connection", () => nc.close());
+  const forks = await openSubagent(nc, prefix);
+  cleanup.defer("the fork client", () => forks.close());
+  if (!nats.own) {
+    // Registered before the daemons, so it runs after they have stopped.
+    cleanup.defer("the demo's streams", async () => {
+      const subjects = forkSubjects(prefix);
+      const streams = [
+        subjects.streams.specs,
+        subjects.streams.events,
+        `KV_${subjects.buckets.runs}`,
+        `KV_${subjects.buckets.daemons}`,
+        `OBJ_${subjects.buckets.prefixes}`,
+      ];
+      for (const stream of streams) await forks.resources.jsm.streams.delete(stream).catch(() => false);
+    });
   }
   const daemonIds = Array.from({ length: settings.daemons }, (_, i) => `demo-${i + 1}`);
   await Promise.all(
@@ -209,23 +232,6 @@ async function startStack(
     }),
   );
 
-  const nc = await connectTarget(natsTarget({ nats: [nats.url], prefix }, {}), { name: "forkd-demo" });
-  cleanup.defer("the NATS connection", () => nc.close());
-  const forks = await openSubagent(nc, prefix);
-  cleanup.defer("the fork client", () => forks.close());
-  if (!nats.own) {
-    cleanup.defer("the demo's streams", async () => {
-      const subjects = forkSubjects(prefix);
-      const streams = [
-        subjects.streams.specs,
-        subjects.streams.events,
-        `KV_${subjects.buckets.runs}`,
-        `KV_${subjects.buckets.daemons}`,
-        `OBJ_${subjects.buckets.prefixes}`,
-      ];
-      for (const stream of streams) await forks.resources.jsm.streams.delete(stream).catch(() => false);
-    });
-  }
   return { nats, sim, prefix, forks, workspace, daemonIds, llm };
 }
 

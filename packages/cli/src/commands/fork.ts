@@ -1,6 +1,7 @@
 // `forkd fork --from FILE --directive …`: one child per directive from a stored parent turn,
 // launched warm-first, followed to their ends (or, with --no-wait, only until their specs are out).
 import { hostname } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import type { NatsForkSubagent } from "@forkd/client";
 import type { ForkParams } from "@forkd/core";
 import { totalTokensOf } from "@forkd/core";
@@ -40,18 +41,6 @@ const OPTIONS = {
   json: { type: "boolean" },
 } as const;
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
 // A handle publishes its spec in the background (siblings only after the first child's response has
 // begun); the queued registry entry is written as the spec is published, so its presence says the
 // spec is on its way and a drain of the connection delivers it.
@@ -59,7 +48,7 @@ async function waitUntilRegistered(forks: NatsForkSubagent, runIds: string[], si
   const pending = new Set(runIds);
   while (pending.size > 0 && !signal.aborted) {
     for (const runId of [...pending]) if ((await forks.state(runId)) !== null) pending.delete(runId);
-    if (pending.size > 0) await sleep(100, signal);
+    if (pending.size > 0) await delay(100, undefined, { signal }).catch(() => undefined);
   }
 }
 
@@ -95,6 +84,37 @@ function printResult(result: ChildResult, context: CommandContext): void {
         : `${outcome.error.code}: ${outcome.error.message}`;
   for (const line of body.split("\n")) writeLine(out, `  ${line}`);
   writeLine(out);
+}
+
+/** The `--json` line of a finished child. */
+function resultJson(result: ChildResult) {
+  return {
+    kind: "result",
+    child: result.child.index,
+    run_id: result.child.handle.runId,
+    label: result.child.label,
+    status: result.outcome.status,
+    outcome: result.outcome,
+    notification: notificationOf(result),
+  };
+}
+
+/** Each child's result, then the total. */
+function printSummary(results: readonly ChildResult[], childCount: number, context: CommandContext): void {
+  const out = context.io.stdout;
+  writeLine(out);
+  for (const result of results) printResult(result, context);
+  const completed = results.filter((result) => result.outcome.status === "completed").length;
+  const cost = results.reduce<number | null>((sum, result) => {
+    const usd = usageOf(result.outcome).cost_usd;
+    return sum === null || usd === null ? null : sum + usd;
+  }, 0);
+  const tokens = results.reduce((sum, result) => sum + totalTokensOf(usageOf(result.outcome)), 0);
+  const children = childCount === 1 ? "child" : "children";
+  writeLine(
+    out,
+    `${completed} of ${childCount} ${children} completed; ${formatInteger(tokens)} tokens, ${formatUsd(cost)}`,
+  );
 }
 
 /** Forks and follows. */
@@ -168,8 +188,8 @@ export async function run(args: string[], context: CommandContext): Promise<numb
         signal,
       );
       if (signal.aborted) return 130;
-      if (json) {
-        for (const child of children) {
+      for (const child of children) {
+        if (json)
           writeLine(
             out,
             JSON.stringify({
@@ -179,10 +199,8 @@ export async function run(args: string[], context: CommandContext): Promise<numb
               label: child.label,
             }),
           );
-        }
-      } else {
-        writeLine(out, "published; follow with `forkd watch <run id>`, list with `forkd ps`");
       }
+      if (!json) writeLine(out, "published; follow with `forkd watch <run id>`, list with `forkd ps`");
       await forks.close();
       await nc.drain();
       return 0;
@@ -200,35 +218,8 @@ export async function run(args: string[], context: CommandContext): Promise<numb
         `interrupted: sent an abort to ${unfinished.length} unfinished ${unfinished.length === 1 ? "child" : "children"}`,
       );
     }
-    if (json) {
-      for (const result of results) {
-        writeLine(
-          out,
-          JSON.stringify({
-            kind: "result",
-            child: result.child.index,
-            run_id: result.child.handle.runId,
-            label: result.child.label,
-            status: result.outcome.status,
-            outcome: result.outcome,
-            notification: notificationOf(result),
-          }),
-        );
-      }
-    } else {
-      writeLine(out);
-      for (const result of results) printResult(result, context);
-      const completed = results.filter((result) => result.outcome.status === "completed").length;
-      const cost = results.reduce<number | null>((sum, result) => {
-        const usd = usageOf(result.outcome).cost_usd;
-        return sum === null || usd === null ? null : sum + usd;
-      }, 0);
-      const tokens = results.reduce((sum, result) => sum + totalTokensOf(usageOf(result.outcome)), 0);
-      writeLine(
-        out,
-        `${completed} of ${children.length} ${children.length === 1 ? "child" : "children"} completed; ${formatInteger(tokens)} tokens, ${formatUsd(cost)}`,
-      );
-    }
+    if (json) for (const result of results) writeLine(out, JSON.stringify(resultJson(result)));
+    else printSummary(results, children.length, context);
     await forks.close();
     if (unfinished.length > 0) return 130;
     return results.every((result) => result.outcome.status === "completed") ? 0 : 1;

@@ -2,7 +2,7 @@
 // (`<prefix>.fork.*.events`), from the start of the stream or --since, grouped by run, until Ctrl-C.
 // One run: its log from seq 1 until its terminal event.
 import { type ForkResources, getRunState, lastLoggedEvent, readEventLog } from "@forkd/client";
-import { decodeEventLenient, type ForkEvent, isValidRunId } from "@forkd/protocol";
+import { decodeEventLenient, type ForkEvent, isTerminalEvent, isValidRunId } from "@forkd/protocol";
 import { DeliverPolicy, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import type { CommandContext } from "../context.js";
 import { CliError, UsageError } from "../errors.js";
@@ -74,7 +74,7 @@ async function watchOne(
       if (mode === "json") writeLine(out, JSON.stringify({ kind: "event", ...event }));
       else if (mode === "plain") writeLine(out, eventLine(event, runId));
       else live!.update(render);
-      if (event.type === "completed" || event.type === "failed" || event.type === "aborted") terminal = event;
+      if (isTerminalEvent(event)) terminal = event;
     }
   } catch (error) {
     if (!signal.aborted) throw error;
