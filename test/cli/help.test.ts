@@ -1,7 +1,7 @@
 // `forkd --help`, every command's --help, and the one-line errors with their exit codes: no NATS
 // needed (the NATS failures point at a port nothing listens on).
 import { beforeAll, describe, expect, it } from "vitest";
-import { assertBuilt, runCli } from "./support.js";
+import { assertBuilt, cleanEnv, runCli } from "./support.js";
 
 const NOBODY = "nats://127.0.0.1:1";
 const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo"];
@@ -77,6 +77,16 @@ describe.concurrent("errors", () => {
     expect(result.code).toBe(3);
     expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
     expect(result.stderr).toMatch(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:1/);
+  });
+
+  it("forkd demo with no way to get NATS exits 3 and says how to install nats-server", async () => {
+    const env = cleanEnv({ NATS_SERVER_BIN: "/nonexistent/nats-server", FORKD_TEST_NATS: "binary" });
+    const result = await runCli(["demo", "--start-nats"], { env });
+    expect(result.code).toBe(3);
+    expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(result.stderr).toMatch(
+      /^forkd demo: no NATS server for the demo: nats-server not found: .*apt-get install -y nats-server/,
+    );
   });
 
   it("--verbose adds the stack trace", async () => {

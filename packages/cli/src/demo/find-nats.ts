@@ -84,8 +84,18 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
     if (problem.jetstream)
       options.note("localhost:4222 answers but has no JetStream; starting a nats-server of my own");
   }
-  // Loaded only here: it brings testcontainers along.
-  const { startNatsServer, INSTALL_HINT } = await import("@forkd/testing");
+  const { startNatsServer, INSTALL_HINT, locateNatsServer } = await import("@forkd/testing");
+  let location: ReturnType<typeof locateNatsServer>;
+  try {
+    location = locateNatsServer();
+  } catch (error) {
+    // Its message says where it looked and how to install nats-server.
+    const tried = options.forceStart ? "" : "NATS_URL is not set and nothing answers on localhost:4222; ";
+    throw new NatsUnavailableError(`no NATS server for the demo: ${tried}${(error as Error).message}`, {
+      servers: [],
+      cause: error,
+    });
+  }
   try {
     const server = await startNatsServer({ name: "forkd-demo", signal: options.signal });
     const how =
@@ -94,15 +104,12 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
         : "nats-server started by the demo in a container (testcontainers)";
     return { url: server.url, how, own: true, stop: () => server.stop() };
   } catch (error) {
-    if ((error as { code?: string }).code === "nats_server_unavailable") {
-      throw new NatsUnavailableError(
-        "no NATS server: NATS_URL is not set, nothing answers on localhost:4222, no nats-server binary on PATH or in /usr/sbin, and no Docker engine",
-        { servers: [], cause: error, hint: INSTALL_HINT },
-      );
-    }
-    throw new NatsUnavailableError(`could not start nats-server: ${(error as Error).message}`, {
+    if (options.signal.aborted) throw error;
+    const where = location.kind === "binary" ? location.path : "a container";
+    throw new NatsUnavailableError(`could not start nats-server (${where}): ${(error as Error).message}`, {
       servers: [],
       cause: error,
+      hint: INSTALL_HINT,
     });
   }
 }
