@@ -176,6 +176,22 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     expect(again.stdout).toMatch(/had already ended: aborted changed my mind/);
   });
 
+  it("Ctrl-C on fork aborts its unfinished children and exits 130", async () => {
+    const fork = spawnCli(forkArgs(["Slow.\n@sim tps 5\n@sim text 1000"], "--json"));
+    started.push(fork);
+    const delta = JSON.parse(await fork.waitForLine((line) => line.includes('"type":"llm.delta"'))) as {
+      run_id: string;
+    };
+    expect(await fork.stop("SIGINT")).toEqual({ code: 130, signal: null });
+    expect(fork.stderr()).toContain("interrupted: sent an abort to 1 unfinished child");
+    const watch = await runCli(["watch", delta.run_id, "--json", ...natsArgs()]);
+    expect(watch.code).toBe(1);
+    expect(ndjson(watch.stdout).at(-1)).toMatchObject({
+      type: "aborted",
+      reason: "forkd fork was interrupted",
+    });
+  });
+
   it("fork --no-wait prints the run ids once published; the runs complete without it", async () => {
     const result = await runCli(forkArgs(["One.", "Two."], "--label", "nowait", "--no-wait", "--json"));
     expect(result.code, result.stderr).toBe(0);

@@ -2,7 +2,7 @@
 // simulator and three daemons, and prints a bill whose numbers add up and show the cache at work.
 import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, runCli } from "./support.js";
+import { cleanEnv, runCli, spawnCli } from "./support.js";
 
 interface BillRow {
   name: string;
@@ -82,6 +82,20 @@ describe("forkd demo", () => {
     expect(dirs.length).toBeGreaterThanOrEqual(2);
     for (const dir of dirs) expect(existsSync(dir), dir).toBe(false);
     expect(elapsed).toBeLessThan(30_000);
+  });
+
+  it("stops everything it started on Ctrl-C and exits 130", async () => {
+    const demo = spawnCli(["demo", "--start-nats", "--tps", "20"], { env: cleanEnv() });
+    try {
+      await demo.waitForLine((line) => line.startsWith("forking 5 children"));
+      expect(await demo.stop("SIGINT")).toEqual({ code: 130, signal: null });
+    } finally {
+      await demo.stop("SIGKILL");
+    }
+    expect(demo.stderr()).toContain("interrupted: stopping everything the demo started");
+    const dirs = [...demo.stdout().matchAll(/(\/[\w./-]*forkd-(?:demo|nats-server)-\w+)/g)].map((m) => m[1]!);
+    expect(dirs.length).toBeGreaterThanOrEqual(2);
+    for (const dir of dirs) expect(existsSync(dir), dir).toBe(false);
   });
 
   it("prints the bill as JSON with --json", async () => {
