@@ -188,11 +188,17 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
 
   #fork(params: ForkParams, releaseAfter: Promise<void>): ForkHandle {
     const runId = params.runId ?? uuidv7();
-    const { prefixSource, upload } = this.#prefixSource(params.prefix);
-    const spec = this.#specOf(params, runId, prefixSource);
-    const bytes = forkSpecCodec.encode(spec); // throws for invalid params, before anything is sent
+    // Everything but the prefix is checked before fork() returns (a bad param throws here); the
+    // prefix (already validated by createForkPrefix) is encoded and hashed in the background, so
+    // fork() returns at once even for the first fork of a 300k-token parent.
+    const withoutPrefix = this.#specOf(params, runId, { kind: "none" });
+    forkSpecCodec.encode(withoutPrefix);
     if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
     const launch = (async () => {
+      await Promise.resolve();
+      const { prefixSource, upload } = this.#prefixSource(params.prefix);
+      const spec = { ...withoutPrefix, prefix: prefixSource };
+      const bytes = forkSpecCodec.encode(spec);
       await Promise.all([upload, releaseAfter]);
       const registered = this.#registerQueued(spec);
       const h = natsHeaders();
