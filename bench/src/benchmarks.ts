@@ -1,0 +1,21 @@
+// Every benchmark, in the order.
+import { costBenchmark } from "./b1-cost.js";
+import { dispatchBenchmark } from "./b2-dispatch.js";
+import { fanOutBenchmark } from "./b3-fanout.js";
+import { bytesBenchmark } from "./b4-bytes.js";
+import { abortBenchmark } from "./b5-abort.js";
+import { throughputBenchmark } from "./b6-throughput.js";
+import { failoverBenchmark } from "./b7-failover.js";
+import { memoryBenchmark } from "./b8-memory.js";
+import type { Benchmark } from "./types.js";
+
+export const benchmarks: readonly Benchmark[] = [
+  costBenchmark,
+  dispatchBenchmark,
+  fanOutBenchmark,
+  bytesBenchmark,
+  abortBenchmark,
+  throughputBenchmark,
+  failoverBenchmark,
+  memoryBenchmark,
+];

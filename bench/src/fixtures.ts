@@ -1,0 +1,49 @@
+// The parent turns the benchmarks fork from, and the request the parent itself sent.
+import { createForkPrefix } from "@forkd/core";
+import type { ForkPrefix } from "@forkd/protocol";
+import { type FixtureName, loadFixture } from "@forkd/testing";
+
+/** A recorded parent turn as a fork prefix. */
+export interface ParentTurn {
+  name: FixtureName;
+  prefix: ForkPrefix;
+  /** The parent's own last request, as it sent it (it wrote the cache at its breakpoints). */
+  request: Record<string, unknown>;
+  /** Size of the prefix as JSON. @unit bytes */
+  prefixJsonBytes: number;
+}
+
+const loaded = new Map<FixtureName, Promise<ParentTurn>>();
+
+/** Loads a fixture once per process (every caller gets the same prefix object). */
+export function parentTurn(name: FixtureName): Promise<ParentTurn> {
+  let turn = loaded.get(name);
+  if (!turn) {
+    turn = loadFixture(name).then((fixture) => {
+      const prefix = createForkPrefix(fixture.request, fixture.response);
+      return {
+        name,
+        prefix,
+        request: fixture.request as Record<string, unknown>,
+        prefixJsonBytes: Buffer.byteLength(JSON.stringify(prefix)),
+      };
+    });
+    loaded.set(name, turn);
+  }
+  return turn;
+}
+
+/**
+ * A directive no other request of the run contains, so a simulator request can be matched to its fork.
+ * The tag leads the first line: `@sim` script lines that follow stay intact.
+ */
+export function taggedDirective(tag: string, text: string): string {
+  return `[bench:${tag}] ${text}`;
+}
+
+/** The tag of {@link taggedDirective} in a request body (searched near its end, where the directive is). */
+export function tagOf(body: string): string | undefined {
+  const tail = body.length > 4096 ? body.slice(-4096) : body;
+  const matches = [...tail.matchAll(/\[bench:([A-Za-z0-9_-]+)\]/g)];
+  return matches.at(-1)?.[1];
+}
