@@ -27,11 +27,16 @@ export async function updateRunState(
   resources: ForkResources,
   runId: string,
   mutate: (current: RunState | null) => RunStateMutation,
-  options: { maxAttempts?: number } = {},
+  options: {
+    maxAttempts?: number;
+    /** The entry as the caller just read it (null: absent), to save the first read. */
+    known?: RunStateEntry | null;
+  } = {},
 ): Promise<RunStateEntry | null> {
   const maxAttempts = options.maxAttempts ?? 20;
   for (let attempt = 1; ; attempt++) {
-    const current = await getRunState(resources, runId);
+    const current =
+      attempt === 1 && options.known !== undefined ? options.known : await getRunState(resources, runId);
     const next = mutate(current?.state ?? null);
     if (next === "unchanged") return current;
     const bytes = runStateCodec.encode(next);

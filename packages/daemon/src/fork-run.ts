@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import {
   assertMayFork,
   buildForkedRequest,
+  type CacheKey,
   computeCacheKey,
   type LlmClient,
   outcomeToTerminalEvent,
@@ -97,7 +98,7 @@ export async function executeForkRun(
       maxTokens: overrides.max_tokens ?? prefix.params.max_tokens ?? config.defaultMaxTokens,
       ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
     });
-    const parentKey = cacheShared ? computeCacheKey(prefix.params) : null;
+    const parentKey = cacheShared ? cacheKeyOf(prefix) : null;
     const childKey =
       parentKey !== null && overrides.model !== undefined
         ? computeCacheKey({ ...prefix.params, model: overrides.model })
@@ -171,6 +172,18 @@ export async function executeForkRun(
       ?.dispose()
       .catch((error) => options.logger.warn({ err: error }, "worktree cleanup failed"));
   }
+}
+
+// Siblings share one prefix object (the daemon's prefix cache hands out the same one), so the cache
+// key of a 48k-token parent is computed once, not once per child.
+const cacheKeys = new WeakMap<ForkPrefix, CacheKey>();
+function cacheKeyOf(prefix: ForkPrefix): CacheKey {
+  let key = cacheKeys.get(prefix);
+  if (!key) {
+    key = computeCacheKey(prefix.params);
+    cacheKeys.set(prefix, key);
+  }
+  return key;
 }
 
 function observeLlmMessage(

@@ -207,34 +207,41 @@ export class RunExecutor {
     }
 
     // 2. Claim. An ended run is not run again; an aborted one ends `aborted` without running.
-    const registered = await getRunState(resources, runId);
+    const [registered, last] = await Promise.all([
+      getRunState(resources, runId),
+      lastLoggedEvent(resources, runId),
+    ]);
     if (registered && TERMINAL_STATUSES.has(registered.state.status)) {
       await message.ackAck().catch(() => false);
       return;
     }
-    const last = await lastLoggedEvent(resources, runId);
     if (last && isTerminalEvent(last.event)) {
       await recordTerminal(resources, runId, last.event, last.event.attempt);
       await message.ackAck().catch(() => false);
       return;
     }
     const now = Date.now();
-    const claimed = await updateRunState(resources, runId, (current) => ({
-      ...(current ?? {
-        v: PROTOCOL_VERSION,
-        run_id: runId,
-        created_at: spec.created_at,
-        last_seq: 0,
-        parent_agent_id: spec.parent.agent_id,
-        ...(spec.label !== undefined ? { label: spec.label } : {}),
+    const claimed = await updateRunState(
+      resources,
+      runId,
+      (current) => ({
+        ...(current ?? {
+          v: PROTOCOL_VERSION,
+          run_id: runId,
+          created_at: spec.created_at,
+          last_seq: 0,
+          parent_agent_id: spec.parent.agent_id,
+          ...(spec.label !== undefined ? { label: spec.label } : {}),
+        }),
+        status: "running",
+        attempt: (current?.attempt ?? 0) + 1,
+        daemon_id: config.daemonId,
+        updated_at: now,
+        heartbeat_at: now,
+        started_at: current?.started_at ?? now,
       }),
-      status: "running",
-      attempt: (current?.attempt ?? 0) + 1,
-      daemon_id: config.daemonId,
-      updated_at: now,
-      heartbeat_at: now,
-      started_at: current?.started_at ?? now,
-    }));
+      { known: registered },
+    );
     const attempt = claimed!.state.attempt;
     const position: EventLogPosition = { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 };
     const publisher = new RunEventPublisher({
@@ -266,13 +273,15 @@ export class RunExecutor {
     };
     let usage: UsageTotals = emptyUsageTotals();
     try {
-      await publish({
+      // Not awaited: the request is built meanwhile, and the turn loop's durability barrier waits
+      // for it (and for `started`) before the first model call.
+      publish({
         type: "accepted",
         daemon_id: config.daemonId,
         queue_wait_ms: queueWaitMs,
         delivery,
         resumed,
-      });
+      }).catch((error: unknown) => hooks.onPublishError(error));
       const abortFlag = claimed!.state.abort;
       if (abortFlag) {
         await this.#end(
