@@ -76,6 +76,8 @@ export async function* readEventLog(
     }
     const stop = () => messages.stop();
     signal?.addEventListener("abort", stop, { once: true });
+    // An abort while the consumer was being created fired before the listener existed.
+    if (signal?.aborted) stop();
     try {
       for await (const message of messages) {
         nextStreamSeq = message.info.streamSequence + 1;
