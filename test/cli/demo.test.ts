@@ -87,8 +87,12 @@ describe("forkd demo", () => {
   it("stops everything it started on Ctrl-C and exits 130", async () => {
     const demo = spawnCli(["demo", "--start-nats", "--tps", "20"], { env: cleanEnv() });
     try {
+      // Right after the launch: the children's event readers are still being set up.
       await demo.waitForLine((line) => line.startsWith("forking 5 children"));
+      const interruptedAt = Date.now();
       expect(await demo.stop("SIGINT")).toEqual({ code: 130, signal: null });
+      // Not after the children have run to their ends (at 20 tokens/s, well over ten seconds).
+      expect(Date.now() - interruptedAt).toBeLessThan(5_000);
     } finally {
       await demo.stop("SIGKILL");
     }
