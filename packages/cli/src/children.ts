@@ -1,9 +1,8 @@
 // Follows the children of one fan-out to their ends and shows their progress: a live line per child on
 // a terminal, one line per event otherwise, or NDJSON. Shared by `forkd fork` and `forkd demo`.
 
-import type { FanOutChild } from "@forkd/client";
+import type { FanOutChild, NatsForkHandle } from "@forkd/client";
 import {
-  type ForkHandle,
   type ForkOutcome,
   forkOutcomeFromTerminalEvent,
   renderTaskNotification,
@@ -28,7 +27,7 @@ export interface Child {
   index: number;
   label: string;
   forkCall: ForkCall | undefined;
-  handle: ForkHandle;
+  handle: NatsForkHandle;
 }
 
 /** How a child ended, and everything it published. */

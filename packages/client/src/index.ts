@@ -10,7 +10,7 @@ export type {
   NatsForkSubagentOptions,
   PermissionHandler,
 } from "./nats-fork-subagent.js";
-export { NatsForkSubagent } from "./nats-fork-subagent.js";
+export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
 export type { StoredPrefixRef } from "./prefix-store.js";
 export {
   downloadPrefix,

@@ -129,7 +129,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   }
 
   /** Starts one child; returns its handle at once (the spec is published in the background). */
-  fork(params: ForkParams): ForkHandle {
+  fork(params: ForkParams): NatsForkHandle {
     return this.#fork(params, Promise.resolve());
   }
 
@@ -141,7 +141,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     base: Omit<ForkParams, "directive" | "forkCall" | "label" | "runId">,
     children: FanOutChild[],
     options: FanOutOptions = {},
-  ): ForkHandle[] {
+  ): NatsForkHandle[] {
     if (children.length === 0) return [];
     const warmFirst = options.warmFirst ?? true;
     const paramsOf = (child: FanOutChild): ForkParams => ({ ...base, ...child }) as ForkParams;
@@ -153,7 +153,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   }
 
   /** A handle on an existing run (a parent that restarted, an observer). */
-  attach(runId: string): ForkHandle {
+  attach(runId: string): NatsForkHandle {
     return new NatsForkHandle(this.resources, runId, Promise.resolve(), this.#logger);
   }
 
@@ -186,7 +186,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     }
   }
 
-  #fork(params: ForkParams, releaseAfter: Promise<void>): ForkHandle {
+  #fork(params: ForkParams, releaseAfter: Promise<void>): NatsForkHandle {
     const runId = params.runId ?? uuidv7();
     // Everything but the prefix is checked before fork() returns (a bad param throws here); the
     // prefix (already validated by createForkPrefix) is encoded and hashed in the background, so
@@ -311,8 +311,8 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   }
 }
 
-/** A run on the cluster, seen from the parent. */
-class NatsForkHandle implements ForkHandle {
+/** A run on the cluster, seen from the parent: a {@link ForkHandle} that also says when its spec is out. */
+export class NatsForkHandle implements ForkHandle {
   readonly runId: string;
   readonly #resources: ForkResources;
   readonly #launch: Promise<void>;
@@ -320,12 +320,21 @@ class NatsForkHandle implements ForkHandle {
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
 
+  /** @internal Made by {@link NatsForkSubagent}. */
   constructor(resources: ForkResources, runId: string, launch: Promise<void>, logger: ClientLogger) {
     this.#resources = resources;
     this.runId = runId;
     this.#launch = launch;
     this.#logger = logger;
     launch.catch((error) => logger.warn({ err: error, runId }, "fork launch failed"));
+  }
+
+  /**
+   * Resolves once the spec is stored in JetStream (after a warm-first sibling's release, and the
+   * prefix upload); rejects when it could not be published. For a handle from {@link NatsForkSubagent.attach}, at once.
+   */
+  published(): Promise<void> {
+    return this.#launch;
   }
 
   events(options: { signal?: AbortSignal } = {}): AsyncIterable<ForkEvent> {

@@ -1,8 +1,6 @@
 // `forkd fork --from FILE --directive …`: one child per directive from a stored parent turn,
 // launched warm-first, followed to their ends (or, with --no-wait, only until their specs are out).
 import { hostname } from "node:os";
-import { setTimeout as delay } from "node:timers/promises";
-import type { NatsForkSubagent } from "@forkd/client";
 import type { ForkParams } from "@forkd/core";
 import { totalTokensOf } from "@forkd/core";
 import {
@@ -40,17 +38,6 @@ const OPTIONS = {
   "no-wait": { type: "boolean" },
   json: { type: "boolean" },
 } as const;
-
-// A handle publishes its spec in the background (siblings only after the first child's response has
-// begun); the queued registry entry is written as the spec is published, so its presence says the
-// spec is on its way and a drain of the connection delivers it.
-async function waitUntilRegistered(forks: NatsForkSubagent, runIds: string[], signal: AbortSignal) {
-  const pending = new Set(runIds);
-  while (pending.size > 0 && !signal.aborted) {
-    for (const runId of [...pending]) if ((await forks.state(runId)) !== null) pending.delete(runId);
-    if (pending.size > 0) await delay(100, undefined, { signal }).catch(() => undefined);
-  }
-}
 
 function printResult(result: ChildResult, context: CommandContext): void {
   const out = context.io.stdout;
@@ -182,11 +169,11 @@ export async function run(args: string[], context: CommandContext): Promise<numb
           "waiting for the first child's response to begin before publishing its siblings (warm-first)…",
         );
       }
-      await waitUntilRegistered(
-        forks,
-        children.map((child) => child.handle.runId),
-        signal,
-      );
+      // Warm-first publishes the siblings in the background: wait until every spec is stored.
+      await Promise.race([
+        Promise.all(children.map((child) => child.handle.published())),
+        new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true })),
+      ]);
       if (signal.aborted) return 130;
       for (const child of children) {
         if (json)
