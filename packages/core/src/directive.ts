@@ -11,8 +11,10 @@ export const FORK_BOILERPLATE_TAG = "fork-boilerplate";
 /** Version of the boilerplate this library writes (the `v` attribute). */
 export const FORK_BOILERPLATE_VERSION = 1;
 
+// ASCII on purpose: one character above U+00FF makes V8 hold the whole request body (hundreds of KB
+// for a large parent) as a two-byte string, doubling the daemon's memory per run in flight.
 /** The placeholder `tool_result` every child sees for every `tool_use` of the parent's reply. */
-export const FORK_PLACEHOLDER_RESULT = "Fork started — processing in background";
+export const FORK_PLACEHOLDER_RESULT = "Fork started - processing in background";
 
 /** The report format a fork's final message follows (parsed by `parseForkReport`). */
 export const FORK_REPORT_FORMAT = [

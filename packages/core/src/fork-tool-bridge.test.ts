@@ -83,7 +83,7 @@ describe("ForkToolBridge", () => {
     for (const result of answer.toolResults) {
       expect(result.is_error).toBeUndefined();
       expect(String(result.content)).toMatch(
-        /^Fork started — processing in background \(task-id: [0-9a-f-]{36}\)/,
+        /^Fork started - processing in background \(task-id: [0-9a-f-]{36}\)/,
       );
     }
     expect(t.bridge.running).toBe(3);

@@ -382,6 +382,44 @@ describe("runTurnLoop", () => {
     expect(always.llm.calls).toBe(3);
   });
 
+  it("waits for stored events before a tool runs and before a model call built on tool results, not before the first call", async () => {
+    const order: string[] = [];
+    const t = setup(
+      [
+        (request) => {
+          order.push(`model(${request.messages.length})`);
+          return toolReply([{ id: "t1", name: "Echo", input: { n: 1 } }]);
+        },
+        (request) => {
+          order.push(`model(${request.messages.length})`);
+          return textReply("Scope: x\nResult: done");
+        },
+      ],
+      {
+        durable: async () => {
+          order.push(`durable(${types(t.events).at(-1)})`);
+        },
+      },
+    );
+    const dispatcher = t.options.dispatcher;
+    t.options.dispatcher = {
+      isSafeToRepeat: (call) => dispatcher.isSafeToRepeat(call),
+      execute: (call, context) => {
+        order.push(`tool(${call.name})`);
+        return dispatcher.execute(call, context);
+      },
+    };
+    const base = t.forked.request.messages.length;
+    expect(await t.run()).toMatchObject({ status: "completed" });
+    expect(order).toEqual([
+      `model(${base})`,
+      "durable(tool.call)",
+      "tool(Echo)",
+      "durable(tool.result)",
+      `model(${base + 2})`,
+    ]);
+  });
+
   it("batches streamed text into few llm.delta events", async () => {
     const t = setup([
       (_request, options) => {

@@ -95,9 +95,10 @@ export interface TurnLoopOptions {
   /** Receives every event body in order; the caller stamps and publishes them (see `EventSequencer`). */
   emit?: (event: ForkEventBody) => void;
   /**
-   * Resolves once every event emitted so far is stored. Awaited before each model call and before a
-   * tool runs, so that after a crash the log always shows a started tool call (the ledger then knows
-   * it may have run) and every result the next turn was built on.
+   * Resolves once every event emitted so far is stored. Awaited before a tool runs, and before a
+   * model call that builds on tool results not yet stored, so that after a crash the log always shows
+   * a started tool call (the ledger then knows it may have run) and every result the next turn was
+   * built on.
    */
   durable?: () => Promise<void>;
   /** Observes every message appended to the conversation. */
@@ -213,7 +214,15 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     usage: usage.totals,
     durationMs: Math.max(0, clock.now() - startedAt),
   });
-  const tools = new ToolRunner(options, emit, signal, clock, logger, messages);
+  // Tool results emitted since the last durability barrier: the next model call builds on them, so
+  // they must be stored first. Before a run's first call nothing can be lost (no tool has run), and
+  // the barrier's round trip would only delay the request.
+  let resultsSinceBarrier = false;
+  const emitFromTools: Emit = (event) => {
+    if (event.type === "tool.result" || event.type === "tool.denied") resultsSinceBarrier = true;
+    emit(event);
+  };
+  const tools = new ToolRunner(options, emitFromTools, signal, clock, logger, messages);
 
   try {
     if (resume === undefined) {
@@ -235,7 +244,10 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         // A stream cut after output began is not replayed by the client (it would bill the input
         // twice without telling anyone); the loop sends the turn again as a new, visible llm.request.
         for (let interruptions = 0; ; interruptions++) {
-          if (options.durable !== undefined) await raceAbort(options.durable(), signal);
+          if (options.durable !== undefined && resultsSinceBarrier) {
+            await raceAbort(options.durable(), signal);
+            resultsSinceBarrier = false;
+          }
           emit({ type: "llm.request", turn, model: request.model, message_count: request.messages.length });
           const batcher = new LlmDeltaBatcher(turn, emit, options.deltaBatch);
           let call: Promise<unknown> = Promise.resolve();
