@@ -138,6 +138,34 @@ describe("a daemon killed with SIGKILL in the middle of a run", () => {
   });
 });
 
+describe("a daemon paused past ack_wait (a long GC, a frozen VM, a partition)", () => {
+  it("is fenced when it wakes: it publishes nothing more, and the run completes once, on the new claim", async () => {
+    const sleeper = await daemon("sleeper-1");
+    const handle = forks.fork({
+      prefix,
+      parent: { agent_id: "parent-fence" },
+      directive: "Write slowly.\n@sim tps 20\n@sim text 80",
+    });
+    for await (const event of handle.events()) if (event.type === "llm.delta") break;
+    sleeper.child.kill("SIGSTOP");
+    try {
+      await daemon("waker-2");
+      // The spec is redelivered after ack_wait and claimed again.
+      for await (const event of handle.events()) if (event.type === "accepted" && event.attempt === 2) break;
+    } finally {
+      sleeper.child.kill("SIGCONT");
+    }
+    // Awake again, the first daemon tries to go on publishing its stream: the fence stops it.
+    await sleeper.waitForLog((line) => line.msg === "claim lost to another attempt: publishing nothing more");
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    const events = await contiguousLog(handle.runId);
+    const takeover = events.findIndex((event) => event.type === "accepted" && event.attempt === 2);
+    expect(events.slice(takeover).every((event) => event.attempt === 2)).toBe(true);
+    expect(events.filter((event) => event.type === "completed")).toHaveLength(1);
+  });
+});
+
 describe("a spec whose daemons keep dying", () => {
   it("ends its run as failed once max_deliver is exhausted, visibly", async () => {
     // A prefix of its own, so that its consumer is created with max_deliver 2.

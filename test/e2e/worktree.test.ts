@@ -1,0 +1,93 @@
+// A fork that asks for isolation runs in a git worktree of its own: its writes land on a branch of
+// the run, committed, and its result says which commit, while the daemon's checkout is untouched.
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NatsForkSubagent, readStoredEvents } from "@forkd/client";
+import { createForkPrefix } from "@forkd/core";
+import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
+import { AnthropicLlmClient } from "@forkd/llm";
+import { type Sim, startSim } from "@forkd/sim";
+import { loadFixture, type NatsServerHandle, startNatsServer } from "@forkd/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+let server: NatsServerHandle;
+let sim: Sim;
+let nc: NatsConnection;
+let forks: NatsForkSubagent;
+let repo: string;
+let daemon: RunningDaemon;
+
+const git = (...args: string[]) => execFileSync("git", ["-C", repo, ...args], { encoding: "utf8" }).trim();
+
+beforeAll(async () => {
+  repo = await mkdtemp(join(tmpdir(), "forkd-worktree-repo-"));
+  git("init", "-q", "-b", "main");
+  await writeFile(join(repo, "README.md"), "the parent's checkout\n");
+  git("add", "README.md");
+  git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "initial");
+  server = await startNatsServer();
+  sim = await startSim();
+  nc = await connect({ servers: server.url });
+  forks = await NatsForkSubagent.create(nc);
+  const config = loadDaemonConfig({
+    env: {},
+    overrides: {
+      daemonId: "wt-a",
+      nats: { servers: [server.url] },
+      workspace: repo,
+      tools: { bash: "full" },
+    },
+  });
+  daemon = await startDaemon(config, {
+    logger: createDaemonLogger({ level: "silent", format: "json", daemonId: "wt-a" }),
+    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-worktree", retry: { maxRetries: 0 } }),
+  });
+});
+
+afterAll(async () => {
+  await daemon?.stop({ graceMs: 0 });
+  await forks?.close();
+  await nc?.close();
+  await sim?.close();
+  await server?.stop();
+  await rm(repo, { recursive: true, force: true });
+});
+
+describe("worktree isolation", () => {
+  it("commits the child's changes on its own branch and reports the commit", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive:
+        'Leave a note.\n@sim tool Write {"file_path":"notes.txt","content":"written by the fork\\n"}',
+      parent: { agent_id: "parent-worktree" },
+      isolation: { worktree: true },
+    });
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("completed");
+    if (outcome.status !== "completed") return;
+    const commit = outcome.result.commit;
+    expect(commit).toMatchObject({ branch: `forkd/${handle.runId}`, files_changed: ["notes.txt"] });
+    // The commit is on the run's branch; the daemon's own checkout did not change.
+    expect(git("rev-parse", commit!.branch)).toBe(commit!.sha);
+    expect(git("show", `${commit!.sha}:notes.txt`)).toBe("written by the fork");
+    expect(existsSync(join(repo, "notes.txt"))).toBe(false);
+    expect(git("status", "--porcelain")).toBe("");
+    // The child was told where it works: its directive block carries the worktree notice.
+    const events = (await readStoredEvents(forks.resources, handle.runId)).map((logged) => logged.event);
+    expect(events.find((event) => event.type === "tool.result")).toMatchObject({
+      name: "Write",
+      is_error: false,
+    });
+    const request = JSON.parse(String(sim.requests().at(-2)!.body)) as {
+      messages: { content: { text?: string }[] }[];
+    };
+    const directive = request.messages.at(-1)!.content.at(-1)!.text!;
+    expect(directive).toContain(repo);
+    expect(directive).toMatch(/worktree/i);
+  });
+});
