@@ -28,7 +28,6 @@ export type { BuiltinToolDispatcherOptions, BuiltinToolName } from "./tools/disp
 export {
   BUILTIN_TOOL_NAMES,
   createBuiltinToolDispatcher,
-  DEFAULT_FORK_TOOL_NAMES,
   recursionRefusal,
 } from "./tools/dispatcher.js";
 export type {

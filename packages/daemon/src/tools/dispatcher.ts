@@ -1,7 +1,13 @@
 // The daemon's built-in tools behind the core ToolDispatcher contract: Read, Glob, Grep, Bash, Write
 // and Edit, confined to one workspace; the fork tool refused (the recursion guard); anything else
 // handed to a fallback dispatcher (the daemon's NATS tool-host router).
-import type { ToolCall, ToolDispatcher, ToolExecutionContext, ToolOutcome } from "@forkd/core";
+import {
+  DEFAULT_FORK_TOOL_NAMES,
+  type ToolCall,
+  type ToolDispatcher,
+  type ToolExecutionContext,
+  type ToolOutcome,
+} from "@forkd/core";
 import type { z } from "zod";
 import type { DaemonLogger } from "../logger.js";
 import { type BashPolicy, bashTool, isReadOnlyCommand } from "./bash.js";
@@ -24,9 +30,6 @@ import { editTool, writeTool } from "./write.js";
 /** Names of the built-in tools. */
 export const BUILTIN_TOOL_NAMES = ["Read", "Glob", "Grep", "Bash", "Write", "Edit"] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
-
-/** The tool names a fork may not call: the fork tool itself (Claude Code's `Agent`, formerly `Task`). */
-export const DEFAULT_FORK_TOOL_NAMES: readonly string[] = ["Agent", "Task"];
 
 /** Options of {@link createBuiltinToolDispatcher}. */
 export interface BuiltinToolDispatcherOptions {
