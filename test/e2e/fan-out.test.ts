@@ -1,26 +1,19 @@
 // Five forks of the 48k fixture across three daemons, launched warm-first: the provider (the
 // simulator, over real HTTP) sees children that are byte-identical up to their directive blocks
 // and identical to the parent over its whole prefix, and the cache serves them as designed.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { NatsForkSubagent } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
-import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
-import { type RequestLogEntry, type Sim, startSim } from "@forkd/sim";
-import { loadFixture, type NatsServerHandle, type ParentTurnFixture, startNatsServer } from "@forkd/testing";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RequestLogEntry } from "@forkd/sim";
+import { loadFixture } from "@forkd/testing";
+import { describe, expect, it } from "vitest";
+import { useForkdStack } from "../harness/forkd.js";
 
-const API_KEY = "sk-forkd-e2e";
-let server: NatsServerHandle;
-let sim: Sim;
-let nc: NatsConnection;
-let forks: NatsForkSubagent;
-let workspace: string;
-let fixture: ParentTurnFixture;
-const daemons: RunningDaemon[] = [];
+// A time to first token opens the window in which a cache entry is written but not yet readable.
+const stack = useForkdStack({
+  daemons: ["fan-a", "fan-b", "fan-c"],
+  sim: { latency: { ttftMs: 150 } },
+  daemonConfig: { concurrency: 2 },
+});
 
 type Body = { system: unknown; tools: unknown; messages: { role: string; content: unknown }[] };
 
@@ -42,43 +35,14 @@ function stripCacheControl(value: unknown): unknown {
   return JSON.parse(JSON.stringify(value), (key, inner) => (key === "cache_control" ? undefined : inner));
 }
 
-beforeAll(async () => {
-  workspace = await mkdtemp(join(tmpdir(), "forkd-fanout-"));
-  fixture = await loadFixture("48k");
-  server = await startNatsServer();
-  // A time to first token opens the window in which a cache entry is written but not yet readable.
-  sim = await startSim({ latency: { ttftMs: 150 } });
-  nc = await connect({ servers: server.url });
-  forks = await NatsForkSubagent.create(nc);
-  for (const id of ["fan-a", "fan-b", "fan-c"]) {
-    const config = loadDaemonConfig({
-      env: {},
-      overrides: { daemonId: id, nats: { servers: [server.url] }, workspace, concurrency: 2 },
-    });
-    daemons.push(
-      await startDaemon(config, {
-        logger: createDaemonLogger({ level: "silent", format: "json", daemonId: id }),
-        llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: API_KEY, retry: { maxRetries: 0 } }),
-      }),
-    );
-  }
-});
-
-afterAll(async () => {
-  for (const daemon of daemons) await daemon.stop({ graceMs: 0 }).catch(() => undefined);
-  await forks?.close();
-  await nc?.close();
-  await sim?.close();
-  await server?.stop();
-  await rm(workspace, { recursive: true, force: true });
-});
-
 describe("warm-first fan-out of the 48k fixture", () => {
   it("shares the parent's cache and the siblings' delta across three daemons", async () => {
+    const { forks, sim, apiKey } = stack();
+    const fixture = await loadFixture("48k");
     // The parent's own turn: it writes the cache at its breakpoints, as it did in reality.
     const parentClient = new AnthropicLlmClient({
       baseURL: sim.url,
-      apiKey: API_KEY,
+      apiKey,
       retry: { maxRetries: 0 },
     });
     const { stream: _stream, ...parentRequest } = fixture.request as Record<string, unknown>;

@@ -1,50 +1,15 @@
 // What parents and observers see across the cluster: a late observer replays a finished run
 // completely, the 300k-token fixture (over NATS's 1 MB max_payload) forks through the object
 // store, and a tool that exists only where the parent runs is served to the remote fork over NATS.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { NatsForkSubagent, readStoredEvents, serveTools } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
-import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
-import { AnthropicLlmClient } from "@forkd/llm";
 import { type ForkEvent, forkSpecCodec } from "@forkd/protocol";
-import { type Sim, startSim } from "@forkd/sim";
-import { loadFixture, type NatsServerHandle, startNatsServer } from "@forkd/testing";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadFixture } from "@forkd/testing";
+import { connect } from "@nats-io/transport-node";
+import { describe, expect, it } from "vitest";
+import { useForkdStack } from "../harness/forkd.js";
 
-let server: NatsServerHandle;
-let sim: Sim;
-let nc: NatsConnection;
-let forks: NatsForkSubagent;
-let workspace: string;
-let daemon: RunningDaemon;
-
-beforeAll(async () => {
-  workspace = await mkdtemp(join(tmpdir(), "forkd-observers-"));
-  server = await startNatsServer();
-  sim = await startSim();
-  nc = await connect({ servers: server.url });
-  forks = await NatsForkSubagent.create(nc);
-  const config = loadDaemonConfig({
-    env: {},
-    overrides: { daemonId: "obs-a", nats: { servers: [server.url] }, workspace },
-  });
-  daemon = await startDaemon(config, {
-    logger: createDaemonLogger({ level: "silent", format: "json", daemonId: "obs-a" }),
-    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-observers", retry: { maxRetries: 0 } }),
-  });
-});
-
-afterAll(async () => {
-  await daemon?.stop({ graceMs: 0 });
-  await forks?.close();
-  await nc?.close();
-  await sim?.close();
-  await server?.stop();
-  await rm(workspace, { recursive: true, force: true });
-});
+const stack = useForkdStack({ daemons: ["obs-a"] });
 
 async function collect(events: AsyncIterable<ForkEvent>): Promise<ForkEvent[]> {
   const all: ForkEvent[] = [];
@@ -54,6 +19,7 @@ async function collect(events: AsyncIterable<ForkEvent>): Promise<ForkEvent[]> {
 
 describe("observers", () => {
   it("a late observer on another connection replays a finished run completely", async () => {
+    const { forks, server } = stack();
     const fixture = await loadFixture("4k");
     const handle = forks.fork({
       prefix: createForkPrefix(fixture.request, fixture.response),
@@ -79,6 +45,7 @@ describe("observers", () => {
 
 describe("prefixes through the object store", () => {
   it("forks the 300k-token fixture, whose prefix is larger than max_payload", async () => {
+    const { forks, nc, sim } = stack();
     const fixture = await loadFixture("300k");
     const prefix = createForkPrefix(fixture.request, fixture.response);
     const maxPayload = nc.info!.max_payload;
@@ -118,6 +85,7 @@ describe("prefixes through the object store", () => {
 
 describe("tool hosts", () => {
   it("a remote fork calls a tool that only the parent serves", async () => {
+    const { forks, nc } = stack();
     const calls: unknown[] = [];
     const host = serveTools(nc, {
       hostId: "parent-host-1",

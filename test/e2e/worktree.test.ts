@@ -2,64 +2,33 @@
 // the run, committed, and its result says which commit, while the daemon's checkout is untouched.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { NatsForkSubagent, readStoredEvents } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
-import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
-import { AnthropicLlmClient } from "@forkd/llm";
-import { type Sim, startSim } from "@forkd/sim";
-import { loadFixture, type NatsServerHandle, startNatsServer } from "@forkd/testing";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadFixture } from "@forkd/testing";
+import { describe, expect, it } from "vitest";
+import { useForkdStack } from "../harness/forkd.js";
 
-let server: NatsServerHandle;
-let sim: Sim;
-let nc: NatsConnection;
-let forks: NatsForkSubagent;
 let repo: string;
-let daemon: RunningDaemon;
-
 const git = (...args: string[]) => execFileSync("git", ["-C", repo, ...args], { encoding: "utf8" }).trim();
 
-beforeAll(async () => {
-  repo = await mkdtemp(join(tmpdir(), "forkd-worktree-repo-"));
-  git("init", "-q", "-b", "main");
-  await writeFile(join(repo, "README.md"), "the parent's checkout\n");
-  git("add", "README.md");
-  git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "initial");
-  server = await startNatsServer();
-  sim = await startSim();
-  nc = await connect({ servers: server.url });
-  forks = await NatsForkSubagent.create(nc);
-  const config = loadDaemonConfig({
-    env: {},
-    overrides: {
-      daemonId: "wt-a",
-      nats: { servers: [server.url] },
-      workspace: repo,
-      tools: { bash: "full" },
-    },
-  });
-  daemon = await startDaemon(config, {
-    logger: createDaemonLogger({ level: "silent", format: "json", daemonId: "wt-a" }),
-    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-worktree", retry: { maxRetries: 0 } }),
-  });
-});
-
-afterAll(async () => {
-  await daemon?.stop({ graceMs: 0 });
-  await forks?.close();
-  await nc?.close();
-  await sim?.close();
-  await server?.stop();
-  await rm(repo, { recursive: true, force: true });
+const stack = useForkdStack({
+  daemons: ["wt-a"],
+  daemonConfig: { tools: { bash: "full" } },
+  prepareWorkspace: async (workspace) => {
+    repo = workspace;
+    git("init", "-q", "-b", "main");
+    await writeFile(join(repo, "README.md"), "the parent's checkout\n");
+    git("add", "README.md");
+    git("-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "initial");
+  },
 });
 
 describe("worktree isolation", () => {
   it("commits the child's changes on its own branch and reports the commit", async () => {
     const fixture = await loadFixture("4k");
+    const { forks, sim } = stack();
     const handle = forks.fork({
       prefix: createForkPrefix(fixture.request, fixture.response),
       directive:
