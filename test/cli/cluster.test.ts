@@ -4,7 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Sim, startSim } from "@forkd/sim";
-import { fixturePath } from "@forkd/testing";
+import { fixturePath, waitFor } from "@forkd/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useNatsServer } from "../harness/nats.js";
 import { type CliProcess, cleanEnv, ndjson, runCli, spawnCli } from "./support.js";
@@ -95,12 +95,20 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
   });
 
   it("ps --json lists the daemon and the runs", async () => {
-    const result = await runCli(["ps", "--json", ...natsArgs()]);
-    expect(result.code, result.stderr).toBe(0);
-    const registry = JSON.parse(result.stdout) as {
+    type Registry = {
       daemons: { daemon_id: string; state: string; capacity: number }[];
       runs: { run_id: string; status: string; daemon_id: string; usage?: { cost_usd: number } }[];
     };
+    // The registry records a run's end just after its terminal event: ask again until it shows.
+    const registry = await waitFor(async () => {
+      const result = await runCli(["ps", "--json", ...natsArgs()]);
+      expect(result.code, result.stderr).toBe(0);
+      const read = JSON.parse(result.stdout) as Registry;
+      const ended = finishedRunIds.every((runId) =>
+        read.runs.some((run) => run.run_id === runId && run.status === "completed"),
+      );
+      return ended ? read : undefined;
+    });
     expect(registry.daemons).toContainEqual(
       expect.objectContaining({ daemon_id: DAEMON_ID, state: "running" }),
     );

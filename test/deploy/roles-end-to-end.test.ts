@@ -13,7 +13,7 @@ import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon }
 import { AnthropicLlmClient } from "@forkd/llm";
 import type { ForkEvent } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
-import { loadFixture, type NatsServerHandle, startNatsServer } from "@forkd/testing";
+import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { passwordEnv, type Role, readRepoFile, TEST_PASSWORDS } from "./support.js";
@@ -121,7 +121,7 @@ describe("forkd under deploy/nats/accounts.conf", () => {
     expect(events.find((event) => event.type === "permission.resolved")).toMatchObject({ decision: "allow" });
     expect(permissionRequests).toBe(1);
     expect(events.filter((event) => event.type === "tool.result")).toHaveLength(2);
-    expect((await parent.state(handle.runId))?.status).toBe("completed");
+    await waitFor(async () => (await parent.state(handle.runId))?.status === "completed");
   });
 
   it("a prefix larger than max_payload crosses through the object store", async () => {
@@ -182,7 +182,8 @@ describe("forkd under deploy/nats/accounts.conf", () => {
       status: "killed",
       reason: "stopped by the deployed parent",
     });
-    expect((await parent.state(handle.runId))?.status).toBe("aborted");
+    // The registry records the end right after the terminal event: wait for it.
+    await waitFor(async () => (await parent.state(handle.runId))?.status === "aborted");
   });
 
   it("an observer replays every run and reads the registry, and may not abort", async () => {
@@ -194,7 +195,7 @@ describe("forkd under deploy/nats/accounts.conf", () => {
     for (const runId of runIds) {
       const events = await collect(observer.attach(runId).events());
       expect(events.at(-1)?.type).toMatch(/^(completed|aborted)$/);
-      expect((await observer.state(runId))?.status).toMatch(/^(completed|aborted)$/);
+      await waitFor(async () => /^(completed|aborted)$/.test((await observer.state(runId))?.status ?? ""));
     }
     const daemons: string[] = [];
     for await (const key of await observer.resources.daemons.keys()) daemons.push(key);
