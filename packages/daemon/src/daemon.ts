@@ -215,7 +215,11 @@ export class ForkDaemon {
       }
       try {
         // Exactly as many as there are free slots: a prefetched spec would wait in a buffer past ack_wait.
-        const batch = await consumer.fetch({ max_messages: free, expires: 5_000 });
+        // Short pull requests: the server keeps a dead daemon's open pull request until it expires
+        // and may hand it a redelivered spec, which then waits one more ack_wait. Well under
+        // ack_wait, the request of a daemon that died has expired by the time its specs come back.
+        const expires = Math.min(5_000, Math.max(1_000, Math.floor(this.#config.ackWaitMs / 4)));
+        const batch = await consumer.fetch({ max_messages: free, expires });
         const stopBatch = () => batch.stop();
         stop.addEventListener("abort", stopBatch, { once: true });
         try {
