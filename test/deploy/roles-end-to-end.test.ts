@@ -16,6 +16,7 @@ import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prefixWithParentTool } from "../harness/prefixes.js";
 import { passwordEnv, type Role, readRepoFile, TEST_PASSWORDS } from "./support.js";
 
 let server: NatsServerHandle;
@@ -143,17 +144,8 @@ describe("forkd under deploy/nats/accounts.conf", () => {
     });
     const hosted = await NatsForkSubagent.create(parentNc, { toolHost: host.ref });
     try {
-      const fixture = await loadFixture("4k");
-      const request = fixture.request as { tools: { name: string }[] };
-      const withTool = {
-        ...request,
-        tools: [
-          ...request.tools,
-          { name: "ParentNotes", description: "Notes", input_schema: { type: "object" } },
-        ],
-      };
       const handle = hosted.fork({
-        prefix: createForkPrefix(withTool, fixture.response),
+        prefix: await prefixWithParentTool("4k", "ParentNotes"),
         directive: 'Ask the parent.\n@sim tool ParentNotes {"topic":"deploy"}',
         parent: { agent_id: "deployed-parent" },
       });

@@ -8,6 +8,7 @@ import { loadFixture } from "@forkd/testing";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";
+import { prefixWithParentTool } from "../harness/prefixes.js";
 
 const stack = useForkdStack({ daemons: ["obs-a"] });
 
@@ -98,17 +99,8 @@ describe("tool hosts", () => {
     });
     const hosted = await NatsForkSubagent.create(nc, { toolHost: host.ref });
     try {
-      const fixture = await loadFixture("4k");
-      const request = fixture.request as { tools: { name: string }[] };
-      const withTool = {
-        ...request,
-        tools: [
-          ...request.tools,
-          { name: "ParentNotes", description: "Notes", input_schema: { type: "object" } },
-        ],
-      };
       const handle = hosted.fork({
-        prefix: createForkPrefix(withTool, fixture.response),
+        prefix: await prefixWithParentTool("4k", "ParentNotes"),
         directive: 'Ask the parent.\n@sim tool ParentNotes {"topic":"codec"}',
         parent: { agent_id: "parent-with-tools" },
       });
