@@ -1,6 +1,7 @@
 // The run registry (JetStream KV): one entry per run, changed only by compare-and-set so that
 // concurrent writers (a parent's abort, a daemon's claim, a stale daemon's heartbeat) never lose updates.
 import { type RunState, runStateCodec } from "@forkd/protocol";
+import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import type { ForkResources } from "./resources.js";
 
 /** A registry entry with the revision to compare against. */
@@ -47,13 +48,20 @@ export async function updateRunState(
       return { state: next, revision };
     } catch (error) {
       // Only a lost race is worth another try (a permission refusal or an outage is not).
-      if (!isRevisionConflict(error) || attempt >= maxAttempts) throw error;
+      if (!isWrongLastSequence(error) || attempt >= maxAttempts) throw error;
     }
   }
 }
 
-// JetStream's answers when another writer changed the key first: `wrong last sequence` for an
-// update, `key exists` for a create (both code 10071).
-function isRevisionConflict(error: unknown): boolean {
-  return /wrong last sequence|key exists|10071/i.test(String((error as Error)?.message ?? error));
+/**
+ * True when JetStream refused a write because another writer got there first: a KV update or create
+ * (expected revision 0) whose revision no longer matches, or a publish whose
+ * `Nats-Expected-Last-Subject-Sequence` does. Decided on the API error's code, never on its text.
+ */
+export function isWrongLastSequence(error: unknown): boolean {
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
+      error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
+  );
 }

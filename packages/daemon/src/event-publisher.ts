@@ -3,6 +3,7 @@
 // superseded by a redelivery) fails that check on its next publish and stops, so two attempts can
 // never interleave and the log stays contiguous from seq 1 with no duplicate.
 
+import { isWrongLastSequence } from "@forkd/client";
 import {
   eventMsgId,
   type ForkEvent,
@@ -11,7 +12,7 @@ import {
   forkEventCodec,
   PROTOCOL_VERSION,
 } from "@forkd/protocol";
-import type { JetStreamClient } from "@nats-io/jetstream";
+import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
 
 /** Where a run's log stands when an attempt starts publishing. */
@@ -36,8 +37,9 @@ export interface RunEventPublisherOptions {
   now?: () => number;
 }
 
-// JetStream's error for a failed `Nats-Expected-Last-Subject-Sequence` check.
-const WRONG_LAST_SEQUENCE = /wrong last sequence|10071/i;
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
 
 /** Serialises and fences the publishing of one run attempt's events. */
 export class RunEventPublisher {
@@ -79,6 +81,14 @@ export class RunEventPublisher {
     await this.#chain;
   }
 
+  // A duplicate ack is our own earlier try only when the stored message holds exactly our bytes (same
+  // seq, attempt and ts: a retry re-sends the identical event).
+  async #storedIsOurs(ack: PubAck, bytes: Uint8Array): Promise<boolean> {
+    const jsm = await this.#options.js.jetstreamManager(false);
+    const stored = await jsm.streams.getMessage(ack.stream, { seq: ack.seq });
+    return stored !== null && sameBytes(stored.data, bytes);
+  }
+
   async #publishNow(body: ForkEventBody): Promise<ForkEvent> {
     if (this.#fenced) throw fencedError(this.runId, this.attempt);
     const seq = this.#seq + 1;
@@ -103,12 +113,19 @@ export class RunEventPublisher {
           // goes out on the reconnected connection.
           timeout: 2_000,
         });
+        if (ack.duplicate && !(await this.#storedIsOurs(ack, bytes))) {
+          // Another attempt stored this seq under the same msg id: deduplication answered before the
+          // expected-sequence check could refuse us. We are superseded, not retrying our own publish.
+          this.#fenced = true;
+          throw fencedError(this.runId, this.attempt);
+        }
         this.#seq = seq;
         this.#lastStreamSeq = ack.seq;
         this.#options.onPublished?.(event);
         return event;
       } catch (error) {
-        if (WRONG_LAST_SEQUENCE.test(String((error as Error)?.message ?? error))) {
+        if (error instanceof DaemonError && error.code === "fenced") throw error;
+        if (isWrongLastSequence(error)) {
           this.#fenced = true;
           throw fencedError(this.runId, this.attempt, error);
         }
