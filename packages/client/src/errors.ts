@@ -5,6 +5,7 @@ export type ClientErrorCode =
   | "infrastructure"
   | "publish_failed"
   | "prefix_upload_failed"
+  | "prefix_invalid"
   | "run_not_found"
   | "aborted"
   | "closed"

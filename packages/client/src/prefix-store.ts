@@ -1,7 +1,7 @@
 // Shared prefixes in the object store, named by the SHA-256 of their bytes: a 48k-token prefix
 // crosses the wire once for N forks, and prefixes over NATS's 1 MB max_payload still work.
 import { createHash } from "node:crypto";
-import { type ForkPrefix, forkPrefixCodec } from "@forkd/protocol";
+import { type ForkPrefix, forkPrefixCodec, MAX_PREFIX_BYTES } from "@forkd/protocol";
 import { ClientError } from "./errors.js";
 import type { ForkResources } from "./resources.js";
 
@@ -48,19 +48,61 @@ export async function uploadPrefix(resources: ForkResources, prefix: ForkPrefix)
 }
 
 /**
- * Fetches and verifies a stored prefix. Throws when it is missing or its bytes do not hash to its name.
+ * Fetches and verifies a stored prefix, reading no more than it may hold: a reference over `maxBytes`,
+ * and an object whose stored size is not the announced one, are refused before a byte is read; the
+ * hash is computed while the chunks stream in, and the read stops as soon as more bytes arrive than
+ * announced. Throws `prefix_invalid` for all of these, `run_not_found` when the object is missing.
+ * @param options.maxBytes the largest prefix this reader accepts. @unit bytes @default MAX_PREFIX_BYTES
  */
-export async function downloadPrefix(resources: ForkResources, ref: StoredPrefixRef): Promise<ForkPrefix> {
-  const bytes = await resources.prefixes.getBlob(ref.hash);
-  if (!bytes) throw new ClientError("run_not_found", `prefix ${ref.hash} is not in the object store`);
-  const hash = createHash("sha256").update(bytes).digest("hex");
-  if (hash !== ref.hash || bytes.byteLength !== ref.size) {
+export async function downloadPrefix(
+  resources: ForkResources,
+  ref: StoredPrefixRef,
+  options: { maxBytes?: number } = {},
+): Promise<ForkPrefix> {
+  const maxBytes = options.maxBytes ?? MAX_PREFIX_BYTES;
+  if (ref.size > maxBytes) {
     throw new ClientError(
-      "prefix_upload_failed",
-      `prefix ${ref.hash} is corrupt (got ${hash}, ${bytes.byteLength} bytes)`,
+      "prefix_invalid",
+      `prefix ${ref.hash} announces ${ref.size} bytes; at most ${maxBytes} are read`,
     );
   }
-  return forkPrefixCodec.decode(bytes);
+  const info = await resources.prefixes.info(ref.hash);
+  if (!info || info.deleted)
+    throw new ClientError("run_not_found", `prefix ${ref.hash} is not in the object store`);
+  if (info.size !== ref.size) {
+    throw new ClientError(
+      "prefix_invalid",
+      `prefix ${ref.hash} is stored with ${info.size} bytes, not the ${ref.size} its reference announces`,
+    );
+  }
+  const result = await resources.prefixes.get(ref.hash);
+  if (!result) throw new ClientError("run_not_found", `prefix ${ref.hash} is not in the object store`);
+  const hasher = createHash("sha256");
+  const chunks: Uint8Array[] = [];
+  let received = 0;
+  const reader = result.data.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      received += value.byteLength;
+      if (received > ref.size) {
+        throw new ClientError(
+          "prefix_invalid",
+          `prefix ${ref.hash} holds more than the ${ref.size} bytes announced`,
+        );
+      }
+      hasher.update(value);
+      chunks.push(value);
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  const hash = hasher.digest("hex");
+  if (hash !== ref.hash || received !== ref.size) {
+    throw new ClientError("prefix_invalid", `prefix ${ref.hash} is corrupt (got ${hash}, ${received} bytes)`);
+  }
+  return forkPrefixCodec.decode(Buffer.concat(chunks, received));
 }
 
 /**

@@ -5,6 +5,7 @@ export type DaemonErrorCode =
   | "invalid_config"
   | "publish_failed"
   | "fenced"
+  | "event_too_large"
   | "model_not_allowed"
   | "prefix_unavailable"
   | "max_deliver_exceeded"

@@ -11,6 +11,7 @@ import {
   type ForkSubjects,
   forkEventCodec,
   PROTOCOL_VERSION,
+  ProtocolError,
 } from "@forkd/protocol";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
@@ -100,7 +101,22 @@ export class RunEventPublisher {
       attempt: this.attempt,
       ts: (this.#options.now ?? Date.now)(),
     } as ForkEvent;
-    const bytes = forkEventCodec.encode(event);
+    let bytes: Uint8Array;
+    try {
+      bytes = forkEventCodec.encode(event);
+    } catch (error) {
+      // Nothing was stored and the seq is not used: the run can still publish its failure.
+      if (error instanceof ProtocolError && error.code === "payload_too_large") {
+        throw new DaemonError(
+          "event_too_large",
+          `event ${seq} (${body.type}) of run ${this.runId}: ${error.message}`,
+          {
+            cause: error,
+          },
+        );
+      }
+      throw error;
+    }
     const deadline = Date.now() + (this.#options.publishTimeoutMs ?? 30_000);
     for (let attempt = 1; ; attempt++) {
       try {

@@ -28,7 +28,7 @@ export function createDaemonMetrics(): DaemonMetrics {
     runsActive: new Gauge({ name: "forkd_runs_active", help: "Runs in progress on this daemon", registers }),
     runsEnded: new Counter({
       name: "forkd_runs_ended_total",
-      help: "Runs that ended here, by outcome (completed, failed, aborted, released, fenced)",
+      help: "Runs that ended here, by outcome (completed, failed, aborted, released, fenced, refused: a spec taken out of the queue unrun)",
       labelNames: ["outcome"],
       registers,
     }),

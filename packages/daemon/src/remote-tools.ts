@@ -20,15 +20,21 @@ import {
   toolHostResponseCodec,
 } from "@forkd/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { capOutput } from "./tools/output.js";
 
 /** How long a tool host may take to answer one call. @unit ms */
 const TOOL_HOST_TIMEOUT_MS = 120_000;
 
-/** Routes calls of the tools a tool host serves to it; anything else is an error the model can handle. */
+/**
+ * Routes calls of the tools a tool host serves to it; anything else is an error the model can handle.
+ * A reply is capped like a built-in tool's output (`options.outputCapBytes`), so a tool host cannot
+ * make a `tool.result` event too large to publish.
+ */
 export function toolHostDispatcher(
   nc: NatsConnection,
   subjects: ForkSubjects,
   host: ToolHostRef | undefined,
+  options: { outputCapBytes: number },
 ): ToolDispatcher {
   const served = new Set(host?.tools ?? []);
   return {
@@ -53,7 +59,7 @@ export function toolHostDispatcher(
           context.signal,
         );
         const response = toolHostResponseCodec.decode(reply.data);
-        return { content: response.content, isError: response.is_error };
+        return { content: capOutput(response.content, options.outputCapBytes), isError: response.is_error };
       } catch (error) {
         if (context.signal.aborted) return { isError: true, content: "aborted" };
         return {

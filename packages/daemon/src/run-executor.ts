@@ -19,6 +19,7 @@ import {
   type ForkSpec,
   forkSpecCodec,
   isTerminalEvent,
+  isValidRunId,
   PROTOCOL_VERSION,
   ProtocolError,
   type RunState,
@@ -78,7 +79,9 @@ export function runIdFromSubject(subject: string, prefix: string): string {
 type StopReason =
   | { kind: "abort"; reason: string; requestedAt: number | undefined }
   | { kind: "release" }
-  | { kind: "fenced" };
+  | { kind: "fenced" }
+  /** The daemon ends the run `failed` with this error (an event too large to publish). */
+  | { kind: "failed"; error: DaemonError };
 
 /** Starts runs; one instance per daemon. */
 export class RunExecutor {
@@ -117,6 +120,12 @@ export class RunExecutor {
             turn = current;
           },
           onPublishError: (error) => {
+            if (error instanceof DaemonError && error.code === "event_too_large") {
+              // The event was not stored and the log is intact: the run fails, saying why.
+              logger.warn({ err: error }, "an event of the run is too large to publish: failing the run");
+              stopWith({ kind: "failed", error });
+              return;
+            }
             // Fenced, or JetStream unreachable for the whole publish timeout: either way this attempt
             // can no longer write the log, so it stops and leaves the spec to its redelivery.
             logger.warn({ err: error }, "cannot publish the run's events: stopping this attempt");
@@ -183,6 +192,18 @@ export class RunExecutor {
     const logger = hooks.logger;
     const delivery = message.info.deliveryCount;
     if (delivery > 1) metrics?.redeliveries.inc();
+
+    // 0. A subject token that is not a run id has no event subject and no registry key: nothing can
+    // be published for it, so the spec is refused where it is, and leaves the queue for good.
+    if (!isValidRunId(runId)) {
+      logger.warn(
+        { code: "invalid_run_id", subject: message.subject },
+        "spec on a subject that is not a valid run id: removed from the queue",
+      );
+      await removeSpec(resources, message);
+      metrics?.runsEnded.inc({ outcome: "refused" });
+      return;
+    }
 
     // 1. Validate. A malformed spec fails its own run, never the daemon.
     let spec: ForkSpec;
@@ -345,6 +366,17 @@ export class RunExecutor {
         logger.warn({}, "claim lost to another attempt: publishing nothing more");
         return; // the attempt that superseded us owns the spec: no ack from here
       }
+      if (stop?.kind === "failed") {
+        await this.#end(
+          publish,
+          runId,
+          { type: "failed", error: toWireError(stop.error), usage },
+          attempt,
+          message,
+          logger,
+        ).catch((endError) => logger.error({ err: endError }, "could not publish the run's failure"));
+        return;
+      }
       if (stop?.kind === "abort") {
         await this.#end(
           publish,
@@ -410,12 +442,21 @@ export class RunExecutor {
   }
 }
 
+/**
+ * Takes a spec out of the work queue without running it: `term()` stops its redelivery, and the
+ * delete removes it from the stream (a terminated message may otherwise stay in a work-queue stream).
+ */
+async function removeSpec(resources: ForkResources, message: JsMsg): Promise<void> {
+  message.term();
+  await resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, message.seq).catch(() => false);
+}
+
 function isStopReason(value: unknown): value is StopReason {
   return (
     typeof value === "object" &&
     value !== null &&
     "kind" in value &&
-    ["abort", "release", "fenced"].includes((value as StopReason).kind)
+    ["abort", "release", "fenced", "failed"].includes((value as StopReason).kind)
   );
 }
 

@@ -19,7 +19,9 @@ export function daemonRunTools(options: {
 }): RunToolsFactory {
   const { config, nc, subjects, logger } = options;
   return async ({ spec, signal }): Promise<RunTools> => {
-    const fallback = toolHostDispatcher(nc, subjects, spec.tool_host);
+    const fallback = toolHostDispatcher(nc, subjects, spec.tool_host, {
+      outputCapBytes: config.tools.outputCapBytes,
+    });
     const base = {
       bashPolicy: config.tools.bash,
       bashTimeoutMs: config.tools.bashTimeoutMs,

@@ -22,6 +22,7 @@ import {
 import { PROTOCOL_ERROR_CODES, ProtocolError, type ProtocolErrorCode } from "./errors.js";
 import { FailedEventSchema } from "./events.js";
 import {
+  MAX_CONTROL_BYTES,
   MAX_EVENT_BYTES,
   MAX_JSON_DEPTH,
   MAX_PREFIX_BYTES,
@@ -572,6 +573,32 @@ describe("size and depth limits, at the boundary", () => {
     const text = json({ ...event(), type: "llm.delta", text: "é".repeat(MAX_EVENT_BYTES / 2) });
     expect(text.length).toBeLessThan(MAX_EVENT_BYTES);
     expect(refusal(() => forkEventCodec.decode(text)).code).toBe("payload_too_large");
+  });
+
+  it("an abort or permission answer of exactly MAX_CONTROL_BYTES is accepted; one more byte is not", () => {
+    const abort = json({ v: 1, run_id: "run-1", reason: "stop", requested_at: 1 });
+    const padded = (base: string, size: number) =>
+      `${base.slice(0, -1)},"pad":"${"x".repeat(size - base.length - 9)}"}`;
+    expect(utf8(padded(abort, MAX_CONTROL_BYTES)).byteLength).toBe(MAX_CONTROL_BYTES);
+    expect(abortRequestCodec.decode(padded(abort, MAX_CONTROL_BYTES)).run_id).toBe("run-1");
+    expect(refusal(() => abortRequestCodec.decode(padded(abort, MAX_CONTROL_BYTES + 1))).code).toBe(
+      "payload_too_large",
+    );
+    const answer = json({ v: 1, decision: "allow" });
+    expect(permissionResponseCodec.decode(padded(answer, MAX_CONTROL_BYTES)).decision).toBe("allow");
+    expect(refusal(() => permissionResponseCodec.decode(padded(answer, MAX_CONTROL_BYTES + 1))).code).toBe(
+      "payload_too_large",
+    );
+  });
+
+  it("nesting is refused from the text, before parsing, with the path of the first too-deep container", () => {
+    const text = `{"a":[1,{"b":${deep(MAX_JSON_DEPTH)}}]}`;
+    const error = refusal(() => parseWireJson(text, MB));
+    expect(error.code).toBe("too_deep");
+    expect(error.path).toEqual(["a", 1, "b", ...Array(MAX_JSON_DEPTH - 3).fill(0)]);
+    // Brackets inside strings, escaped quotes included, are text, not nesting.
+    const quoted = JSON.stringify({ s: `"${"[".repeat(MAX_JSON_DEPTH * 2)}` });
+    expect(parseWireJson(quoted, MB)).toEqual(JSON.parse(quoted));
   });
 
   it("MAX_JSON_DEPTH containers are accepted, one more is not", () => {

@@ -16,7 +16,13 @@ import {
   ForkEventSchema,
   isForkEventType,
 } from "./events.js";
-import { MAX_EVENT_BYTES, MAX_JSON_DEPTH, MAX_PREFIX_BYTES, MAX_SPEC_BYTES } from "./limits.js";
+import {
+  MAX_CONTROL_BYTES,
+  MAX_EVENT_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_PREFIX_BYTES,
+  MAX_SPEC_BYTES,
+} from "./limits.js";
 import { DaemonInfoSchema, RunStateSchema } from "./registry.js";
 import {
   ForkPrefixSchema,
@@ -42,34 +48,106 @@ const utf8Encoder = new TextEncoder();
 // Keys that would reach an object's prototype when copied with assignment.
 const FORBIDDEN_KEYS = new Set(["__proto__"]);
 
-/** Walks parsed JSON without recursion: nesting depth and forbidden keys. */
-function checkJsonShape(root: unknown): void {
-  const stack: { value: unknown; depth: number; path: (string | number)[] }[] = [
-    { value: root, depth: 0, path: [] },
-  ];
-  while (stack.length > 0) {
-    const { value, depth, path } = stack.pop()!;
-    if (value === null || typeof value !== "object") continue;
-    if (depth >= MAX_JSON_DEPTH) {
-      throw new ProtocolError("too_deep", `JSON nesting exceeds ${MAX_JSON_DEPTH} levels`, { path });
+// One open container met by the depth scan: where it is, and the key or index inside it.
+interface ScanFrame {
+  array: boolean;
+  index: number;
+  keyStart: number;
+  keyEnd: number;
+  expectKey: boolean;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Refuses JSON text nested deeper than {@link MAX_JSON_DEPTH} before it is parsed, in one linear pass
+ * over the text: `JSON.parse` of a megabyte of `[[[[…` allocates a tree first, and the shape walk
+ * after it would pay for every node again. Malformed text is left to `JSON.parse`; the path of the
+ * first too-deep container is rebuilt from the open containers' indexes and keys only on refusal.
+ */
+function checkJsonDepth(text: string): void {
+  const frames: ScanFrame[] = [];
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) {
+      const start = i;
+      for (i++; i < length; i++) {
+        const inner = text.charCodeAt(i);
+        if (inner === BACKSLASH) i++;
+        else if (inner === QUOTE) break;
+      }
+      const top = frames[frames.length - 1];
+      if (top && !top.array && top.expectKey) {
+        top.keyStart = start;
+        top.keyEnd = i + 1;
+        top.expectKey = false;
+      }
+    } else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
+      if (frames.length >= MAX_JSON_DEPTH) {
+        throw new ProtocolError("too_deep", `JSON nesting exceeds ${MAX_JSON_DEPTH} levels`, {
+          path: scanPath(text, frames),
+        });
+      }
+      frames.push({ array: code === 0x5b, index: 0, keyStart: 0, keyEnd: 0, expectKey: code === 0x7b });
+    } else if (code === 0x5d /* ] */ || code === 0x7d /* } */) {
+      frames.pop();
+    } else if (code === 0x2c /* , */) {
+      const top = frames[frames.length - 1];
+      if (top?.array) top.index++;
+      else if (top) top.expectKey = true;
     }
+  }
+}
+
+function scanPath(text: string, frames: readonly ScanFrame[]): (string | number)[] {
+  return frames.map((frame) => {
+    if (frame.array) return frame.index;
+    try {
+      return String(JSON.parse(text.slice(frame.keyStart, frame.keyEnd)));
+    } catch {
+      return text.slice(frame.keyStart + 1, frame.keyEnd - 1);
+    }
+  });
+}
+
+// A node of the forbidden-key walk: its parent and its key there, so that a path is built only for
+// the one refusal, never copied per node (copying made the walk quadratic in the nesting depth).
+interface WalkNode {
+  value: object;
+  parent: WalkNode | undefined;
+  key: string | number;
+}
+
+function walkPath(node: WalkNode | undefined, last: string): (string | number)[] {
+  const path: (string | number)[] = [last];
+  for (let current = node; current?.parent; current = current.parent) path.push(current.key);
+  return path.reverse();
+}
+
+/** Walks parsed JSON without recursion for forbidden keys, however they were escaped in the text. */
+function checkForbiddenKeys(root: unknown): void {
+  if (root === null || typeof root !== "object") return;
+  const stack: WalkNode[] = [{ value: root, parent: undefined, key: "" }];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    const value = node.value;
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {
         const item: unknown = value[i];
-        if (item !== null && typeof item === "object")
-          stack.push({ value: item, depth: depth + 1, path: [...path, i] });
+        if (item !== null && typeof item === "object") stack.push({ value: item, parent: node, key: i });
       }
       continue;
     }
     for (const key of Object.keys(value)) {
       if (FORBIDDEN_KEYS.has(key)) {
         throw new ProtocolError("forbidden_key", `key ${JSON.stringify(key)} is not accepted`, {
-          path: [...path, key],
+          path: walkPath(node, key),
         });
       }
       const item = (value as Record<string, unknown>)[key];
-      if (item !== null && typeof item === "object")
-        stack.push({ value: item, depth: depth + 1, path: [...path, key] });
+      if (item !== null && typeof item === "object") stack.push({ value: item, parent: node, key });
     }
   }
 }
@@ -93,6 +171,7 @@ export function parseWireJson(data: Uint8Array | string, maxBytes: number): unkn
       throw new ProtocolError("invalid_utf8", "payload is not valid UTF-8", { cause });
     }
   }
+  checkJsonDepth(text);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -101,7 +180,7 @@ export function parseWireJson(data: Uint8Array | string, maxBytes: number): unkn
       throw new ProtocolError("too_deep", "JSON nesting too deep to parse", { cause });
     throw new ProtocolError("invalid_json", `payload is not JSON: ${(cause as Error).message}`, { cause });
   }
-  checkJsonShape(value);
+  checkForbiddenKeys(value);
   return value;
 }
 
@@ -296,15 +375,15 @@ export function decodeEventLenient(data: Uint8Array | string): LenientForkEvent 
   return { kind: "unknown", type: envelope.type, envelope, raw: raw as Record<string, unknown> };
 }
 
-const message = (what: string) => ({
+const message = (what: string, maxBytes = MAX_EVENT_BYTES) => ({
   invalidCode: "invalid_message" as const,
   what,
-  maxBytes: MAX_EVENT_BYTES,
+  maxBytes,
   versioned: true,
 });
 
 /** Aborts on `agent.fork.<run_id>.abort` and in the run registry. */
-export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort request"));
+export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort request", MAX_CONTROL_BYTES));
 /** Entries of the runs KV bucket. */
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 /** Entries of the daemons KV bucket. */
@@ -312,7 +391,10 @@ export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon inf
 /** Requests on `agent.fork.<run_id>.permission` (daemon to parent). */
 export const permissionRequestCodec = createCodec(PermissionRequestSchema, message("permission request"));
 /** Replies to a permission request (parent to daemon). */
-export const permissionResponseCodec = createCodec(PermissionResponseSchema, message("permission response"));
+export const permissionResponseCodec = createCodec(
+  PermissionResponseSchema,
+  message("permission response", MAX_CONTROL_BYTES),
+);
 /** Requests on `agent.toolhost.<host_id>` (daemon to tool host). */
 export const toolHostRequestCodec = createCodec(ToolHostRequestSchema, message("tool host request"));
 /** Replies of a tool host. */

@@ -99,6 +99,7 @@ export {
 export { protocolJsonSchemas } from "./json-schema.js";
 export {
   INLINE_PREFIX_THRESHOLD_BYTES,
+  MAX_CONTROL_BYTES,
   MAX_EVENT_BYTES,
   MAX_JSON_DEPTH,
   MAX_PREFIX_BYTES,

@@ -6,6 +6,12 @@ export const MAX_SPEC_BYTES = 4 * 1024 * 1024;
 export const MAX_PREFIX_BYTES = 64 * 1024 * 1024;
 /** Largest event, abort, registry entry or control message accepted. @unit bytes */
 export const MAX_EVENT_BYTES = 1024 * 1024;
+/**
+ * Largest abort or permission answer accepted. These are small by nature (a reason of at most 4096
+ * characters, even fully `\u`-escaped) and any parent can send them, so a daemon refuses a bigger
+ * one before decoding it. @unit bytes
+ */
+export const MAX_CONTROL_BYTES = 32 * 1024;
 /** Deepest JSON nesting accepted anywhere (tool inputs included). */
 export const MAX_JSON_DEPTH = 128;
 /** Longest run id: a single NATS subject token that is also a valid JetStream KV key. */
