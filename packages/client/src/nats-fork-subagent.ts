@@ -25,6 +25,7 @@ import {
   runStateCodec,
   type ToolHostRef,
 } from "@forkd/protocol";
+import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
@@ -34,6 +35,10 @@ import { readEventLog } from "./event-log.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
 import { ensureForkResources, type ForkResourceOptions, type ForkResources } from "./resources.js";
 import { getRunState, updateRunState } from "./run-registry.js";
+
+// JetStream's refusal of a publish on a subject that already holds its one allowed message
+// (`max_msgs_per_subject` with `discard_new_per_subject`).
+const MAX_MESSAGES_PER_SUBJECT_EXCEEDED = 10077;
 
 /** Structural logger; pass pino or console. */
 export interface ClientLogger {
@@ -200,14 +205,27 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       const spec = { ...withoutPrefix, prefix: prefixSource };
       const bytes = forkSpecCodec.encode(spec);
       await Promise.all([upload, releaseAfter]);
-      const registered = this.#registerQueued(spec);
       const h = natsHeaders();
       if (spec.trace) h.set("traceparent", spec.trace.traceparent);
-      await this.resources.js.publish(this.resources.subjects.spec(runId), bytes, {
-        msgID: runId,
-        headers: h,
-      });
-      await registered;
+      let ack: PubAck;
+      try {
+        ack = await this.resources.js.publish(this.resources.subjects.spec(runId), bytes, {
+          msgID: runId,
+          headers: h,
+        });
+      } catch (error) {
+        if (error instanceof JetStreamApiError && error.code === MAX_MESSAGES_PER_SUBJECT_EXCEEDED) {
+          throw new ClientError(
+            "run_exists",
+            `run id ${runId} already has a spec in the queue: a run belongs to the first spec stored for its id`,
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+      // Registered after the spec is stored, with its stream sequence: the registry names the spec
+      // that owns the run, and no run id is visible before its spec holds it.
+      await this.#registerQueued(spec, ack.seq);
     })();
     return new NatsForkHandle(this.resources, runId, launch, this.#logger);
   }
@@ -259,8 +277,8 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload };
   }
 
-  // The registry shows the run as queued before any daemon claims it; a daemon's claim wins if first.
-  async #registerQueued(spec: ForkSpecInput): Promise<void> {
+  // The registry shows the run as queued until a daemon claims it; a daemon's claim wins if first.
+  async #registerQueued(spec: ForkSpecInput, specSeq: number): Promise<void> {
     const now = Date.now();
     const queued: RunState = {
       v: PROTOCOL_VERSION,
@@ -268,6 +286,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       status: "queued",
       attempt: 0,
       last_seq: 0,
+      spec_seq: specSeq,
       created_at: spec.created_at,
       updated_at: now,
       parent_agent_id: spec.parent.agent_id,

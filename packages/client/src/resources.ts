@@ -116,7 +116,12 @@ export async function ensureForkResources(
       storage: StorageType.File,
       num_replicas: resolved.replicas,
       duplicate_window: nanos(resolved.duplicateWindowMs),
-      discard: DiscardPolicy.Old,
+      // One spec per run id at a time, and the server refuses the second (error 10077) instead of
+      // replacing the first: while a run's spec is queued or running, no other parent can store
+      // another spec for its id. The daemons still check ownership (streams made before this).
+      max_msgs_per_subject: 1,
+      discard: DiscardPolicy.New,
+      discard_new_per_subject: true,
     });
     await ensureStream(jsm, {
       name: subjects.streams.events,

@@ -241,9 +241,20 @@ export class ForkDaemon {
       return;
     }
     const runId = runIdFromSubject(message.subject, this.#config.prefix);
-    if (this.#active.has(runId)) {
-      // The same run redelivered while this daemon still runs it: keep the claim, drop the copy.
-      message.working();
+    const active = this.#active.get(runId);
+    if (active) {
+      if (message.seq === active.specSeq) {
+        // The same spec redelivered while this daemon still runs it: keep the claim, drop the copy.
+        message.working();
+      } else if (message.seq > active.specSeq) {
+        // Another spec for a run this daemon runs (a specs stream without the one-per-subject guard):
+        // the spec stored first owns the run.
+        void this.#executor!.refuseSpec(message, active.specSeq, this.#logger.child({ runId })).catch(
+          (error: unknown) => this.#logger.warn({ err: error, runId }, "could not remove a refused spec"),
+        );
+      } else {
+        message.nak(1_000); // stored before the one running here: let the claim in progress settle first
+      }
       return;
     }
     const context: RunContext = { message, onEnd: () => undefined };

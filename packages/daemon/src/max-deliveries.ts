@@ -1,6 +1,7 @@
 // A spec that exhausted max_deliver stays in the work-queue stream and nobody runs it again: the
 // daemons share the consumer's advisory (one of them, by queue group) and end the run as failed.
 import type { ForkResources } from "@forkd/client";
+import { getRunState } from "@forkd/client";
 import type { DaemonLogger } from "./logger.js";
 import { failUnclaimedRun } from "./run-ending.js";
 import { runIdFromSubject } from "./run-executor.js";
@@ -21,11 +22,22 @@ export async function handleMaxDeliveries(
   const stored = await resources.jsm.streams.getMessage(stream, { seq: advisory.stream_seq });
   if (!stored) return;
   const runId = runIdFromSubject(stored.subject, resources.subjects.prefix);
-  const failed = await failUnclaimedRun(resources, runId, {
-    code: "max_deliver_exceeded",
-    message: `the spec was delivered ${advisory.deliveries} times without completing (daemons crashed or lost their claim)`,
-    retryable: false,
-  });
+  const owner = (await getRunState(resources, runId))?.state.spec_seq;
+  if (owner !== undefined && owner !== advisory.stream_seq) {
+    // Not the spec that owns the run: its failure to deliver says nothing about the run.
+    await resources.jsm.streams.deleteMessage(stream, advisory.stream_seq).catch(() => false);
+    return;
+  }
+  const failed = await failUnclaimedRun(
+    resources,
+    runId,
+    {
+      code: "max_deliver_exceeded",
+      message: `the spec was delivered ${advisory.deliveries} times without completing (daemons crashed or lost their claim)`,
+      retryable: false,
+    },
+    advisory.stream_seq,
+  );
   if (failed)
     context.logger.warn({ runId, deliveries: advisory.deliveries }, "run failed: max_deliver exhausted");
   await resources.jsm.streams.deleteMessage(stream, advisory.stream_seq).catch(() => false);

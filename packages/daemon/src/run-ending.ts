@@ -17,6 +17,7 @@ export async function recordTerminal(
   runId: string,
   event: ForkEvent,
   attempt: number,
+  specSeq?: number,
 ): Promise<void> {
   if (!isTerminalEvent(event)) return;
   const now = Date.now();
@@ -24,7 +25,13 @@ export async function recordTerminal(
   await updateRunState(resources, runId, (current) => {
     if (current && current.attempt > attempt) return "unchanged";
     const next: RunState = {
-      ...(current ?? { v: PROTOCOL_VERSION, run_id: runId, created_at: now, attempt }),
+      ...(current ?? {
+        v: PROTOCOL_VERSION,
+        run_id: runId,
+        created_at: now,
+        attempt,
+        ...(specSeq === undefined ? {} : { spec_seq: specSeq }),
+      }),
       status: event.type,
       attempt: Math.max(current?.attempt ?? 0, attempt),
       last_seq: event.seq,
@@ -39,12 +46,14 @@ export async function recordTerminal(
 
 /**
  * Fails a run with no claim to fence with: appends `failed` after whatever its log holds (nothing,
- * when the log already ended) and records it. Returns false when the run had already ended.
+ * when the log already ended) and records it, naming the failing spec as the run's owner when the
+ * registry had no entry. Returns false when the run had already ended.
  */
 export async function failUnclaimedRun(
   resources: ForkResources,
   runId: string,
   error: WireError,
+  specSeq?: number,
 ): Promise<boolean> {
   const last = await lastLoggedEvent(resources, runId).catch(() => null);
   if (last && isTerminalEvent(last.event)) return false;
@@ -58,6 +67,6 @@ export async function failUnclaimedRun(
     position: { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 },
   });
   const event = await publisher.publish({ type: "failed", error, usage: emptyUsageTotals() });
-  await recordTerminal(resources, runId, event, attempt);
+  await recordTerminal(resources, runId, event, attempt, specSeq);
   return true;
 }

@@ -57,6 +57,8 @@ export interface RunContext {
 /** A run in progress on this daemon. */
 export interface ActiveRun {
   readonly runId: string;
+  /** Stream sequence of the spec being run. */
+  readonly specSeq: number;
   /** Resolves when the run has ended here (whatever the outcome) and its spec is settled. */
   readonly done: Promise<void>;
   /** Stops the run and ends it `aborted`. */
@@ -143,6 +145,7 @@ export class RunExecutor {
 
     return {
       runId,
+      specSeq: message.seq,
       done,
       abort: (reason, requestedAt) => stopWith({ kind: "abort", reason, requestedAt }),
       release: () => stopWith({ kind: "release" }),
@@ -205,7 +208,24 @@ export class RunExecutor {
       return;
     }
 
-    // 1. Validate. A malformed spec fails its own run, never the daemon.
+    // 1. Ownership. A run belongs to the first spec stored for its id (the registry names it by its
+    // stream sequence): any other spec for that id, valid or not, is refused and removed, and never
+    // fails, fences or resumes the run. An ended run is not run again.
+    const [registered, last] = await Promise.all([
+      getRunState(resources, runId),
+      lastLoggedEvent(resources, runId),
+    ]);
+    if (registered && TERMINAL_STATUSES.has(registered.state.status)) {
+      await message.ackAck().catch(() => false);
+      return;
+    }
+    const ownerSeq = registered?.state.spec_seq;
+    if (ownerSeq !== undefined && ownerSeq !== message.seq) {
+      await this.refuseSpec(message, ownerSeq, logger);
+      return;
+    }
+
+    // 2. Validate. A malformed spec fails its own run, never the daemon.
     let spec: ForkSpec;
     try {
       spec = forkSpecCodec.decode(message.data);
@@ -221,21 +241,13 @@ export class RunExecutor {
     } catch (error) {
       const wire = toWireError(error);
       logger.warn({ err: error }, "malformed spec: failing its run");
-      await failUnclaimedRun(resources, runId, wire);
+      await failUnclaimedRun(resources, runId, wire, message.seq);
       message.term();
       metrics?.runsEnded.inc({ outcome: "failed" });
       return;
     }
 
-    // 2. Claim. An ended run is not run again; an aborted one ends `aborted` without running.
-    const [registered, last] = await Promise.all([
-      getRunState(resources, runId),
-      lastLoggedEvent(resources, runId),
-    ]);
-    if (registered && TERMINAL_STATUSES.has(registered.state.status)) {
-      await message.ackAck().catch(() => false);
-      return;
-    }
+    // 3. Claim, recording this spec as the run's owner. An aborted run ends `aborted` without running.
     if (last && isTerminalEvent(last.event)) {
       await recordTerminal(resources, runId, last.event, last.event.attempt);
       await message.ackAck().catch(() => false);
@@ -245,25 +257,34 @@ export class RunExecutor {
     const claimed = await updateRunState(
       resources,
       runId,
-      (current) => ({
-        ...(current ?? {
-          v: PROTOCOL_VERSION,
-          run_id: runId,
-          created_at: spec.created_at,
-          last_seq: 0,
-          parent_agent_id: spec.parent.agent_id,
-          ...(spec.label !== undefined ? { label: spec.label } : {}),
-        }),
-        status: "running",
-        attempt: (current?.attempt ?? 0) + 1,
-        daemon_id: config.daemonId,
-        updated_at: now,
-        heartbeat_at: now,
-        started_at: current?.started_at ?? now,
-      }),
+      (current) => {
+        // Another spec became the owner between the read and this write.
+        if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
+        return {
+          ...(current ?? {
+            v: PROTOCOL_VERSION,
+            run_id: runId,
+            created_at: spec.created_at,
+            last_seq: 0,
+            parent_agent_id: spec.parent.agent_id,
+            ...(spec.label !== undefined ? { label: spec.label } : {}),
+          }),
+          spec_seq: message.seq,
+          status: "running",
+          attempt: (current?.attempt ?? 0) + 1,
+          daemon_id: config.daemonId,
+          updated_at: now,
+          heartbeat_at: now,
+          started_at: current?.started_at ?? now,
+        };
+      },
       { known: registered },
     );
-    const attempt = claimed!.state.attempt;
+    if (claimed?.state.spec_seq !== message.seq) {
+      await this.refuseSpec(message, claimed?.state.spec_seq, logger);
+      return;
+    }
+    const attempt = claimed.state.attempt;
     const position: EventLogPosition = { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 };
     const publisher = new RunEventPublisher({
       js: resources.js,
@@ -398,6 +419,16 @@ export class RunExecutor {
     } finally {
       tracing.end(traced, tracedError);
     }
+  }
+
+  /** Refuses a spec for a run that another spec owns: recorded (log, metric) and removed, the run untouched. */
+  async refuseSpec(message: JsMsg, ownerSeq: number | undefined, logger: DaemonLogger): Promise<void> {
+    logger.warn(
+      { code: "spec_refused", specSeq: message.seq, ownerSeq },
+      "a second spec for a run that belongs to another: refused and removed, the run is untouched",
+    );
+    await removeSpec(this.#deps.resources, message);
+    this.#deps.metrics?.runsEnded.inc({ outcome: "refused" });
   }
 
   async #loadPrefix(spec: ForkSpec): Promise<ForkPrefix | null> {

@@ -20,6 +20,15 @@ export const RunStateSchema = z.object({
       "Highest attempt that claimed the run (0 while queued); a daemon holding a lower one is fenced.",
     ),
   daemon_id: z.string().min(1).optional().describe("The daemon running (or that last ran) the run."),
+  /** The run's owner: the specs-stream sequence of the first spec stored for this run id. */
+  spec_seq: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(
+      "Stream sequence of the spec that owns the run (the first stored for its id); a daemon refuses any other spec for it.",
+    ),
   /** Last event seq published. */
   last_seq: z.number().int().nonnegative().describe("Last event seq published (0 before the first)."),
   label: z.string().optional().describe("The spec's label."),
