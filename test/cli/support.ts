@@ -19,11 +19,17 @@ export function assertBuilt(): void {
   }
 }
 
+/** The owner key of the tests' forkd processes. */
+export const TEST_OWNER_KEY = "0f".repeat(32);
+
 /** A minimal environment: nothing of the developer's NATS_URL, ANTHROPIC_* or FORKD_* leaks in. */
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
     PATH: `${process.env.PATH ?? "/usr/bin:/bin"}:/usr/sbin`,
     HOME: process.env.HOME ?? "/tmp",
+    // One user's owner key for every forkd of a test: fork and abort share it, and nothing is
+    // written to the developer's ~/.config.
+    FORKD_OWNER_KEY: TEST_OWNER_KEY,
     ...extra,
   };
 }

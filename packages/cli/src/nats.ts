@@ -1,7 +1,11 @@
 // How the client commands (fork, watch, ps, abort) reach NATS: the daemon's connection flags and
 // environment variables, one connection attempt with a short timeout, and failures as exit code 3.
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
 import { ensureForkResources, type ForkResources, NatsForkSubagent } from "@forkd/client";
 import { DAEMON_FLAGS, natsConnectionOptions } from "@forkd/daemon";
+import { HexSecretSchema, newSecret } from "@forkd/protocol";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { NatsUnavailableError, UsageError } from "./errors.js";
 
@@ -156,11 +160,50 @@ export function isNatsConnectionError(error: unknown): boolean {
  * A {@link NatsForkSubagent} on `nc` (its resources created where missing).
  * @throws {@link NatsUnavailableError} when JetStream is off or refuses.
  */
-export async function openSubagent(nc: NatsConnection, prefix: string): Promise<NatsForkSubagent> {
+export async function openSubagent(
+  nc: NatsConnection,
+  prefix: string,
+  ownerKey: string,
+): Promise<NatsForkSubagent> {
   try {
-    return await NatsForkSubagent.create(nc, { prefix });
+    return await NatsForkSubagent.create(nc, { prefix, ownerKey });
   } catch (error) {
     throw jetStreamUnavailable(nc, error);
+  }
+}
+
+/**
+ * The user's owner key: `FORKD_OWNER_KEY`, else the file `$XDG_CONFIG_HOME/forkd/owner-key`
+ * (`~/.config/forkd/owner-key`), created with mode 0600 on first use. Every `forkd fork` and
+ * `forkd abort` of one user shares it, so `forkd abort` can stop that user's forks and nobody else's.
+ */
+export async function loadOwnerKey(env: Readonly<Record<string, string | undefined>>): Promise<string> {
+  const fromEnv = env.FORKD_OWNER_KEY;
+  if (fromEnv !== undefined && fromEnv !== "") {
+    if (!HexSecretSchema.safeParse(fromEnv).success)
+      throw new UsageError(
+        "FORKD_OWNER_KEY must be 64 lowercase hex characters (e.g. `openssl rand -hex 32`)",
+      );
+    return fromEnv;
+  }
+  const configHome = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
+  const file = join(configHome, "forkd", "owner-key");
+  try {
+    const stored = (await readFile(file, "utf8")).trim();
+    if (HexSecretSchema.safeParse(stored).success) return stored;
+    throw new UsageError(`${file} does not hold an owner key (64 lowercase hex characters)`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  const key = newSecret();
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    await writeFile(file, `${key}\n`, { mode: 0o600, flag: "wx" });
+    return key;
+  } catch (error) {
+    // Another forkd created it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return (await readFile(file, "utf8")).trim();
+    throw error;
   }
 }
 

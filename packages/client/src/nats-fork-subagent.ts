@@ -9,16 +9,20 @@ import {
   forkOutcomeFromTerminalEvent,
 } from "@forkd/core";
 import {
+  abortProof,
   abortRequestCodec,
   type ForkEvent,
   type ForkPrefix,
   type ForkSpecInput,
   forkSpecCodec,
   isTerminalEvent,
+  newSecret,
+  ownerToken,
   type PermissionRequest,
   type PermissionResponse,
   PROTOCOL_VERSION,
   type PrefixSource,
+  permissionProof,
   permissionRequestCodec,
   permissionResponseCodec,
   type RunState,
@@ -65,6 +69,14 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
   onPermission?: PermissionHandler;
   /** A tool host (see {@link serveTools}) every fork of this subagent may call. */
   toolHost?: ToolHostRef;
+  /**
+   * This parent's owner key (64 hex characters). Each spec carries the run's owner token derived
+   * from it, and the daemon then accepts an abort or a permission answer for the run only with a
+   * proof made from that token: another parent of the account can neither stop the run nor answer
+   * for it. Share it (e.g. `FORKD_OWNER_KEY`) between processes that must abort each other's runs.
+   * @default a new random key per subagent
+   */
+  ownerKey?: string;
   logger?: ClientLogger;
 }
 
@@ -120,10 +132,12 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #uploads = new Map<string, Promise<void>>();
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
+  readonly #ownerKey: string;
 
   private constructor(resources: ForkResources, options: NatsForkSubagentOptions) {
     this.resources = resources;
     this.#options = options;
+    this.#ownerKey = options.ownerKey ?? newSecret();
     this.#logger = options.logger ?? noopLogger;
     if (options.onPermission) this.#servePermissions(options.onPermission);
   }
@@ -159,7 +173,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
 
   /** A handle on an existing run (a parent that restarted, an observer). */
   attach(runId: string): NatsForkHandle {
-    return new NatsForkHandle(this.resources, runId, Promise.resolve(), this.#logger);
+    return new NatsForkHandle(this.resources, runId, Promise.resolve(), this.#logger, this.#ownerKey);
   }
 
   /** Current registry entry of a run. */
@@ -227,7 +241,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // that owns the run, and no run id is visible before its spec holds it.
       await this.#registerQueued(spec, ack.seq);
     })();
-    return new NatsForkHandle(this.resources, runId, launch, this.#logger);
+    return new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey);
   }
 
   #specOf(params: ForkParams, runId: string, prefix: PrefixSource): ForkSpecInput {
@@ -237,6 +251,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       parent: { ...params.parent, lineage: params.parent.lineage ?? [] },
       directive: params.directive,
       prefix,
+      owner_token: ownerToken(this.#ownerKey, runId),
       created_at: Date.now(),
     };
     if (params.label !== undefined) spec.label = params.label;
@@ -322,7 +337,8 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
               reason: `permission handler failed: ${String(handlerError)}`,
             };
           }
-          message.respond(permissionResponseCodec.encode(response));
+          const proof = permissionProof(ownerToken(this.#ownerKey, request.run_id), request);
+          message.respond(permissionResponseCodec.encode({ ...response, proof }));
         })();
       },
     });
@@ -336,12 +352,20 @@ export class NatsForkHandle implements ForkHandle {
   readonly #resources: ForkResources;
   readonly #launch: Promise<void>;
   readonly #logger: ClientLogger;
+  readonly #ownerKey: string;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
 
   /** @internal Made by {@link NatsForkSubagent}. */
-  constructor(resources: ForkResources, runId: string, launch: Promise<void>, logger: ClientLogger) {
+  constructor(
+    resources: ForkResources,
+    runId: string,
+    launch: Promise<void>,
+    logger: ClientLogger,
+    ownerKey: string,
+  ) {
     this.#resources = resources;
+    this.#ownerKey = ownerKey;
     this.runId = runId;
     this.#launch = launch;
     this.#logger = logger;
@@ -395,11 +419,13 @@ export class NatsForkHandle implements ForkHandle {
   async abort(reason = "aborted by parent"): Promise<void> {
     const resources = this.#resources;
     const requestedAt = Date.now();
+    const proof = abortProof(ownerToken(this.#ownerKey, this.runId), this.runId);
     const bytes = abortRequestCodec.encode({
       v: PROTOCOL_VERSION,
       run_id: this.runId,
       reason,
       requested_at: requestedAt,
+      proof,
     });
     const subject = resources.subjects.abort(this.runId);
     // Fast path first: a daemon running the run stops within milliseconds.
@@ -422,7 +448,7 @@ export class NatsForkHandle implements ForkHandle {
         created_at: now,
         updated_at: now,
       };
-      return { ...base, updated_at: now, abort: { reason, requested_at: requestedAt } };
+      return { ...base, updated_at: now, abort: { reason, requested_at: requestedAt, proof } };
     });
     // Again, for a daemon that claimed the run between the first publish and the flag.
     resources.nc.publish(subject, bytes);

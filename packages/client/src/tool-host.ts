@@ -4,13 +4,15 @@
 import {
   DEFAULT_SUBJECT_PREFIX,
   forkSubjects,
+  newSecret,
   PROTOCOL_VERSION,
   type ToolHostRef,
   type ToolHostRequest,
+  toolHostProof,
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "@forkd/protocol";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 
 /** Runs one tool for a remote fork. Throwing is reported to the model as an error result. */
 export type ToolHandler = (
@@ -30,6 +32,13 @@ export interface ServeToolsOptions {
   prefix?: string;
   /** Several processes with the same host id share the load (queue group). */
   queue?: string;
+  /**
+   * The host's reply key (64 hex characters). It travels in `ref` inside specs, which only daemons
+   * read, and every reply carries a proof made with it, so a daemon believes no other responder on the
+   * host's subject. Processes sharing one host id (a queue group) must share it.
+   * @default a new random key
+   */
+  replyKey?: string;
 }
 
 /** A running tool host. Pass {@link ToolHost.ref} as `toolHost` to {@link NatsForkSubagent}. */
@@ -41,8 +50,13 @@ export interface ToolHost {
 /** Serves `tools` on `agent.toolhost.<hostId>` until stopped. */
 export function serveTools(nc: NatsConnection, options: ServeToolsOptions): ToolHost {
   const subject = forkSubjects(options.prefix ?? DEFAULT_SUBJECT_PREFIX).toolHost(options.hostId);
-  const reply = (content: string, isError: boolean) =>
-    toolHostResponseCodec.encode({ v: PROTOCOL_VERSION, content, is_error: isError });
+  const replyKey = options.replyKey ?? newSecret();
+  const proofOf = (call: ToolHostRequest | undefined) =>
+    call ? { proof: toolHostProof(replyKey, call) } : {};
+  const respond = (message: Msg, call: ToolHostRequest | undefined, content: string, isError: boolean) =>
+    message.respond(
+      toolHostResponseCodec.encode({ v: PROTOCOL_VERSION, content, is_error: isError, ...proofOf(call) }),
+    );
   const subscription = nc.subscribe(subject, {
     ...(options.queue ? { queue: options.queue } : {}),
     callback: (error, message) => {
@@ -52,32 +66,27 @@ export function serveTools(nc: NatsConnection, options: ServeToolsOptions): Tool
         try {
           call = toolHostRequestCodec.decode(message.data);
         } catch (decodeError) {
-          message.respond(reply(`malformed tool call: ${(decodeError as Error).message}`, true));
+          respond(message, undefined, `malformed tool call: ${(decodeError as Error).message}`, true);
           return;
         }
         const handler = Object.hasOwn(options.tools, call.name) ? options.tools[call.name] : undefined;
         if (!handler) {
-          message.respond(reply(`tool ${call.name} is not served by host ${options.hostId}`, true));
+          respond(message, call, `tool ${call.name} is not served by host ${options.hostId}`, true);
           return;
         }
         try {
           const out = await handler(call.input, call);
-          message.respond(
-            typeof out === "string" ? reply(out, false) : reply(out.content, out.isError ?? false),
-          );
+          if (typeof out === "string") respond(message, call, out, false);
+          else respond(message, call, out.content, out.isError ?? false);
         } catch (handlerError) {
-          message.respond(
-            reply(
-              `tool ${call.name} failed: ${(handlerError as Error).message ?? String(handlerError)}`,
-              true,
-            ),
-          );
+          const text = (handlerError as Error).message ?? String(handlerError);
+          respond(message, call, `tool ${call.name} failed: ${text}`, true);
         }
       })();
     },
   });
   return {
-    ref: { id: options.hostId, tools: Object.keys(options.tools) },
+    ref: { id: options.hostId, tools: Object.keys(options.tools), reply_key: replyKey },
     stop: async () => {
       await subscription.drain();
     },

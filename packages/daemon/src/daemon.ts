@@ -3,7 +3,13 @@
 // hands unfinished runs to other daemons.
 import { hostname } from "node:os";
 import { ensureForkResources, type ForkResources, PrefixCache } from "@forkd/client";
-import { abortRequestCodec, type DaemonInfo, daemonInfoCodec, PROTOCOL_VERSION } from "@forkd/protocol";
+import {
+  abortRequestCodec,
+  type DaemonInfo,
+  daemonInfoCodec,
+  PROTOCOL_VERSION,
+  ProtocolError,
+} from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { DaemonConfig } from "./config.js";
@@ -107,12 +113,11 @@ export class ForkDaemon {
           if (error) return;
           try {
             const request = abortRequestCodec.decode(message.data);
-            this.#active.get(request.run_id)?.abort(request.reason);
+            this.#active.get(request.run_id)?.abort(request);
           } catch (decodeError) {
-            this.#logger.warn(
-              { err: decodeError, subject: message.subject },
-              "ignoring a malformed abort request",
-            );
+            const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
+            this.#options.metrics?.refusedControls.inc({ kind: code });
+            this.#logger.warn({ code, subject: message.subject }, "ignoring a malformed abort request");
           }
         },
       }),

@@ -128,6 +128,7 @@ export async function executeForkRun(
             runId: spec.run_id,
             policy: spec.permissions,
             dispatcher: tools.dispatcher,
+            ownerToken: spec.owner_token,
           })
         : undefined;
     const metrics = options.metrics;

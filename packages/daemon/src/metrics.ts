@@ -17,6 +17,8 @@ export interface DaemonMetrics {
   readonly abortLatency: Histogram;
   readonly redeliveries: Counter;
   readonly toolCalls: Counter<"result">;
+  /** Control messages refused: `abort` (no owner's proof), or a protocol error code (`invalid_message`, `payload_too_large`, …). */
+  readonly refusedControls: Counter<"kind">;
 }
 
 /** Creates the metrics on a fresh registry. */
@@ -25,6 +27,12 @@ export function createDaemonMetrics(): DaemonMetrics {
   const registers = [registry];
   return {
     registry,
+    refusedControls: new Counter({
+      name: "forkd_refused_controls_total",
+      help: "Aborts refused: kind abort (without the run owner's proof) or the protocol error code of a malformed one",
+      labelNames: ["kind"],
+      registers,
+    }),
     runsActive: new Gauge({ name: "forkd_runs_active", help: "Runs in progress on this daemon", registers }),
     runsEnded: new Counter({
       name: "forkd_runs_ended_total",

@@ -12,14 +12,18 @@ import type {
 import {
   type ForkSubjects,
   type PermissionPolicy,
+  type PermissionRequest,
   PROTOCOL_VERSION,
+  permissionProof,
   permissionRequestCodec,
   permissionResponseCodec,
+  proofMatches,
   type ToolHostRef,
+  toolHostProof,
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "@forkd/protocol";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection, NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { capOutput } from "./tools/output.js";
 
 /** How long a tool host may take to answer one call. @unit ms */
@@ -46,19 +50,28 @@ export function toolHostDispatcher(
           content: `Tool ${call.name} is not available to this fork. Use the tools you have.`,
         };
       }
-      const request = toolHostRequestCodec.encode({
+      const message = {
         v: PROTOCOL_VERSION,
         run_id: context.runId,
         tool_use_id: call.id,
         name: call.name,
         input: call.input,
-      });
+      } as const;
+      const request = toolHostRequestCodec.encode(message);
+      // With a reply key, only the host that holds it can answer: another responder on the subject
+      // (any parent of the account may subscribe) is not believed, and cannot hide the real answer.
+      const expected = host.reply_key === undefined ? undefined : toolHostProof(host.reply_key, message);
       try {
-        const reply = await raceSignal(
-          nc.request(subjects.toolHost(host.id), request, { timeout: TOOL_HOST_TIMEOUT_MS }),
-          context.signal,
+        const response = await requestVerified(
+          nc,
+          subjects.toolHost(host.id),
+          request,
+          { timeoutMs: TOOL_HOST_TIMEOUT_MS, signal: context.signal },
+          (data) => {
+            const reply = toolHostResponseCodec.decode(data);
+            return expected === undefined || proofMatches(expected, reply.proof) ? reply : undefined;
+          },
         );
-        const response = toolHostResponseCodec.decode(reply.data);
         return { content: capOutput(response.content, options.outputCapBytes), isError: response.is_error };
       } catch (error) {
         if (context.signal.aborted) return { isError: true, content: "aborted" };
@@ -82,37 +95,46 @@ export function natsPermissionAsker(options: {
   runId: string;
   policy: PermissionPolicy;
   dispatcher: ToolDispatcher;
+  /** The spec's `owner_token`: when set, only answers with its proof count. */
+  ownerToken?: string | undefined;
 }): PermissionAsker | undefined {
-  const { nc, subjects, runId, policy, dispatcher } = options;
+  const { nc, subjects, runId, policy, dispatcher, ownerToken } = options;
   if (policy.mode === "allow") return undefined;
   return {
     needsApproval: (call) => !dispatcher.isSafeToRepeat(call),
     async ask(call, { signal, timeoutMs }): Promise<PermissionDecision> {
       if (policy.mode === "deny")
         return { decision: "deny", reason: "the run's permission policy denies tools that change anything" };
-      const request = permissionRequestCodec.encode({
+      const message: PermissionRequest = {
         v: PROTOCOL_VERSION,
         run_id: runId,
         tool_use_id: call.id,
         name: call.name,
         input: call.input,
         requested_at: Date.now(),
-      });
+      };
+      const request = permissionRequestCodec.encode(message);
+      const expected = ownerToken === undefined ? undefined : permissionProof(ownerToken, message);
       try {
-        const reply = await raceSignal(
-          nc.request(subjects.permission(runId), request, { timeout: timeoutMs }),
-          signal,
+        const response = await requestVerified(
+          nc,
+          subjects.permission(runId),
+          request,
+          { timeoutMs, signal },
+          (data) => {
+            const reply = permissionResponseCodec.decode(data);
+            return expected === undefined || proofMatches(expected, reply.proof) ? reply : undefined;
+          },
         );
-        const response = permissionResponseCodec.decode(reply.data);
         return response.decision === "allow"
           ? { decision: "allow" }
           : { decision: "deny", reason: response.reason ?? "the parent denied this tool call" };
       } catch (error) {
         signal.throwIfAborted();
         const text = String((error as Error).message ?? error);
-        if (/timeout/i.test(text))
+        if (error instanceof TimeoutError)
           return { decision: "timeout", reason: `no answer from the parent within ${timeoutMs} ms` };
-        if (/503|no responders/i.test(text)) {
+        if (error instanceof NoRespondersError || (error instanceof RequestError && error.isNoResponders())) {
           // Nobody listens yet: wait out the timeout as a deny, the parent may be between subscriptions.
           return { decision: "timeout", reason: "no parent is listening for permission requests" };
         }
@@ -120,6 +142,38 @@ export function natsPermissionAsker(options: {
       }
     },
   };
+}
+
+/**
+ * Sends one request and waits for the first reply `accept` takes (it returns undefined for a reply
+ * to ignore, and may throw for a malformed one, which is ignored too), until `timeoutMs`. Unlike a
+ * plain request, a hostile responder that answers first cannot hide the real answer.
+ * Throws `TimeoutError` when none was accepted in time, `NoRespondersError` when nobody listens.
+ */
+async function requestVerified<T>(
+  nc: NatsConnection,
+  subject: string,
+  data: Uint8Array,
+  options: { timeoutMs: number; signal: AbortSignal },
+  accept: (data: Uint8Array) => T | undefined,
+): Promise<T> {
+  const replies = await nc.requestMany(subject, data, { strategy: "timer", maxWait: options.timeoutMs });
+  const iterator = replies[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await raceSignal(iterator.next(), options.signal);
+      if (next.done) break;
+      try {
+        const accepted = accept(next.value.data);
+        if (accepted !== undefined) return accepted;
+      } catch {
+        // a malformed reply: keep waiting for the real one
+      }
+    }
+  } finally {
+    await iterator.return?.();
+  }
+  throw new TimeoutError();
 }
 
 function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

@@ -12,6 +12,7 @@ import {
 } from "@forkd/client";
 import type { LlmClient } from "@forkd/core";
 import {
+  abortProof,
   emptyUsageTotals,
   type ForkEvent,
   type ForkEventBody,
@@ -22,6 +23,7 @@ import {
   isValidRunId,
   PROTOCOL_VERSION,
   ProtocolError,
+  proofMatches,
   type RunState,
   type UsageTotals,
   type WireError,
@@ -61,14 +63,40 @@ export interface ActiveRun {
   readonly specSeq: number;
   /** Resolves when the run has ended here (whatever the outcome) and its spec is settled. */
   readonly done: Promise<void>;
-  /** Stops the run and ends it `aborted`. */
-  abort(reason: string, requestedAt?: number): void;
+  /**
+   * Stops the run and ends it `aborted` — when the request proves it comes from the run's owner
+   * (`abortProof` of the spec's `owner_token`; any request for a spec without one). Returns false
+   * for a refused request, which changes nothing.
+   */
+  abort(request: AbortClaim): boolean;
   /** Stops the run without ending it: its spec is nak'ed and another daemon resumes it (drain). */
   release(): void;
   /** Tells JetStream the spec is still being worked on. */
   keepAlive(): void;
   /** Publishes a heartbeat event and refreshes the registry entry; detects a lost claim. */
   heartbeat(): Promise<void>;
+}
+
+/** What an abort says, from the abort subject or the registry's flag. */
+export interface AbortClaim {
+  reason: string;
+  requested_at?: number | undefined;
+  proof?: string | undefined;
+}
+
+/**
+ * Whether an abort may stop a run: a spec without an owner token (an older parent) may be aborted by
+ * any parent of the account; otherwise only with the owner's proof. Unknown yet (spec not decoded):
+ * refused here, and the registry flag, read at the claim and on every heartbeat, decides later.
+ */
+function abortAuthorized(
+  token: string | null | undefined,
+  runId: string,
+  proof: string | undefined,
+): boolean {
+  if (token === undefined) return false;
+  if (token === null) return true;
+  return proofMatches(abortProof(token, runId), proof);
 }
 
 const TERMINAL_STATUSES: ReadonlySet<RunState["status"]> = new Set(["completed", "failed", "aborted"]);
@@ -103,6 +131,19 @@ export class RunExecutor {
     let publisher: RunEventPublisher | undefined;
     let attempt = 0;
     let turn = 0;
+    let ownerToken: string | null | undefined;
+    let refusedAborts = 0;
+    const requestAbort = (request: AbortClaim): boolean => {
+      if (!abortAuthorized(ownerToken, runId, request.proof)) {
+        // Logged once per run: a forged registry flag would otherwise be logged on every heartbeat.
+        if (refusedAborts++ === 0)
+          logger.warn({ code: "abort_refused" }, "an abort without the owner's proof: the run goes on");
+        deps.metrics?.refusedControls.inc({ kind: "abort" });
+        return false;
+      }
+      stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
+      return true;
+    };
     const stopWith = (reason: StopReason) => {
       if (stop) return;
       stop = reason;
@@ -114,6 +155,10 @@ export class RunExecutor {
     const done = (async () => {
       try {
         await this.#run(runId, message, controller.signal, {
+          onSpec: (spec) => {
+            ownerToken = spec.owner_token ?? null;
+          },
+          abortAuthorized: (proof) => abortAuthorized(ownerToken, runId, proof),
           onClaimed: (claimedAttempt, claimedPublisher) => {
             attempt = claimedAttempt;
             publisher = claimedPublisher;
@@ -147,7 +192,7 @@ export class RunExecutor {
       runId,
       specSeq: message.seq,
       done,
-      abort: (reason, requestedAt) => stopWith({ kind: "abort", reason, requestedAt }),
+      abort: requestAbort,
       release: () => stopWith({ kind: "release" }),
       keepAlive: () => {
         if (!stop) message.working();
@@ -163,13 +208,7 @@ export class RunExecutor {
             return { ...current, heartbeat_at: now, updated_at: now, last_seq: publisher!.lastSeq, turn };
           });
           if (seen && seen.state.attempt > attempt) stopWith({ kind: "fenced" });
-          if (seen?.state.abort && !TERMINAL_STATUSES.has(seen.state.status)) {
-            stopWith({
-              kind: "abort",
-              reason: seen.state.abort.reason,
-              requestedAt: seen.state.abort.requested_at,
-            });
-          }
+          if (seen?.state.abort && !TERMINAL_STATUSES.has(seen.state.status)) requestAbort(seen.state.abort);
         } catch (error) {
           if (error instanceof DaemonError && error.code === "fenced") stopWith({ kind: "fenced" });
           else logger.warn({ err: error }, "run heartbeat failed");
@@ -183,6 +222,8 @@ export class RunExecutor {
     message: JsMsg,
     signal: AbortSignal,
     hooks: {
+      onSpec: (spec: ForkSpec) => void;
+      abortAuthorized: (proof: string | undefined) => boolean;
       onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
       onTurn: (turn: number) => void;
       onPublishError: (error: unknown) => void;
@@ -246,6 +287,8 @@ export class RunExecutor {
       metrics?.runsEnded.inc({ outcome: "failed" });
       return;
     }
+
+    hooks.onSpec(spec);
 
     // 3. Claim, recording this spec as the run's owner. An aborted run ends `aborted` without running.
     if (last && isTerminalEvent(last.event)) {
@@ -325,7 +368,7 @@ export class RunExecutor {
         resumed,
       }).catch((error: unknown) => hooks.onPublishError(error));
       const abortFlag = claimed!.state.abort;
-      if (abortFlag) {
+      if (abortFlag && hooks.abortAuthorized(abortFlag.proof)) {
         await this.#end(
           publish,
           runId,

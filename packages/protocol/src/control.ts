@@ -1,5 +1,6 @@
 // Control messages: abort, permission bubbling and tool-host calls.
 import { z } from "zod";
+import { HexSecretSchema } from "./control-proof.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 
 /** Published on `agent.fork.<run_id>.abort` and mirrored into the run registry. */
@@ -10,6 +11,9 @@ export const AbortRequestSchema = z.object({
   requested_at: EpochMsSchema.describe("ms since epoch."),
   /** Who asked (agent id, user, `cli`). */
   by: z.string().max(256).optional().describe("Who asked (agent id, user, `cli`)."),
+  proof: HexSecretSchema.optional().describe(
+    "`abortProof(owner_token, run_id)`: required when the run's spec carries an `owner_token`.",
+  ),
 });
 
 /** A daemon asks the parent whether a tool call may run. */
@@ -26,6 +30,9 @@ export const PermissionResponseSchema = z.object({
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
   decision: z.enum(["allow", "deny"]).describe("Whether the tool call may run."),
   reason: z.string().max(4096).optional().describe("Told to the model in the `tool_result` when denied."),
+  proof: HexSecretSchema.optional().describe(
+    "`permissionProof(owner_token, request)`: required when the run's spec carries an `owner_token`.",
+  ),
 });
 
 /** A daemon asks a tool host to run a tool that exists only where the parent runs. */
@@ -41,6 +48,9 @@ export const ToolHostResponseSchema = z.object({
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
   content: z.string().describe("The `tool_result` content given to the model."),
   is_error: z.boolean().default(false).describe("True when the content is an error the model sees."),
+  proof: HexSecretSchema.optional().describe(
+    "`toolHostProof(reply_key, request)`: required when the spec's `tool_host` carries a `reply_key`.",
+  ),
 });
 
 export type AbortRequest = z.infer<typeof AbortRequestSchema>;

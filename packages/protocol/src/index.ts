@@ -57,6 +57,15 @@ export {
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
+export {
+  abortProof,
+  HexSecretSchema,
+  newSecret,
+  ownerToken,
+  permissionProof,
+  proofMatches,
+  toolHostProof,
+} from "./control-proof.js";
 export type { ProtocolErrorCode, ProtocolErrorJSON } from "./errors.js";
 export { isProtocolErrorCode, PROTOCOL_ERROR_CODES, ProtocolError } from "./errors.js";
 export type {

@@ -1,5 +1,6 @@
 // What the JetStream KV buckets hold: one entry per run, one per live daemon.
 import { z } from "zod";
+import { HexSecretSchema } from "./control-proof.js";
 import { WireErrorSchema } from "./events.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 import { UsageTotalsSchema } from "./usage.js";
@@ -42,7 +43,12 @@ export const RunStateSchema = z.object({
   heartbeat_at: EpochMsSchema.optional().describe("Last heartbeat of the daemon running it."),
   /** Set by an abort; a spec picked up or redelivered afterwards is not run. */
   abort: z
-    .object({ reason: z.string(), requested_at: EpochMsSchema, by: z.string().optional() })
+    .object({
+      reason: z.string(),
+      requested_at: EpochMsSchema,
+      by: z.string().optional(),
+      proof: HexSecretSchema.optional(),
+    })
     .optional()
     .describe("Set by an abort; a spec picked up or redelivered afterwards is not run."),
   usage: UsageTotalsSchema.optional().describe("Totals, set when the run ends."),

@@ -1,6 +1,7 @@
 // The fork spec: everything a daemon needs to run one child, published on `agent.fork.<run_id>`.
 import { z } from "zod";
 import { AssistantMessageSchema, CacheSafeParamsSchema } from "./anthropic.js";
+import { HexSecretSchema } from "./control-proof.js";
 import { MAX_PREFIX_BYTES, MAX_RUN_ID_LENGTH } from "./limits.js";
 import { RUN_ID_PATTERN } from "./subjects.js";
 
@@ -153,6 +154,10 @@ export const PermissionPolicySchema = z.object({
 export const ToolHostRefSchema = z.object({
   id: RunIdSchema.describe("Serves `agent.toolhost.<id>`."),
   tools: z.array(z.string().min(1)).describe("Tool names it serves."),
+  /** The tool host's reply key (secret: only daemons read specs). */
+  reply_key: HexSecretSchema.optional().describe(
+    "Secret of the tool host: a daemon accepts only replies that carry `toolHostProof(reply_key, call)`. Without it any responder is believed.",
+  ),
 });
 
 /** W3C trace context of the parent's span. */
@@ -203,6 +208,10 @@ export const ForkSpecSchema = z.object({
   ),
   tool_host: ToolHostRefSchema.optional().describe(
     "A process that serves tools existing only where the parent runs.",
+  ),
+  /** Secret of the run's owner (only daemons read specs). */
+  owner_token: HexSecretSchema.optional().describe(
+    "Secret of the run's owner (`ownerToken(owner_key, run_id)`): aborts and permission answers must carry a proof made with it. Without it any parent of the account may abort or answer.",
   ),
   trace: TraceContextSchema.optional().describe("W3C trace context of the parent's span."),
   created_at: EpochMsSchema.describe("When the parent published the spec (ms since epoch)."),

@@ -6,7 +6,7 @@ import type { CommandContext } from "../context.js";
 import { CliError, UsageError } from "../errors.js";
 import { formatElapsed } from "../format.js";
 import { writeLine } from "../io.js";
-import { connectTarget, NATS_FLAGS, natsTarget, openSubagent } from "../nats.js";
+import { connectTarget, loadOwnerKey, NATS_FLAGS, natsTarget, openSubagent } from "../nats.js";
 import { COMMON_FLAGS, expectPositionals, parseCommandLine, parseDuration } from "../options.js";
 import { describeEvent } from "../run-tracker.js";
 
@@ -32,7 +32,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
   const out = context.io.stdout;
   const nc = await connectTarget(target, { name: "forkd-abort" });
   try {
-    const forks = await openSubagent(nc, target.prefix);
+    const forks = await openSubagent(nc, target.prefix, await loadOwnerKey(context.io.env));
     const resources = forks.resources;
     const [state, last] = await Promise.all([
       getRunState(resources, runId),

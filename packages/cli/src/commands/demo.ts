@@ -10,7 +10,7 @@ import type { NatsForkSubagent } from "@forkd/client";
 import { buildForkedRequest, defaultPricingTable, type LlmClient, type LlmRequest } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
-import { forkSubjects, type ProviderUsage } from "@forkd/protocol";
+import { forkSubjects, newSecret, type ProviderUsage } from "@forkd/protocol";
 import type { Sim } from "@forkd/sim";
 import {
   type Child,
@@ -185,7 +185,8 @@ async function startStack(
   }
   const nc = await connectTarget(natsTarget({ nats: [nats.url], prefix }, {}), { name: "forkd-demo" });
   cleanup.defer("the NATS connection", () => nc.close());
-  const forks = await openSubagent(nc, prefix);
+  // The demo aborts only its own forks: a key of its own, not the user's.
+  const forks = await openSubagent(nc, prefix, newSecret());
   cleanup.defer("the fork client", () => forks.close());
   if (!nats.own) {
     // Registered before the daemons, so it runs after they have stopped.

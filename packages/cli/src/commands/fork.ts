@@ -15,7 +15,7 @@ import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { formatElapsed, formatInteger, formatPercent, formatUsd } from "../format.js";
 import { isInteractive, styleFor, writeLine } from "../io.js";
-import { connectTarget, NATS_FLAGS, natsTarget, openSubagent } from "../nats.js";
+import { connectTarget, loadOwnerKey, NATS_FLAGS, natsTarget, openSubagent } from "../nats.js";
 import {
   COMMON_FLAGS,
   expectPositionals,
@@ -138,7 +138,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
 
   const nc = await connectTarget(target, { name: "forkd-fork" });
   try {
-    const forks = await openSubagent(nc, target.prefix);
+    const forks = await openSubagent(nc, target.prefix, await loadOwnerKey(context.io.env));
     const host = hostname();
     const base: Omit<ForkParams, "directive" | "forkCall" | "label" | "runId"> = {
       prefix: turn.prefix,

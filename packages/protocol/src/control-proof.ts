@@ -1,0 +1,52 @@
+// Who may stop a run or answer for it. Inside one NATS account every parent can publish an abort and
+// can answer a daemon's request, so the daemon asks for a proof: an HMAC-SHA256 keyed with a secret
+// that only the run's owner and the daemons hold. Specs are read by daemons only (the deployed NATS
+// permissions give parents no read right on the specs stream), so the spec carries the secret; what
+// crosses the account's readable subjects is a proof bound to one run and one request, never the secret.
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+
+/** A 256-bit secret or proof, as lowercase hex. */
+export const HexSecretSchema = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+
+/** A new random 256-bit secret: a parent's owner key, or a tool host's reply key. */
+export function newSecret(): string {
+  return randomBytes(32).toString("hex");
+}
+
+function hmac(key: string, ...parts: (string | number)[]): string {
+  return createHmac("sha256", key).update(parts.join("\n")).digest("hex");
+}
+
+/**
+ * The owner token of one run, carried by its spec: derived from the parent's owner key, so that
+ * any process holding the key (the parent, `forkd abort` of the same user) can prove ownership of
+ * every run it forked without remembering a token per run.
+ */
+export function ownerToken(ownerKey: string, runId: string): string {
+  return hmac(ownerKey, "forkd-owner-token", runId);
+}
+
+/** The proof an abort of `runId` carries (on the abort subject and in the registry). */
+export function abortProof(token: string, runId: string): string {
+  return hmac(token, "abort", runId);
+}
+
+/** The proof a permission answer carries: bound to the one request it answers. */
+export function permissionProof(
+  token: string,
+  request: { run_id: string; tool_use_id: string; requested_at: number },
+): string {
+  return hmac(token, "permission", request.run_id, request.tool_use_id, request.requested_at);
+}
+
+/** The proof a tool host's reply carries: bound to the one call it answers. */
+export function toolHostProof(key: string, request: { run_id: string; tool_use_id: string }): string {
+  return hmac(key, "toolhost", request.run_id, request.tool_use_id);
+}
+
+/** Compares a received proof with the expected one in constant time; a missing proof is false. */
+export function proofMatches(expected: string, received: string | undefined): boolean {
+  if (received === undefined || received.length !== expected.length) return false;
+  return timingSafeEqual(Buffer.from(expected), Buffer.from(received));
+}
