@@ -62,3 +62,18 @@ export function checkNatsConfig(file: string, env: Record<string, string>): { ok
   });
   return { ok: result.status === 0, output: `${result.stdout ?? ""}${result.stderr ?? ""}`.trim() };
 }
+
+/**
+ * Sets environment variables for this process (and the nats-server it spawns); returns the function
+ * that puts the previous values back.
+ */
+export function applyEnv(vars: Record<string, string>): () => void {
+  const saved = Object.keys(vars).map((name) => [name, process.env[name]] as const);
+  Object.assign(process.env, vars);
+  return () => {
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+}
