@@ -14,7 +14,7 @@ const TTFT_MS = 3_000;
 const SAMPLE_EVERY_MS = 10;
 
 /** VmRSS and VmHWM (peak) of a process, from /proc/<pid>/status. @unit MB (10^6 bytes) */
-function memoryOf(pid: number): { rss: number; hwm: number } {
+export function memoryOf(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kib = (field: string) =>
     Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);

@@ -7,6 +7,7 @@ import { abortBenchmark } from "./b5-abort.js";
 import { throughputBenchmark } from "./b6-throughput.js";
 import { failoverBenchmark } from "./b7-failover.js";
 import { memoryBenchmark } from "./b8-memory.js";
+import { hostileWireBenchmark } from "./b9-hostile-wire.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -18,4 +19,5 @@ export const benchmarks: readonly Benchmark[] = [
   throughputBenchmark,
   failoverBenchmark,
   memoryBenchmark,
+  hostileWireBenchmark,
 ];

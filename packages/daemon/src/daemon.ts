@@ -132,9 +132,12 @@ export class ForkDaemon {
             void handleMaxDeliveries(resources, message.data, {
               daemonId: this.id,
               logger: this.#logger,
-            }).catch((failure) =>
-              this.#logger.error({ err: failure }, "could not fail a run that exhausted max_deliver"),
-            );
+            }).catch((failure: unknown) => {
+              if (failure instanceof ProtocolError) {
+                this.#options.metrics?.refusedControls.inc({ kind: failure.code });
+                this.#logger.warn({ code: failure.code }, "ignoring a malformed max-deliveries advisory");
+              } else this.#logger.error({ err: failure }, "could not fail a run that exhausted max_deliver");
+            });
           },
         },
       ),

@@ -2,14 +2,23 @@
 // daemons share the consumer's advisory (one of them, by queue group) and end the run as failed.
 import type { ForkResources } from "@forkd/client";
 import { getRunState } from "@forkd/client";
+import { createCodec, MAX_CONTROL_BYTES } from "@forkd/protocol";
+import { z } from "zod";
 import type { DaemonLogger } from "./logger.js";
 import { failUnclaimedRun } from "./run-ending.js";
 import { runIdFromSubject } from "./run-executor.js";
 
-interface MaxDeliveriesAdvisory {
-  stream_seq: number;
-  deliveries: number;
-}
+// The fields forkd reads of the server's advisory (it has more). Decoded like any wire message: the
+// subject is the server's, but an account without permissions lets anyone publish on it.
+const advisoryCodec = createCodec(
+  z.object({ stream_seq: z.number().int().positive(), deliveries: z.number().int().nonnegative() }),
+  {
+    invalidCode: "invalid_message",
+    what: "max-deliveries advisory",
+    maxBytes: MAX_CONTROL_BYTES,
+    versioned: false,
+  },
+);
 
 /** Fails the run of the spec named by a `MAX_DELIVERIES` advisory and removes the spec. */
 export async function handleMaxDeliveries(
@@ -17,7 +26,7 @@ export async function handleMaxDeliveries(
   data: Uint8Array,
   context: { daemonId: string; logger: DaemonLogger },
 ): Promise<void> {
-  const advisory = JSON.parse(new TextDecoder().decode(data)) as MaxDeliveriesAdvisory;
+  const advisory = advisoryCodec.decode(data);
   const stream = resources.subjects.streams.specs;
   const stored = await resources.jsm.streams.getMessage(stream, { seq: advisory.stream_seq });
   if (!stored) return;

@@ -29,7 +29,7 @@ export function createDaemonMetrics(): DaemonMetrics {
     registry,
     refusedControls: new Counter({
       name: "forkd_refused_controls_total",
-      help: "Aborts refused: kind abort (without the run owner's proof) or the protocol error code of a malformed one",
+      help: "Control messages refused: kind abort (an abort without the run owner's proof), or the protocol error code of a malformed abort or max-deliveries advisory",
       labelNames: ["kind"],
       registers,
     }),
