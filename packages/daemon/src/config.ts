@@ -16,6 +16,8 @@ export const DaemonConfigSchema = z.object({
     servers: z.array(z.string().min(1)).min(1),
     user: z.string().optional(),
     pass: z.string().optional(),
+    /** File holding the password (its first line), so that it is neither in argv nor in the environment. */
+    passFile: z.string().optional(),
     token: z.string().optional(),
     /** File holding an NKey seed (`SU…`). */
     nkeySeedFile: z.string().optional(),
@@ -45,6 +47,19 @@ export const DaemonConfigSchema = z.object({
   defaultModel: z.string().default("claude-sonnet-4-5"),
   /** max_tokens when neither the parent request nor the spec gives one. */
   defaultMaxTokens: positiveInt.default(8192),
+  /**
+   * What no spec can exceed, whatever it asks: a run longer than `maxRunMs` (counted from its first
+   * claim, across attempts, so a trickling model stream or a silent tool host ends too) fails with
+   * `timeout`; `max_turns` and `max_tokens` are lowered to these.
+   */
+  ceilings: z
+    .object({
+      /** @unit ms */
+      maxRunMs: positiveInt.default(3_600_000),
+      maxTurns: positiveInt.default(200),
+      maxOutputTokens: positiveInt.default(128_000),
+    })
+    .default({ maxRunMs: 3_600_000, maxTurns: 200, maxOutputTokens: 128_000 }),
   tools: z
     .object({
       bash: z.enum(["read-only", "full", "off"]).default("read-only"),
@@ -92,6 +107,7 @@ export const DAEMON_FLAGS = {
   nats: { type: "string", multiple: true },
   "nats-user": { type: "string" },
   "nats-pass": { type: "string" },
+  "nats-pass-file": { type: "string" },
   "nats-token": { type: "string" },
   "nats-nkey": { type: "string" },
   "nats-creds": { type: "string" },
@@ -107,6 +123,9 @@ export const DAEMON_FLAGS = {
   workspace: { type: "string" },
   "allowed-models": { type: "string" },
   "default-model": { type: "string" },
+  "max-run-time": { type: "string" },
+  "max-turns": { type: "string" },
+  "max-output-tokens": { type: "string" },
   bash: { type: "string" },
   "bash-timeout": { type: "string" },
   "drain-grace": { type: "string" },
@@ -179,6 +198,7 @@ export function loadDaemonConfig(
   );
   layer("nats.user", env.NATS_USER, flags["nats-user"]);
   layer("nats.pass", env.NATS_PASSWORD, flags["nats-pass"]);
+  layer("nats.passFile", env.NATS_PASSWORD_FILE, flags["nats-pass-file"]);
   layer("nats.token", env.NATS_TOKEN, flags["nats-token"]);
   layer("nats.nkeySeedFile", env.NATS_NKEY_SEED_FILE, flags["nats-nkey"]);
   layer("nats.credsFile", env.NATS_CREDS, flags["nats-creds"]);
@@ -194,6 +214,9 @@ export function loadDaemonConfig(
   layer("workspace", env.FORKD_WORKSPACE, flags.workspace);
   layer("allowedModels", list(env.FORKD_ALLOWED_MODELS), list(flags["allowed-models"]));
   layer("defaultModel", env.FORKD_DEFAULT_MODEL, flags["default-model"]);
+  layer("ceilings.maxRunMs", env.FORKD_MAX_RUN_MS, flags["max-run-time"]);
+  layer("ceilings.maxTurns", env.FORKD_MAX_TURNS, flags["max-turns"]);
+  layer("ceilings.maxOutputTokens", env.FORKD_MAX_OUTPUT_TOKENS, flags["max-output-tokens"]);
   layer("tools.bash", env.FORKD_BASH_POLICY, flags.bash);
   layer("tools.bashTimeoutMs", env.FORKD_BASH_TIMEOUT_MS, flags["bash-timeout"]);
   layer("drainGraceMs", env.FORKD_DRAIN_GRACE_MS, flags["drain-grace"]);

@@ -66,6 +66,8 @@ export interface ForkRunOptions {
   logger: DaemonLogger;
   /** For permission bubbling to the parent. */
   nats?: { nc: NatsConnection; subjects: ForkSubjects };
+  /** The daemon's ceiling on the run's time: its first claim plus `ceilings.maxRunMs`. @unit ms since epoch */
+  runDeadlineAt: number;
 }
 
 /**
@@ -95,7 +97,10 @@ export async function executeForkRun(
       ...(spec.fork_call === undefined ? {} : { forkCall: spec.fork_call }),
       ...(tools.worktree === undefined ? {} : { worktree: tools.worktree.mapping }),
       ...(overrides.model === undefined ? {} : { model: overrides.model }),
-      maxTokens: overrides.max_tokens ?? prefix.params.max_tokens ?? config.defaultMaxTokens,
+      maxTokens: Math.min(
+        overrides.max_tokens ?? prefix.params.max_tokens ?? config.defaultMaxTokens,
+        config.ceilings.maxOutputTokens,
+      ),
       ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
     });
     const parentKey = cacheShared ? cacheKeyOf(prefix) : null;
@@ -142,8 +147,8 @@ export async function executeForkRun(
       ...(permissionAsker
         ? { permissions: { asker: permissionAsker, timeoutMs: spec.permissions.timeout_ms } }
         : {}),
-      limits: spec.limits,
-      ...(spec.deadline_at === undefined ? {} : { deadlineAt: spec.deadline_at }),
+      limits: { ...spec.limits, max_turns: Math.min(spec.limits.max_turns, config.ceilings.maxTurns) },
+      deadlineAt: Math.min(spec.deadline_at ?? Number.POSITIVE_INFINITY, options.runDeadlineAt),
       ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
       forkBreakpoint: forked.breakpoint,
       ...(parentKey === null || childKey === null

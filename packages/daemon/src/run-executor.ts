@@ -398,6 +398,7 @@ export class RunExecutor {
         },
         durable: () => publisher.flush(),
         nats: { nc: resources.nc, subjects: resources.subjects },
+        runDeadlineAt: (claimed.state.started_at ?? now) + config.ceilings.maxRunMs,
         onUsage: (totals) => {
           usage = totals;
         },
