@@ -15,6 +15,7 @@ export function isCommandName(name: string): name is CommandName {
 const NATS_OPTIONS = `NATS options (also taken from the environment, see docs/cli.md):
   --nats URL[,URL]     NATS servers (repeatable)   env FORKD_NATS_URL, NATS_URL; default nats://127.0.0.1:4222
   --nats-user USER     --nats-pass PASS            env NATS_USER, NATS_PASSWORD
+  --nats-pass-file FILE  the password from a file  env NATS_PASSWORD_FILE (--nats-pass shows in ps)
   --nats-token TOKEN                               env NATS_TOKEN
   --nats-creds FILE    --nats-nkey FILE            env NATS_CREDS, NATS_NKEY_SEED_FILE
   --nats-tls-ca FILE   --nats-tls-cert FILE   --nats-tls-key FILE
@@ -66,9 +67,11 @@ publishes its events, and obeys aborts. SIGTERM or Ctrl-C drains (runs may finis
 Options (each also as an environment variable; flags win; a JSON file with --config comes last):
   --config FILE            JSON configuration file                  FORKD_CONFIG
   --nats URL[,URL]         NATS servers (repeatable)                FORKD_NATS_URL, NATS_URL
-  --nats-user, --nats-pass, --nats-token, --nats-creds, --nats-nkey,
-  --nats-tls-ca, --nats-tls-cert, --nats-tls-key                   NATS_USER, NATS_PASSWORD, NATS_TOKEN,
-                                                                    NATS_CREDS, NATS_NKEY_SEED_FILE, NATS_TLS_*
+  --nats-user, --nats-pass, --nats-pass-file, --nats-token, --nats-creds, --nats-nkey,
+  --nats-tls-ca, --nats-tls-cert, --nats-tls-key                   NATS_USER, NATS_PASSWORD, NATS_PASSWORD_FILE,
+                                                                    NATS_TOKEN, NATS_CREDS, NATS_NKEY_SEED_FILE, NATS_TLS_*
+  --max-run-time MS, --max-turns N, --max-output-tokens N         FORKD_MAX_RUN_MS, FORKD_MAX_TURNS,
+                           ceilings no spec can exceed              FORKD_MAX_OUTPUT_TOKENS
   --id ID                  daemon id (default <host>-<pid>)         FORKD_DAEMON_ID
   --prefix PREFIX          subject prefix (default agent)           FORKD_PREFIX
   --replicas N|auto        stream replicas (default auto)           FORKD_REPLICAS

@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { ensureForkResources, type ForkResources, NatsForkSubagent } from "@forkd/client";
-import { DAEMON_FLAGS, natsConnectionOptions } from "@forkd/daemon";
+import { DAEMON_FLAGS, natsConnectionOptions, redactCredentials } from "@forkd/daemon";
 import { HexSecretSchema, newSecret } from "@forkd/protocol";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { NatsUnavailableError, UsageError } from "./errors.js";
@@ -14,6 +14,7 @@ export const NATS_FLAGS = {
   nats: DAEMON_FLAGS.nats,
   "nats-user": DAEMON_FLAGS["nats-user"],
   "nats-pass": DAEMON_FLAGS["nats-pass"],
+  "nats-pass-file": DAEMON_FLAGS["nats-pass-file"],
   "nats-token": DAEMON_FLAGS["nats-token"],
   "nats-nkey": DAEMON_FLAGS["nats-nkey"],
   "nats-creds": DAEMON_FLAGS["nats-creds"],
@@ -28,6 +29,7 @@ export interface NatsFlagValues {
   nats?: string[] | undefined;
   "nats-user"?: string | undefined;
   "nats-pass"?: string | undefined;
+  "nats-pass-file"?: string | undefined;
   "nats-token"?: string | undefined;
   "nats-nkey"?: string | undefined;
   "nats-creds"?: string | undefined;
@@ -45,6 +47,7 @@ export interface NatsTarget {
     servers: string[];
     user?: string;
     pass?: string;
+    passFile?: string;
     token?: string;
     nkeySeedFile?: string;
     credsFile?: string;
@@ -73,7 +76,7 @@ export function natsTarget(flags: NatsFlagValues, env: NodeJS.ProcessEnv): NatsT
         ? envValue
         : undefined;
   const nats: NatsTarget["nats"] = { servers };
-  const set = <K extends "user" | "pass" | "token" | "nkeySeedFile" | "credsFile">(
+  const set = <K extends "user" | "pass" | "passFile" | "token" | "nkeySeedFile" | "credsFile">(
     key: K,
     value?: string,
   ) => {
@@ -81,6 +84,7 @@ export function natsTarget(flags: NatsFlagValues, env: NodeJS.ProcessEnv): NatsT
   };
   set("user", pick(flags["nats-user"], env.NATS_USER));
   set("pass", pick(flags["nats-pass"], env.NATS_PASSWORD));
+  set("passFile", pick(flags["nats-pass-file"], env.NATS_PASSWORD_FILE));
   set("token", pick(flags["nats-token"], env.NATS_TOKEN));
   set("nkeySeedFile", pick(flags["nats-nkey"], env.NATS_NKEY_SEED_FILE));
   set("credsFile", pick(flags["nats-creds"], env.NATS_CREDS));
@@ -129,11 +133,15 @@ export async function connectTarget(
 /** The error for a NATS that did not answer, with what to try. */
 export function natsUnavailable(servers: readonly string[], cause: unknown): NatsUnavailableError {
   const reason = (cause as Error)?.message ?? String(cause);
-  return new NatsUnavailableError(`cannot connect to NATS at ${servers.join(", ")}: ${reason}`, {
-    servers,
-    cause,
-    hint: "start one (`nats-server -js`), or point --nats / NATS_URL at yours",
-  });
+  const redacted = servers.map(redactCredentials);
+  return new NatsUnavailableError(
+    redactCredentials(`cannot connect to NATS at ${redacted.join(", ")}: ${reason}`),
+    {
+      servers: redacted,
+      cause,
+      hint: "start one (`nats-server -js`), or point --nats / NATS_URL at yours",
+    },
+  );
 }
 
 /**

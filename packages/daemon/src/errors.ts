@@ -3,6 +3,7 @@
 /** Why the daemon, or one of its runs, failed. */
 export type DaemonErrorCode =
   | "invalid_config"
+  | "nats_unavailable"
   | "publish_failed"
   | "fenced"
   | "event_too_large"

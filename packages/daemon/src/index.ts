@@ -15,6 +15,7 @@ export { createDaemonLogger } from "./logger.js";
 export type { DaemonMetrics } from "./metrics.js";
 export { createDaemonMetrics, serveMetrics } from "./metrics.js";
 export { connectNats, natsConnectionOptions } from "./nats-connection.js";
+export { redactCredentials } from "./redact.js";
 export { natsPermissionAsker, toolHostDispatcher } from "./remote-tools.js";
 export type { RunningDaemon } from "./run-daemon.js";
 export { runDaemonProcess, startDaemon } from "./run-daemon.js";

@@ -1,5 +1,6 @@
 // The daemon's logger: pino, JSON by default, readable on a terminal.
 import pino from "pino";
+import { redactCredentials } from "./redact.js";
 
 /** The structural logger the daemon's modules take (pino satisfies it). */
 export interface DaemonLogger {
@@ -23,11 +24,15 @@ export function createDaemonLogger(options: {
 }): DaemonLogger {
   const pretty = options.format === "pretty" || (options.format === "auto" && Boolean(process.stderr.isTTY));
   const base = { daemon: options.daemonId };
+  // Every line, whatever it holds (an error's message and stack, a list of servers), leaves without
+  // the credentials of any URL in it.
+  const hooks = { streamWrite: redactCredentials };
   if (pretty && !options.destination) {
     try {
       return pino({
         level: options.level,
         base,
+        hooks,
         transport: {
           target: "pino-pretty",
           options: { destination: 2, colorize: true, translateTime: "HH:MM:ss.l" },
@@ -38,7 +43,7 @@ export function createDaemonLogger(options: {
     }
   }
   return pino(
-    { level: options.level, base },
+    { level: options.level, base, hooks },
     (options.destination ?? process.stderr) as pino.DestinationStream,
   );
 }

@@ -8,6 +8,8 @@ import {
   nkeyAuthenticator,
 } from "@nats-io/transport-node";
 import type { DaemonConfig } from "./config.js";
+import { DaemonError } from "./errors.js";
+import { redactCredentials } from "./redact.js";
 
 /** Connection options for `config.nats`: user/password, token, NKey seed file or creds file, TLS. */
 export function natsConnectionOptions(
@@ -25,6 +27,7 @@ export function natsConnectionOptions(
   };
   if (nats.user !== undefined) options.user = nats.user;
   if (nats.pass !== undefined) options.pass = nats.pass;
+  if (nats.passFile !== undefined) options.pass = readFileSync(nats.passFile, "utf8").split(/\r?\n/, 1)[0]!;
   if (nats.token !== undefined) options.token = nats.token;
   if (nats.credsFile !== undefined) options.authenticator = credsAuthenticator(readFileSync(nats.credsFile));
   else if (nats.nkeySeedFile !== undefined) {
@@ -42,7 +45,19 @@ export function natsConnectionOptions(
   return options;
 }
 
-/** Connects with {@link natsConnectionOptions}. */
-export function connectNats(config: Pick<DaemonConfig, "nats" | "daemonId">): Promise<NatsConnection> {
-  return connect(natsConnectionOptions(config));
+/**
+ * Connects with {@link natsConnectionOptions}. A failure names the servers, never their credentials.
+ * @throws a `nats_unavailable` DaemonError
+ */
+export async function connectNats(config: Pick<DaemonConfig, "nats" | "daemonId">): Promise<NatsConnection> {
+  try {
+    return await connect(natsConnectionOptions(config));
+  } catch (error) {
+    const reason = (error as Error)?.message ?? String(error);
+    throw new DaemonError(
+      "nats_unavailable",
+      redactCredentials(`cannot connect to NATS at ${config.nats.servers.join(", ")}: ${reason}`),
+      { retryable: true, cause: error },
+    );
+  }
 }
