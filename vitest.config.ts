@@ -3,6 +3,8 @@
 import { defineConfig } from "vitest/config";
 
 const resolve = { conditions: ["@forkd/source"] };
+// Finds or installs nats-server once per run; without one the run fails here with one error.
+const globalSetup = ["test/setup/nats-server.ts"];
 
 export default defineConfig({
   test: {
@@ -11,6 +13,7 @@ export default defineConfig({
         resolve,
         test: {
           name: "unit",
+          globalSetup,
           include: ["packages/*/src/**/*.test.ts"],
           exclude: ["**/*.integration.test.ts", "**/node_modules/**"],
         },
@@ -19,6 +22,7 @@ export default defineConfig({
         resolve,
         test: {
           name: "integration",
+          globalSetup,
           include: ["packages/*/src/**/*.integration.test.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -28,6 +32,7 @@ export default defineConfig({
         resolve,
         test: {
           name: "e2e",
+          globalSetup,
           include: ["test/**/*.test.ts"],
           testTimeout: 120_000,
           hookTimeout: 60_000,

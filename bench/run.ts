@@ -54,7 +54,7 @@ console.warn = (...args: unknown[]) => {
   originalWarn(...args);
 };
 
-const machine = machineInfo();
+const machine = await machineInfo();
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 log(
   `${quick ? "quick" : "full"} run of ${selected.map((b) => b.id).join(", ")} on ${machine.os}, ${machine.cpus} cpus, Node ${machine.node}, ${machine.natsServer}`,

@@ -41,12 +41,14 @@ function tryExec(command: string, args: string[]): string {
 }
 
 /** Describes this machine (and the nats-server the harness would start). */
-export function machineInfo(): MachineInfo {
+export async function machineInfo(): Promise<MachineInfo> {
   let natsServer: string;
   try {
-    const location = locateNatsServer();
+    const location = await locateNatsServer();
     natsServer =
-      location.kind === "binary" ? tryExec(location.path, ["--version"]) : "container (version of the image)";
+      location.kind === "binary"
+        ? `${location.version} (${location.route}: ${location.path})`
+        : "container (version of the image)";
   } catch (error) {
     natsServer = `unavailable (${(error as Error).message.split(":")[0]})`;
   }

@@ -3,7 +3,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { INSTALL_HINT, locateNatsServer } from "@forkd/testing";
+import { INSTALL_HINT } from "@forkd/testing";
 
 /** The repository's root directory. */
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -45,11 +45,15 @@ export function passwordEnv(): Record<string, string> {
   );
 }
 
-/** The nats-server binary; the deployment tests need the real one (`-t` has no container form). */
+/**
+ * The nats-server binary; the deployment tests need the real one (`-t` has no container form).
+ * The suite's global setup found it (or installed it) and put it in `NATS_SERVER_BIN`.
+ */
 export function natsServerBinary(): string {
-  const location = locateNatsServer({ mode: "binary" });
-  if (location.kind !== "binary") throw new Error(`nats-server not found. ${INSTALL_HINT}`);
-  return location.path;
+  const binary = process.env.NATS_SERVER_BIN;
+  if (!binary)
+    throw new Error(`NATS_SERVER_BIN is not set: the test suite's global setup did not run. ${INSTALL_HINT}`);
+  return binary;
 }
 
 /** Runs `nats-server -t -c <file>` (configuration check) with `env` and returns its outcome. */

@@ -40,6 +40,8 @@ export class NatsServerUnavailableError extends NatsTestingError {
   readonly searchedDirs: readonly string[];
   /** Whether a container engine (Docker socket or `DOCKER_HOST`) was detected. */
   readonly containerRuntimeDetected: boolean;
+  /** Each way of getting a server that was tried, in order, and why it gave none. */
+  readonly routes: readonly { route: string; outcome: string }[];
 
   /**
    * @param message - what is missing and how to install it.
@@ -51,6 +53,7 @@ export class NatsServerUnavailableError extends NatsTestingError {
       binary: string;
       searchedDirs: readonly string[];
       containerRuntimeDetected: boolean;
+      routes?: readonly { route: string; outcome: string }[];
       cause?: unknown;
     },
   ) {
@@ -58,6 +61,7 @@ export class NatsServerUnavailableError extends NatsTestingError {
     this.binary = details.binary;
     this.searchedDirs = details.searchedDirs;
     this.containerRuntimeDetected = details.containerRuntimeDetected;
+    this.routes = details.routes ?? [];
   }
 }
 

@@ -15,9 +15,12 @@ export type { FixtureName, FixtureRequest, FixtureResponse, ParentTurnFixture } 
 export { FIXTURE_NAMES, fixturePath, loadFixture } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export type { NatsServerHandle, RestartOptions } from "./handle.js";
-export type { NatsLocateOptions, NatsServerLocation, NatsServerMode } from "./locate.js";
+export type { NatsLocateOptions, NatsRouteOutcome, NatsServerLocation, NatsServerMode } from "./locate.js";
 export { detectContainerRuntime, INSTALL_HINT, locateNatsServer } from "./locate.js";
 export { isProcessAlive } from "./process-alive.js";
+export { forkdCacheDir } from "./provision/cache.js";
+export { PINNED_NATS_SERVER_VERSION } from "./provision/download.js";
+export { MIN_NATS_SERVER_VERSION } from "./provision/version.js";
 export { runningNatsServerCount, stopAllNatsServers } from "./registry.js";
 export type { WaitForLogOptions } from "./server-log.js";
 export type { NatsClusterHandle, StartNatsClusterOptions } from "./start-cluster.js";

@@ -21,31 +21,32 @@ afterAll(async () => {
 });
 
 /** An environment with no nats-server anywhere and no container engine. */
-const bareEnv: NodeJS.ProcessEnv = { PATH: emptyDir, HOME: emptyDir };
+const bareEnv: NodeJS.ProcessEnv = { PATH: emptyDir, HOME: emptyDir, FORKD_NO_INSTALL: "1" };
 const noDockerHere = !detectContainerRuntime(bareEnv);
 
 describe("locateNatsServer", () => {
-  it("finds the binary on the search path", () => {
-    const location = locateNatsServer({ mode: "binary" });
+  it("finds the binary the suite runs with", async () => {
+    const location = await locateNatsServer({ mode: "binary" });
     expect(location).toMatchObject({ kind: "binary", path: expect.stringMatching(/\/nats-server$/) });
   });
 
-  it("takes the binary from NATS_SERVER_BIN", () => {
-    const path = (locateNatsServer({ mode: "binary" }) as { path: string }).path;
-    expect(locateNatsServer({ env: { ...bareEnv, NATS_SERVER_BIN: path } })).toEqual({
+  it("takes the binary from NATS_SERVER_BIN", async () => {
+    const { path } = (await locateNatsServer({ mode: "binary" })) as { path: string };
+    expect(await locateNatsServer({ env: { ...bareEnv, NATS_SERVER_BIN: path } })).toMatchObject({
       kind: "binary",
       path,
+      route: "NATS_SERVER_BIN",
     });
   });
 
-  it("honours FORKD_TEST_NATS=container without looking for the binary", () => {
-    expect(locateNatsServer({ env: { ...bareEnv, FORKD_TEST_NATS: "container" } })).toMatchObject({
+  it("honours FORKD_TEST_NATS=container without looking for the binary", async () => {
+    expect(await locateNatsServer({ env: { ...bareEnv, FORKD_TEST_NATS: "container" } })).toMatchObject({
       kind: "container",
     });
   });
 
-  it("rejects an unknown FORKD_TEST_NATS", () => {
-    expect(() => locateNatsServer({ env: { ...bareEnv, FORKD_TEST_NATS: "docker" } })).toThrow(
+  it("rejects an unknown FORKD_TEST_NATS", async () => {
+    await expect(locateNatsServer({ env: { ...bareEnv, FORKD_TEST_NATS: "docker" } })).rejects.toThrow(
       /FORKD_TEST_NATS/,
     );
   });
@@ -59,7 +60,7 @@ describe("without nats-server", () => {
     expect(error).toBeInstanceOf(NatsServerUnavailableError);
     expect(error.code).toBe("nats_server_unavailable");
     expect(error.searchedDirs).toEqual([emptyDir]);
-    expect(error.message).toContain(`no executable nats-server on ${emptyDir}`);
+    expect(error.message).toContain(`PATH: no nats-server on ${emptyDir}`);
     expect(error.message).toContain("apt-get install -y nats-server");
     expect(error.message).toContain("release binary");
     expect(error.message).toContain("Docker");
@@ -70,7 +71,7 @@ describe("without nats-server", () => {
     await expect(startNatsServer({ env: { ...bareEnv, NATS_SERVER_BIN: missing } })).rejects.toMatchObject({
       code: "nats_server_unavailable",
       binary: missing,
-      message: expect.stringContaining(`no executable ${missing} at that path`),
+      message: expect.stringContaining(`NATS_SERVER_BIN: no executable ${missing} at that path`),
     });
   });
 
@@ -78,7 +79,7 @@ describe("without nats-server", () => {
     await expect(startNatsServer({ env: bareEnv, searchPath: emptyDir })).rejects.toMatchObject({
       code: "nats_server_unavailable",
       containerRuntimeDetected: false,
-      message: expect.stringContaining("No Docker engine was detected"),
+      message: expect.stringContaining("docker: no Docker engine detected"),
     });
   });
 

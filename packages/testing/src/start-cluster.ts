@@ -120,7 +120,7 @@ function clusterBlock(name: string, port: number, peers: readonly number[]): str
  *   not start or no meta leader is elected in time.
  */
 export async function startNatsCluster(options: StartNatsClusterOptions = {}): Promise<NatsClusterHandle> {
-  const location = locateNatsServer(options);
+  const location = await locateNatsServer(options);
   if (location.kind === "container") {
     throw new NatsServerUnavailableError(
       `startNatsCluster needs the nats-server binary: the container fallback runs single servers only. ${INSTALL_HINT}`,

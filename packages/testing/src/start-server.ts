@@ -73,7 +73,7 @@ export function nextServerName(prefix = "forkd-test"): string {
  *   binary nor a container engine; `NatsServerStartError` when the server does not become ready.
  */
 export async function startNatsServer(options: StartNatsServerOptions = {}): Promise<NatsServerHandle> {
-  const location = locateNatsServer(options);
+  const location = await locateNatsServer(options);
   const name = options.name ?? nextServerName();
   const config = options.config ?? "";
   const args = options.args ?? [];

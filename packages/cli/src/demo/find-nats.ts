@@ -1,6 +1,7 @@
 // Finds a NATS server with JetStream for the demo: the one the user names (--nats, NATS_URL), else
-// one on localhost:4222, else a nats-server it starts (the binary on PATH or /usr/sbin, in a temp dir;
-// else Docker through testcontainers), else a clear message on how to install one.
+// one on localhost:4222, else a nats-server it starts in a temp dir (found, or installed once by
+// @forkd/testing's locateNatsServer; else Docker through testcontainers), else one error naming
+// every route tried.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { NatsUnavailableError } from "../errors.js";
@@ -85,11 +86,12 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
       options.note("localhost:4222 answers but has no JetStream; starting a nats-server of my own");
   }
   const { startNatsServer, INSTALL_HINT, locateNatsServer } = await import("@forkd/testing");
-  let location: ReturnType<typeof locateNatsServer>;
+  let location: Awaited<ReturnType<typeof locateNatsServer>>;
   try {
-    location = locateNatsServer();
+    // Finds nats-server, or installs it once (apt-get or the verified release archive), saying so.
+    location = await locateNatsServer({ log: options.note });
   } catch (error) {
-    // Its message says where it looked and how to install nats-server.
+    // Its message lists every route tried and why each failed.
     const tried = options.forceStart ? "" : "NATS_URL is not set and nothing answers on localhost:4222; ";
     throw new NatsUnavailableError(`no NATS server for the demo: ${tried}${(error as Error).message}`, {
       servers: [],
@@ -97,10 +99,14 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
     });
   }
   try {
-    const server = await startNatsServer({ name: "forkd-demo", signal: options.signal });
+    const server = await startNatsServer({
+      name: "forkd-demo",
+      signal: options.signal,
+      ...(location.kind === "binary" ? { binary: location.path, mode: "binary" } : { mode: "container" }),
+    });
     const how =
-      server.kind === "binary"
-        ? `nats-server started by the demo in a temp dir (${server.storeDir})`
+      location.kind === "binary"
+        ? `nats-server ${location.version} (${location.route}: ${location.path}) started by the demo in a temp dir (${server.storeDir})`
         : "nats-server started by the demo in a container (testcontainers)";
     return { url: server.url, how, own: true, stop: () => server.stop() };
   } catch (error) {
