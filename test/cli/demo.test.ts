@@ -44,7 +44,7 @@ describe("forkd demo", () => {
     expect(result.stderr).not.toMatch(/forkd demo:/);
     expect(result.code, result.stdout + result.stderr).toBe(0);
     expect(result.stdout).toMatch(
-      /^NATS: nats:\/\/127\.0\.0\.1:\d+ — nats-server started by the demo in a temp dir/m,
+      /^NATS: nats:\/\/127\.0\.0\.1:\d+ — nats-server \d+\.\d+\.\d+ \(PATH: \/\S+\/nats-server\) started by the demo in a temp dir/m,
     );
 
     const rows = billRows(result.stdout);

@@ -83,9 +83,10 @@ describe.concurrent("errors", () => {
     const env = cleanEnv({ NATS_SERVER_BIN: "/nonexistent/nats-server", FORKD_TEST_NATS: "binary" });
     const result = await runCli(["demo", "--start-nats"], { env });
     expect(result.code).toBe(3);
+    // One line: the route that was named and why it failed, then how to install nats-server.
     expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
     expect(result.stderr).toMatch(
-      /^forkd demo: no NATS server for the demo: nats-server not found: .*apt-get install -y nats-server/,
+      /^forkd demo: no NATS server for the demo: NATS_SERVER_BIN: no executable \/nonexistent\/nats-server at that path \(.*apt-get install -y nats-server/,
     );
   });
 

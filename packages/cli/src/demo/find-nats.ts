@@ -91,11 +91,17 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
     // Finds nats-server, or installs it once (apt-get or the verified release archive), saying so.
     location = await locateNatsServer({ log: options.note });
   } catch (error) {
-    // Its message lists every route tried and why each failed.
-    const tried = options.forceStart ? "" : "NATS_URL is not set and nothing answers on localhost:4222; ";
-    throw new NatsUnavailableError(`no NATS server for the demo: ${tried}${(error as Error).message}`, {
+    // The CLI prints one line: every route tried and why it failed, then how to install one.
+    const tried = options.forceStart ? [] : ["NATS_URL: not set, and nothing answers on localhost:4222"];
+    const routes = (error as { routes?: readonly { route: string; outcome: string }[] }).routes;
+    const why =
+      routes === undefined
+        ? (error as Error).message
+        : [...tried, ...routes.map((r) => `${r.route}: ${r.outcome}`)].join("; ");
+    throw new NatsUnavailableError(`no NATS server for the demo: ${why}`, {
       servers: [],
       cause: error,
+      hint: INSTALL_HINT,
     });
   }
   try {
