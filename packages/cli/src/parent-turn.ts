@@ -1,5 +1,6 @@
-// Reads a parent turn stored as JSON in the fixtures' shape, `{ request, response }`: the request the
-// parent sent and the reply it got. Its fork prefix and its tool calls (for each child's fork call).
+// Reads a parent turn stored as JSON in the fixtures' shape, `{ request, response, betas }`: the
+// request the parent sent, the reply it got and the betas it was sent with. Its fork prefix and
+// its tool calls (for each child's fork call).
 import { readFile } from "node:fs/promises";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
@@ -43,27 +44,48 @@ function toolCallsOf(response: unknown): ParentToolCall[] {
   return calls;
 }
 
-/** Builds a {@link ParentTurn} from parsed JSON. @throws {@link CliError} (`config`) for the wrong shape. */
+/**
+ * Builds a {@link ParentTurn} from parsed JSON: `{ request, response?, betas? }`, where `response`
+ * may be `null` (no reply: the fork follows the request's last turn) and `betas` is the parent's
+ * `anthropic-beta` list, as an array or as the header's comma-separated text.
+ * @throws {@link CliError} (`config`) for the wrong shape.
+ */
 export function parentTurnOf(parsed: unknown, source: string): ParentTurn {
-  const record = parsed as { request?: unknown; response?: unknown } | null;
+  const record = parsed as { request?: unknown; response?: unknown; betas?: unknown } | null;
   if (record === null || typeof record !== "object" || record.request === undefined) {
-    throw new CliError("config", `${source}: expected a JSON object { request, response }`);
+    throw new CliError("config", `${source}: expected a JSON object { request, response, betas }`);
+  }
+  const betas = typeof record.betas === "string" ? splitBetaHeader(record.betas) : record.betas;
+  if (betas !== undefined && !(Array.isArray(betas) && betas.every((b) => typeof b === "string"))) {
+    throw new CliError(
+      "config",
+      `${source}: betas must be a list of strings (or the anthropic-beta header's text)`,
+    );
   }
   let prefix: ForkPrefix;
   try {
-    prefix =
-      record.response === undefined
-        ? createForkPrefix(record.request)
-        : createForkPrefix(record.request, record.response);
+    prefix = createForkPrefix(
+      record.request,
+      record.response ?? undefined,
+      betas === undefined ? {} : { betas },
+    );
   } catch (error) {
     throw new CliError("config", `${source}: ${(error as Error).message}`, { cause: error });
   }
   return {
     source,
     prefix,
-    toolCalls: toolCallsOf(record.response),
+    toolCalls: toolCallsOf(record.response ?? undefined),
     approxTokens: Math.round(JSON.stringify(prefix.params).length / 4),
   };
+}
+
+/** The names in an `anthropic-beta` header: comma-separated, spaces around them ignored. */
+export function splitBetaHeader(header: string): string[] {
+  return header
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
 }
 
 /** Reads a parent turn from `path`. @throws {@link CliError} (`config`) when unreadable or malformed. */

@@ -132,9 +132,14 @@ function layerHash(layer: CacheLayer, value: unknown): string {
  * neither do `cache_control` markers (moving a breakpoint does not change the cached content).
  * See docs/fork-semantics.md, "The cache key".
  */
-export function computeCacheKey(params: CacheSafeParams): CacheKey {
+export function computeCacheKey(params: CacheSafeParams, betas?: readonly string[]): CacheKey {
   const layers: CacheLayerHashes = {
-    model: layerHash("model", params.model),
+    // Betas change what the whole request means, so they sit with the model, outermost; with none
+    // the layer is the model alone, as before betas were carried.
+    model: layerHash(
+      "model",
+      betas === undefined || betas.length === 0 ? params.model : { model: params.model, betas },
+    ),
     tools: layerHash("tools", params.tools ?? null),
     system: layerHash("system", params.system ?? null),
     messages: layerHash("messages", {

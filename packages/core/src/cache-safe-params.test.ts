@@ -46,9 +46,9 @@ describe("snapshotCacheSafeParams", () => {
 
   it("refuses what is not a Messages API request", () => {
     expect(() => snapshotCacheSafeParams({ messages: [] })).toThrow(InvalidPrefixError);
-    expect(() =>
-      snapshotCacheSafeParams({ model: "m", messages: [{ role: "system", content: "x" }] }),
-    ).toThrow(/messages\.0\.role/);
+    expect(() => snapshotCacheSafeParams({ model: "m", messages: [{ role: "tool", content: "x" }] })).toThrow(
+      /messages\.0\.role/,
+    );
     expect(() => snapshotCacheSafeParams({ model: "m", messages: [], extra: () => 1 })).toThrow(
       /cannot be copied/,
     );

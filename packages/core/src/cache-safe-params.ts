@@ -3,6 +3,7 @@
 import {
   type AssistantMessage,
   AssistantMessageSchema,
+  BetasSchema,
   type CacheSafeParams,
   CacheSafeParamsSchema,
   type ForkPrefix,
@@ -32,19 +33,54 @@ export function snapshotCacheSafeParams(request: unknown): CacheSafeParams {
   return copy as CacheSafeParams;
 }
 
+/** Options of {@link createForkPrefix}. */
+export interface ForkPrefixOptions {
+  /**
+   * The `anthropic-beta` list the parent's request was sent with (its header, split on commas).
+   * Cache-safe: the child is sent with exactly this list.
+   */
+  betas?: readonly string[];
+}
+
 /**
- * Builds the {@link ForkPrefix} a child inherits: the parent's last request and the reply it got.
- * `reply` is absent for a programmatic fork taken where the history ends on a user turn.
+ * Builds the {@link ForkPrefix} a child inherits: the parent's last request, the reply it got and
+ * the betas it was sent with. `reply` is absent (or `null`) for a programmatic fork taken where
+ * the history ends on a user turn.
+ *
+ * The reply enters the prefix as `{ role, content }` only: a reply as the API returned it also
+ * carries `id`, `type`, `model`, `stop_reason`, `stop_sequence` and `usage`, which the API refuses
+ * inside `messages` ("Extra inputs are not permitted").
  *
  * @throws {@link InvalidPrefixError} as {@link snapshotCacheSafeParams}, or when `reply` is not an
- * assistant message.
+ * assistant message, or a beta name is not one.
  */
-export function createForkPrefix(request: unknown, reply?: unknown): ForkPrefix {
+export function createForkPrefix(
+  request: unknown,
+  reply?: unknown,
+  options: ForkPrefixOptions = {},
+): ForkPrefix {
   const params = snapshotCacheSafeParams(request);
-  if (reply === undefined) return { params };
-  const checked = AssistantMessageSchema.safeParse(reply);
-  if (!checked.success) throw invalid("reply", checked.error.issues);
-  return { params, reply: cloneOrThrow(reply, "reply") as AssistantMessage };
+  const prefix: ForkPrefix = { params };
+  if (reply !== undefined && reply !== null) {
+    const checked = AssistantMessageSchema.safeParse(reply);
+    if (!checked.success) throw invalid("reply", checked.error.issues);
+    const { content } = reply as AssistantMessage;
+    prefix.reply = {
+      role: "assistant",
+      content: cloneOrThrow(content, "reply") as AssistantMessage["content"],
+    };
+  }
+  if (options.betas !== undefined && options.betas.length > 0) {
+    const checked = BetasSchema.safeParse(options.betas);
+    if (!checked.success) throw invalid("betas", checked.error.issues);
+    prefix.betas = [...options.betas];
+  }
+  return prefix;
+}
+
+/** The reply as a message of a request: `{ role, content }`, whatever else the caller's object holds. */
+export function replyAsMessage(reply: Pick<AssistantMessage, "content">): AssistantMessage {
+  return { role: "assistant", content: reply.content };
 }
 
 function cloneOrThrow(value: unknown, what: string): unknown {

@@ -10,6 +10,7 @@ import type {
   ToolResultBlock,
 } from "@forkd/protocol";
 import { lastBreakpointCandidate, type MessageBlockLocation, placeBreakpoint } from "./breakpoints.js";
+import { replyAsMessage } from "./cache-safe-params.js";
 import { type DirectiveBlockOptions, FORK_PLACEHOLDER_RESULT, renderDirectiveBlock } from "./directive.js";
 import type { LlmRequest } from "./llm-client.js";
 import { renderSystemReminder } from "./system-reminder.js";
@@ -111,12 +112,18 @@ export function buildForkedRequest(prefix: ForkPrefix, options: BuildForkedReque
     // A prefilled turn: the reply continues it, so both are one assistant turn.
     messages[messages.length - 1] = { ...last, content: [...toBlocks(last.content), ...reply.content] };
   } else if (reply !== undefined) {
-    messages.push(reply);
+    // Only role and content: a spec from another client may carry the API's whole reply object.
+    messages.push(replyAsMessage(reply));
   }
   const answered = messages[messages.length - 1];
 
   if (answered === undefined) {
     shape = "empty";
+    messages.push({ role: "user", content: tail });
+  } else if (answered.role === "system") {
+    // A trailing system message (mid-conversation-system beta) stays as sent; the directive is a
+    // user turn of its own after it.
+    shape = "user_tail";
     messages.push({ role: "user", content: tail });
   } else if (answered.role === "user") {
     shape = "user_tail";
@@ -155,6 +162,8 @@ export function buildForkedRequest(prefix: ForkPrefix, options: BuildForkedReque
     model: options.model ?? params.model,
     max_tokens: options.maxTokens ?? params.max_tokens ?? DEFAULT_MAX_TOKENS,
     messages,
+    // Not a body field: the LLM client sends it as the `anthropic-beta` header.
+    ...(prefix.betas === undefined || prefix.betas.length === 0 ? {} : { betas: prefix.betas }),
   } as LlmRequest;
   if (breakpoint !== null) {
     placeBreakpoint(

@@ -347,10 +347,10 @@ export class InProcessForkSubagent implements ForkSubagent {
           ? {}
           : { strictAlternation: this.#options.strictAlternation }),
       });
-      const parentKey = compiled.cacheShared ? computeCacheKey(prefix.params) : null;
+      const parentKey = compiled.cacheShared ? computeCacheKey(prefix.params, prefix.betas) : null;
       const childKey =
         parentKey !== null && overrides.model !== undefined
-          ? computeCacheKey({ ...prefix.params, model: overrides.model })
+          ? computeCacheKey({ ...prefix.params, model: overrides.model }, prefix.betas)
           : parentKey;
       const outcome = await runTurnLoop({
         runId,

@@ -33,6 +33,7 @@ export {
   computeCacheKey,
   firstChangedLayer,
 } from "./cache-key.js";
+export type { ForkPrefixOptions } from "./cache-safe-params.js";
 export { createForkPrefix, snapshotCacheSafeParams } from "./cache-safe-params.js";
 export type { Clock } from "./clock.js";
 export { systemClock } from "./clock.js";

@@ -3,7 +3,14 @@
 import type { AssistantMessage, CacheSafeParams, ProviderUsage } from "@forkd/protocol";
 
 /** A full Messages API request: the cache-safe params plus what a request needs on top. */
-export type LlmRequest = CacheSafeParams & { max_tokens: number };
+export type LlmRequest = CacheSafeParams & {
+  max_tokens: number;
+  /**
+   * The `anthropic-beta` list to send the request with (the parent's, for a child). Not part of
+   * the body: a client sends it as the header.
+   */
+  betas?: readonly string[];
+};
 
 /** What happened while a response streamed. Delivered in order, synchronously from the stream. */
 export type LlmStreamEvent =

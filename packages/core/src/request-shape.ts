@@ -26,13 +26,20 @@ export function findRequestProblems(
   request: Pick<CacheSafeParams, "messages" | "tools" | "system">,
 ): string[] {
   const problems: string[] = [];
-  const { messages } = request;
+  // System messages (mid-conversation-system beta) may sit anywhere: turn order is that of the
+  // rest, and two turns of one role with a system message between them are two turns, not one.
+  const afterSystem = new Set<MessageParam>();
+  const messages = request.messages.filter((message, index) => {
+    if (message.role === "system") return false;
+    if (request.messages[index - 1]?.role === "system") afterSystem.add(message);
+    return true;
+  });
   if (messages.length === 0) return ["the request has no messages"];
   if (messages[0]?.role !== "user") problems.push("the first message is not the user's");
   messages.forEach((message, index) => {
     const where = `messages[${index}]`;
     const previous = messages[index - 1];
-    if (previous !== undefined && previous.role === message.role) {
+    if (previous !== undefined && previous.role === message.role && !afterSystem.has(message)) {
       problems.push(`${where} has the same role (${message.role}) as the message before it`);
     }
     if (typeof message.content === "string" ? message.content === "" : message.content.length === 0) {

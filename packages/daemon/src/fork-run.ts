@@ -106,7 +106,7 @@ export async function executeForkRun(
     const parentKey = cacheShared ? cacheKeyOf(prefix) : null;
     const childKey =
       parentKey !== null && overrides.model !== undefined
-        ? computeCacheKey({ ...prefix.params, model: overrides.model })
+        ? computeCacheKey({ ...prefix.params, model: overrides.model }, prefix.betas)
         : parentKey;
     const resume =
       options.priorEvents.length > 0
@@ -186,7 +186,7 @@ const cacheKeys = new WeakMap<ForkPrefix, CacheKey>();
 function cacheKeyOf(prefix: ForkPrefix): CacheKey {
   let key = cacheKeys.get(prefix);
   if (!key) {
-    key = computeCacheKey(prefix.params);
+    key = computeCacheKey(prefix.params, prefix.betas);
     cacheKeys.set(prefix, key);
   }
   return key;

@@ -173,7 +173,7 @@ describe("AnthropicLlmClient against the simulator", () => {
       ],
       max_tokens: 64,
       system: "sys",
-      temperature: 0.5,
+      output_config: { effort: "low" },
     } as unknown as LlmRequest;
     await llm.createMessage(awkward);
 
@@ -182,6 +182,22 @@ describe("AnthropicLlmClient against the simulator", () => {
     // The SDK appends "stream": true as the last key; everything before it is the caller's bytes.
     expect(awkwardEntry?.body).toBe(JSON.stringify({ ...awkward, stream: true }));
     expect(awkwardEntry?.body.startsWith(JSON.stringify(awkward).slice(0, -1))).toBe(true);
+  });
+
+  it("sends a request's betas as the anthropic-beta header, through the SDK's beta API, and not in the body", async () => {
+    const betas = ["context-management-2025-06-27", "mid-conversation-system-2026-04-07"];
+    const request = scripted("Hello.", "@sim text 5");
+    request.messages.push({ role: "system", content: "Be brief." }, { role: "user", content: "Go." });
+    await expect(client().createMessage({ ...request, betas })).resolves.toMatchObject({
+      stop_reason: "end_turn",
+    });
+    const [entry] = sim.requests();
+    expect(entry?.betas).toEqual(betas);
+    expect(entry?.body).toBe(JSON.stringify({ ...request, stream: true }));
+
+    // Without betas, the plain API: no header at all.
+    await client().createMessage(scripted("Hello.", "@sim text 5"));
+    expect(sim.requests()[1]?.betas).toEqual([]);
   });
 
   it("aborts mid-stream: the simulator sees a disconnect, the caller gets partial usage, no listener is left", async () => {

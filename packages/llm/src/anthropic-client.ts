@@ -1,6 +1,7 @@
 // The LlmClient on Anthropic's Messages API: one streamed request per attempt, our own retry policy
 // around it, and the rule that a turn whose output had begun is never replayed here.
 import Anthropic from "@anthropic-ai/sdk";
+import type { BetaMessageStreamParams } from "@anthropic-ai/sdk/resources/beta/messages/messages";
 import type {
   MessageStreamParams,
   RawMessageStreamEvent,
@@ -205,14 +206,19 @@ export class AnthropicLlmClient implements LlmClient {
     };
     try {
       armIdleTimer();
+      const requestOptions = { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs };
+      // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
+      // With betas, the SDK's beta Messages API sends them as the `anthropic-beta` header.
       const stream = withSdkWarningsRouted(this.#options.logger, () =>
-        this.#sdk.messages.stream(
-          // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
-          request as unknown as MessageStreamParams,
-          { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs },
-        ),
+        request.betas !== undefined && request.betas.length > 0
+          ? // The beta stream emits the same events (a superset of their fields) as the plain one.
+            (this.#sdk.beta.messages.stream(
+              request as unknown as BetaMessageStreamParams,
+              requestOptions,
+            ) as unknown as ReturnType<Anthropic["messages"]["stream"]>)
+          : this.#sdk.messages.stream(request as unknown as MessageStreamParams, requestOptions),
       );
-      stream.on("streamEvent", (event) => {
+      stream.on("streamEvent", (event: RawMessageStreamEvent) => {
         armIdleTimer();
         this.#observe(event, progress, stream.request_id ?? undefined, emit);
       });

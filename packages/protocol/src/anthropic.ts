@@ -31,9 +31,12 @@ export const ToolResultBlockSchema = z.looseObject({
   is_error: z.boolean().optional(),
 });
 
-/** One message of a conversation. */
+/**
+ * One message of a conversation. `system` messages (the `mid-conversation-system` beta, which
+ * Claude Code and the Agent SDK send) may sit anywhere; turn-order rules skip them.
+ */
 export const MessageParamSchema = z.looseObject({
-  role: z.enum(["user", "assistant"]),
+  role: z.enum(["user", "assistant", "system"]),
   content: z.union([z.string(), z.array(ContentBlockSchema)]),
 });
 
@@ -100,3 +103,17 @@ export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
 export type SystemPrompt = z.infer<typeof SystemPromptSchema>;
 export type ProviderUsage = z.infer<typeof ProviderUsageSchema>;
 export type CacheSafeParams = z.infer<typeof CacheSafeParamsSchema>;
+
+/**
+ * The parent's `anthropic-beta` list. Cache-safe: a beta changes what fields mean and what the
+ * provider's cache is keyed on, so a child sends exactly its parent's list.
+ */
+export const BetasSchema = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9._-]+$/, "a beta name is letters, digits, '.', '_' or '-'"),
+  )
+  .max(64);

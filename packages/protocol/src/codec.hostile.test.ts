@@ -143,7 +143,11 @@ const corpus: Row[] = [
   mutated("limits.max_turns is fractional", ["limits"], { max_turns: 1.5 }, ["limits", "max_turns"]),
   mutated("permissions.mode is unknown", ["permissions"], { mode: "sometimes" }, ["permissions", "mode"]),
   mutated("messages is a string", [...params, "messages"], "hello"),
-  mutated("a message has role system", [...params, "messages", 0, "role"], "system"),
+  mutated(
+    "a message has role tool (not user, assistant or system)",
+    [...params, "messages", 0, "role"],
+    "tool",
+  ),
   mutated("a content block has no type", [...params, "messages", 1, "content", 0, "type"], DELETE),
   mutated("content is a number (no branch of the union fits)", [...params, "messages", 0, "content"], 5),
   mutated(

@@ -14,6 +14,7 @@ export type {
 } from "./anthropic.js";
 export {
   AssistantMessageSchema,
+  BetasSchema,
   CacheControlSchema,
   CacheSafeParamsSchema,
   ContentBlockSchema,

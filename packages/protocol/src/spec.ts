@@ -1,6 +1,6 @@
 // The fork spec: everything a daemon needs to run one child, published on `agent.fork.<run_id>`.
 import { z } from "zod";
-import { AssistantMessageSchema, CacheSafeParamsSchema } from "./anthropic.js";
+import { AssistantMessageSchema, BetasSchema, CacheSafeParamsSchema } from "./anthropic.js";
 import { HexSecretSchema } from "./control-proof.js";
 import { MAX_PREFIX_BYTES, MAX_RUN_ID_LENGTH } from "./limits.js";
 import { RUN_ID_PATTERN } from "./subjects.js";
@@ -31,6 +31,9 @@ export const ForkPrefixSchema = z.object({
   ),
   reply: AssistantMessageSchema.optional().describe(
     "The assistant reply the parent got to that request (the message holding the fork tool calls). Absent for a fork taken after a user turn.",
+  ),
+  betas: BetasSchema.optional().describe(
+    "The `anthropic-beta` list the parent's request was sent with. The child is sent with exactly this list: a beta changes what fields mean and what the cache is keyed on.",
   ),
 });
 

@@ -48,6 +48,8 @@ export interface RequestLogEntry {
   disconnectedAt: number | null;
   /** The simulator destroyed the connection on purpose (a `cut-after` fault). */
   cut: boolean;
+  /** The `anthropic-beta` names the request was sent with, in order. */
+  betas: string[];
   /** The raw request body. */
   body: string;
 }

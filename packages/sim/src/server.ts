@@ -417,11 +417,22 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     }
   };
 
+  /** The `anthropic-beta` list of the request (the header may repeat and holds comma-separated names); logged with it. */
+  const betasOf = (ex: Exchange): string[] => {
+    const header = ex.req.headers["anthropic-beta"];
+    const betas = (Array.isArray(header) ? header : header === undefined ? [] : [header])
+      .flatMap((value) => value.split(","))
+      .map((name) => name.trim())
+      .filter((name) => name !== "");
+    ex.entry.betas = betas;
+    return betas;
+  };
+
   const countTokensRoute = async (ex: Exchange): Promise<void> => {
     const body = await readBody(ex);
     if (body === undefined) return;
     authenticate(ex);
-    const request = validateRequest(parseJson(body.text), "count_tokens");
+    const request = validateRequest(parseJson(body.text), "count_tokens", betasOf(ex));
     ex.entry.model = request.model;
     const layout = layoutPrompt(request);
     resolveBreakpoints(layout, request.cache_control);
@@ -487,7 +498,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     if (body === undefined) return;
     const entry = ex.entry;
     const apiKey = authenticate(ex);
-    const request = validateRequest(parseJson(body.text), "messages");
+    const request = validateRequest(parseJson(body.text), "messages", betasOf(ex));
     entry.model = request.model;
     const stream = request.stream === true;
     entry.stream = stream;
@@ -646,6 +657,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
         disconnected: false,
         disconnectedAt: null,
         cut: false,
+        betas: [],
         body: "",
       },
     };

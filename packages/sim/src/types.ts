@@ -60,7 +60,7 @@ export interface OtherBlock {
 export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock;
 
 export interface Message {
-  role: "user" | "assistant";
+  role: "user" | "assistant" | "system";
   content: string | Array<ContentBlock | OtherBlock>;
 }
 

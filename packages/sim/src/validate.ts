@@ -1,9 +1,19 @@
 /**
  * Request validation: the common checks Anthropic makes on a Messages request, with errors in its
- * words (`<path>: <problem>`), each a 400 `invalid_request_error`. Unknown top-level fields are
- * accepted and ignored. The request is checked in place and returned typed; nothing is copied.
+ * words (`<path>: <problem>`), each a 400 `invalid_request_error`. A field the API does not know,
+ * at the top level, on a message, a checked block or a custom tool, is refused
+ * (`<path>: Extra inputs are not permitted`), as the API does; `role: "system"` messages need the
+ * mid-conversation-system beta. The request is checked in place and returned typed.
  */
 import { invalidRequest } from "./errors.js";
+import {
+  BLOCK_FIELDS,
+  CUSTOM_TOOL_FIELDS,
+  MESSAGE_FIELDS,
+  MID_CONVERSATION_SYSTEM_BETA,
+  REQUEST_FIELDS,
+  SYSTEM_MESSAGE_FIELDS,
+} from "./known-fields.js";
 import type { MessagesRequest } from "./types.js";
 
 type Json = Record<string, unknown>;
@@ -41,6 +51,21 @@ function fail(path: string, problem: string): never {
   throw invalidRequest(path === "" ? problem : `${path}: ${problem}`);
 }
 
+const REQUEST_FIELD_SET: ReadonlySet<string> = new Set(REQUEST_FIELDS);
+const MESSAGE_FIELD_SET: ReadonlySet<string> = new Set(MESSAGE_FIELDS);
+const SYSTEM_MESSAGE_FIELD_SET: ReadonlySet<string> = new Set(SYSTEM_MESSAGE_FIELDS);
+const CUSTOM_TOOL_FIELD_SET: ReadonlySet<string> = new Set(CUSTOM_TOOL_FIELDS);
+const BLOCK_FIELD_SETS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
+  Object.entries(BLOCK_FIELDS).map(([type, fields]) => [type, new Set<string>(fields)]),
+);
+
+/** Refuses the first field of `v` that `known` does not hold, in the API's words. */
+function checkNoExtraFields(v: Json, known: ReadonlySet<string>, path: string): void {
+  for (const key of Object.keys(v)) {
+    if (!known.has(key)) fail(path === "" ? key : `${path}.${key}`, "Extra inputs are not permitted");
+  }
+}
+
 function checkCacheControl(v: unknown, path: string): void {
   if (v === undefined || v === null) return;
   if (!isObject(v)) fail(path, "Input should be a valid dictionary");
@@ -66,6 +91,8 @@ function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool
       `Input tag '${type}' found using 'type' does not match any of the expected tags for ${role} content`,
     );
   }
+  const known = BLOCK_FIELD_SETS.get(type);
+  if (known !== undefined) checkNoExtraFields(b, known, path);
   switch (type) {
     case "text":
       checkText(b.text, `${path}.text`);
@@ -118,6 +145,7 @@ function checkTools(tools: unknown): Set<string> {
       fail(`${path}.name`, "String should match pattern '^[a-zA-Z0-9_-]{1,128}$'");
     }
     const custom = t.type === undefined || t.type === "custom";
+    if (custom) checkNoExtraFields(t, CUSTOM_TOOL_FIELD_SET, path);
     if (custom && !isObject(t.input_schema)) fail(`${path}.input_schema`, "Field required");
     if (t.description !== undefined && typeof t.description !== "string") {
       fail(`${path}.description`, "Input should be a valid string");
@@ -136,24 +164,60 @@ function checkSystem(system: unknown): void {
     const path = `system.${i}`;
     if (!isObject(b)) fail(path, "Input should be a valid dictionary");
     if (b.type !== "text") fail(`${path}.type`, "Input should be 'text'");
+    checkNoExtraFields(b, BLOCK_FIELD_SETS.get("text") as ReadonlySet<string>, path);
     checkText(b.text, `${path}.text`);
     checkCacheControl(b.cache_control, `${path}.cache_control`);
   });
 }
 
-function checkMessages(messages: unknown): void {
-  if (messages === undefined) fail("messages", "Field required");
-  if (!Array.isArray(messages)) fail("messages", "Input should be a valid list");
-  if (messages.length === 0) fail("messages", "at least one message is required");
+function checkSystemMessage(m: Json, path: string, systemAllowed: boolean): void {
+  if (!systemAllowed) {
+    fail(
+      `${path}.role`,
+      `Input should be 'user' or 'assistant' (system messages need the ${MID_CONVERSATION_SYSTEM_BETA} beta)`,
+    );
+  }
+  checkNoExtraFields(m, SYSTEM_MESSAGE_FIELD_SET, path);
+  const content = m.content;
+  if (typeof content === "string") {
+    if (content.length === 0) fail(`${path}.content`, "text content blocks must be non-empty");
+  } else if (Array.isArray(content)) {
+    if (content.length === 0) fail(`${path}.content`, "List should have at least 1 item");
+    content.forEach((b, j) => {
+      const blockPath = `${path}.content.${j}`;
+      if (!isObject(b) || b.type !== "text") fail(`${blockPath}.type`, "Input should be 'text'");
+      checkNoExtraFields(b, BLOCK_FIELD_SETS.get("text") as ReadonlySet<string>, blockPath);
+      checkText(b.text, `${blockPath}.text`);
+      checkCacheControl(b.cache_control, `${blockPath}.cache_control`);
+    });
+  } else {
+    fail(`${path}.content`, "Input should be a valid string or list");
+  }
+}
+
+function checkMessages(allMessages: unknown, systemAllowed: boolean): void {
+  if (allMessages === undefined) fail("messages", "Field required");
+  if (!Array.isArray(allMessages)) fail("messages", "Input should be a valid list");
+  if (allMessages.length === 0) fail("messages", "at least one message is required");
+  // System messages may sit anywhere; turn order and tool pairing are those of the others.
+  const conversation: { m: unknown; index: number }[] = [];
+  allMessages.forEach((m, index) => {
+    if (isObject(m) && m.role === "system") checkSystemMessage(m, `messages.${index}`, systemAllowed);
+    else conversation.push({ m, index });
+  });
+  const messages = conversation.map(({ m }) => m);
   let pendingToolUses: string[] = []; // tool_use ids of the previous assistant message
-  messages.forEach((m, i) => {
+  messages.forEach((m, at) => {
+    const i = conversation[at]!.index;
+    const previousIndex = at > 0 ? conversation[at - 1]!.index : i - 1;
     const path = `messages.${i}`;
     if (!isObject(m)) fail(path, "Input should be a valid dictionary");
     const role = m.role;
     if (role !== "user" && role !== "assistant")
       fail(`${path}.role`, "Input should be 'user' or 'assistant'");
+    checkNoExtraFields(m, MESSAGE_FIELD_SET, path);
     const content = m.content;
-    const last = i === messages.length - 1;
+    const last = at === messages.length - 1;
     if (content === undefined) fail(`${path}.content`, "Field required");
     if (typeof content === "string") {
       if (content.length === 0 && !(last && role === "assistant")) {
@@ -196,7 +260,7 @@ function checkMessages(messages: unknown): void {
       const missing = pendingToolUses.filter((id) => !answered.has(id));
       if (missing.length > 0) {
         fail(
-          `messages.${i - 1}`,
+          `messages.${previousIndex}`,
           `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
         );
       }
@@ -204,7 +268,7 @@ function checkMessages(messages: unknown): void {
     } else {
       if (pendingToolUses.length > 0) {
         fail(
-          `messages.${i - 1}`,
+          `messages.${previousIndex}`,
           `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
         );
       }
@@ -255,21 +319,19 @@ function checkThinking(thinking: unknown, maxTokens: number | undefined): void {
   }
 }
 
-function checkNumber(v: unknown, path: string, min: number, max: number): void {
-  if (v === undefined) return;
-  if (typeof v !== "number" || Number.isNaN(v)) fail(path, "Input should be a valid number");
-  if (v < min) fail(path, `Input should be greater than or equal to ${min}`);
-  if (v > max) fail(path, `Input should be less than or equal to ${max}`);
-}
-
 /**
  * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
  * @param body the parsed JSON body
  * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
  * @throws {SimApiError} 400 `invalid_request_error` naming the field at fault
  */
-export function validateRequest(body: unknown, kind: "messages" | "count_tokens"): MessagesRequest {
+export function validateRequest(
+  body: unknown,
+  kind: "messages" | "count_tokens",
+  betas: readonly string[] = [],
+): MessagesRequest {
   if (!isObject(body)) fail("", "request body must be a JSON object");
+  checkNoExtraFields(body, REQUEST_FIELD_SET, "");
   if (body.model === undefined) fail("model", "Field required");
   if (typeof body.model !== "string" || body.model === "") fail("model", "Input should be a valid string");
   const maxTokens = body.max_tokens;
@@ -280,7 +342,10 @@ export function validateRequest(body: unknown, kind: "messages" | "count_tokens"
     }
     if (maxTokens < 1) fail("max_tokens", "Input should be greater than or equal to 1");
   }
-  checkMessages(body.messages);
+  checkMessages(
+    body.messages,
+    betas.some((beta) => beta.startsWith(MID_CONVERSATION_SYSTEM_BETA)),
+  );
   checkSystem(body.system);
   const names = checkTools(body.tools);
   checkToolChoice(body.tool_choice, names);
@@ -288,9 +353,6 @@ export function validateRequest(body: unknown, kind: "messages" | "count_tokens"
   checkCacheControl(body.cache_control, "cache_control");
   if (body.stream !== undefined && typeof body.stream !== "boolean")
     fail("stream", "Input should be a valid boolean");
-  checkNumber(body.temperature, "temperature", 0, 1);
-  checkNumber(body.top_p, "top_p", 0, 1);
-  checkNumber(body.top_k, "top_k", 0, Number.MAX_SAFE_INTEGER);
   const stops = body.stop_sequences;
   if (stops !== undefined && (!Array.isArray(stops) || stops.some((s) => typeof s !== "string"))) {
     fail("stop_sequences", "Input should be a valid list of strings");

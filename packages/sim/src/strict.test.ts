@@ -1,0 +1,126 @@
+// The simulator refuses what the real API refuses: fields it does not know (anywhere it checks),
+// a reply pasted into `messages` as the API returned it, and system messages without their beta.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Sim, startSim } from "./server.js";
+import { post } from "./test-support.js";
+
+const MODEL = "claude-sonnet-4-6";
+const SYSTEM_BETA = "mid-conversation-system-2026-04-07";
+let sim: Sim;
+beforeAll(async () => {
+  sim = await startSim();
+});
+afterAll(() => sim.close());
+
+type ErrorBody = { error: { type: string; message: string } };
+const user = (text: string) => ({ role: "user", content: text });
+
+async function refusal(body: unknown, betas?: readonly string[]): Promise<string> {
+  const r = await post<ErrorBody>(sim, body, betas === undefined ? {} : { betas });
+  expect(r.status).toBe(400);
+  expect(r.body.error.type).toBe("invalid_request_error");
+  return r.body.error.message;
+}
+
+describe("unknown fields", () => {
+  it("at the top level", async () => {
+    expect(await refusal({ model: MODEL, max_tokens: 10, messages: [user("hi")], frobnicate: true })).toBe(
+      "frobnicate: Extra inputs are not permitted",
+    );
+  });
+
+  it("on a reply kept as the API returned it", async () => {
+    const reply = {
+      id: "msg_1",
+      type: "message",
+      role: "assistant",
+      model: MODEL,
+      content: [{ type: "text", text: "Hello." }],
+      stop_reason: "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: 1, output_tokens: 1 },
+    };
+    expect(
+      await refusal({ model: MODEL, max_tokens: 10, messages: [user("hi"), reply, user("go on")] }),
+    ).toBe("messages.1.id: Extra inputs are not permitted");
+    const { role, content } = reply;
+    const accepted = await post(sim, {
+      model: MODEL,
+      max_tokens: 10,
+      messages: [user("hi"), { role, content }, user("go on")],
+    });
+    expect(accepted.status).toBe(200);
+  });
+
+  it("on a block, a system block and a custom tool", async () => {
+    const block = { role: "user", content: [{ type: "text", text: "hi", colour: "red" }] };
+    expect(await refusal({ model: MODEL, max_tokens: 10, messages: [block] })).toBe(
+      "messages.0.content.0.colour: Extra inputs are not permitted",
+    );
+    expect(
+      await refusal({
+        model: MODEL,
+        max_tokens: 10,
+        system: [{ type: "text", text: "s", x: 1 }],
+        messages: [user("hi")],
+      }),
+    ).toBe("system.0.x: Extra inputs are not permitted");
+    const tool = { name: "Read", input_schema: { type: "object" }, cacheable: true };
+    expect(await refusal({ model: MODEL, max_tokens: 10, tools: [tool], messages: [user("hi")] })).toBe(
+      "tools.0.cacheable: Extra inputs are not permitted",
+    );
+  });
+
+  it("accepts the fields real parents send", async () => {
+    const r = await post(
+      sim,
+      {
+        model: MODEL,
+        max_tokens: 64,
+        context_management: { edits: [] },
+        output_config: { effort: "high" },
+        thinking: { type: "adaptive", display: "summarized" },
+        metadata: { user_id: JSON.stringify({ device_id: "d", session_id: "s" }) },
+        tools: [{ name: "Read", input_schema: { type: "object" }, defer_loading: true }],
+        system: [{ type: "text", text: "x-anthropic-billing-header: cc_version=1" }],
+        messages: [user("hi")],
+      },
+      { betas: ["context-management-2025-06-27", "effort-2025-11-24"] },
+    );
+    expect(r.status).toBe(200);
+  });
+});
+
+describe("system messages", () => {
+  const withSystem = {
+    model: MODEL,
+    max_tokens: 10,
+    messages: [
+      user("hi"),
+      { role: "system", content: "Be brief." },
+      { role: "assistant", content: "Ok" },
+      user("go"),
+    ],
+  };
+
+  it("are refused without the mid-conversation-system beta", async () => {
+    expect(await refusal(withSystem)).toMatch(/^messages\.1\.role: Input should be 'user' or 'assistant'/);
+    expect(await refusal(withSystem, ["context-1m-2025-08-07"])).toMatch(/^messages\.1\.role:/);
+  });
+
+  it("are accepted anywhere with it, skipped by the turn-order rules, and the betas are logged", async () => {
+    const r = await post(sim, withSystem, { betas: ["context-1m-2025-08-07", SYSTEM_BETA] });
+    expect(r.status).toBe(200);
+    expect(sim.requests().at(-1)?.betas).toEqual(["context-1m-2025-08-07", SYSTEM_BETA]);
+  });
+
+  it("are checked like the rest", async () => {
+    const bad = {
+      ...withSystem,
+      messages: [user("hi"), { role: "system", content: "x", id: "m" }, user("go")],
+    };
+    expect(await refusal(bad, [SYSTEM_BETA])).toBe("messages.1.id: Extra inputs are not permitted");
+    const empty = { ...withSystem, messages: [user("hi"), { role: "system", content: "" }] };
+    expect(await refusal(empty, [SYSTEM_BETA])).toMatch(/^messages\.1\.content: /);
+  });
+});
