@@ -7,7 +7,7 @@ export type ClientErrorCode =
   | "prefix_upload_failed"
   | "prefix_invalid"
   | "run_not_found"
-  | "run_exists"
+  | "spec_refused"
   | "aborted"
   | "closed"
   | "tool_host";

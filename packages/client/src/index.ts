@@ -22,6 +22,6 @@ export {
 export type { ForkResourceOptions, ForkResources, ResolvedForkResourceOptions } from "./resources.js";
 export { ensureForkResources, resolveResourceOptions } from "./resources.js";
 export type { RunStateEntry, RunStateMutation } from "./run-registry.js";
-export { getRunState, isWrongLastSequence, updateRunState } from "./run-registry.js";
+export { getRunState, isStorageFull, isWrongLastSequence, updateRunState } from "./run-registry.js";
 export type { ServeToolsOptions, ToolHandler, ToolHost } from "./tool-host.js";
 export { serveTools } from "./tool-host.js";

@@ -29,7 +29,7 @@ import {
   runStateCodec,
   type ToolHostRef,
 } from "@forkd/protocol";
-import { JetStreamApiError, type PubAck } from "@nats-io/jetstream";
+import type { PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
@@ -38,11 +38,7 @@ import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
 import { ensureForkResources, type ForkResourceOptions, type ForkResources } from "./resources.js";
-import { getRunState, updateRunState } from "./run-registry.js";
-
-// JetStream's refusal of a publish on a subject that already holds its one allowed message
-// (`max_msgs_per_subject` with `discard_new_per_subject`).
-const MAX_MESSAGES_PER_SUBJECT_EXCEEDED = 10077;
+import { getRunState, isStorageFull, updateRunState } from "./run-registry.js";
 
 /** Structural logger; pass pino or console. */
 export interface ClientLogger {
@@ -129,7 +125,9 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #logger: ClientLogger;
   // Encoded prefixes by object identity: N forks of one parent encode, hash and upload once.
   readonly #encodedPrefixes = new WeakMap<ForkPrefix, { bytes: Uint8Array; ref: StoredPrefixRef }>();
-  readonly #uploads = new Map<string, Promise<void>>();
+  // Uploads by prefix hash, with when they were made: past half the store's TTL the object may be
+  // gone by the time a daemon reads it, so the next fork checks (and uploads) again.
+  readonly #uploads = new Map<string, { done: Promise<void>; at: number }>();
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
   readonly #ownerKey: string;
@@ -228,10 +226,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
           headers: h,
         });
       } catch (error) {
-        if (error instanceof JetStreamApiError && error.code === MAX_MESSAGES_PER_SUBJECT_EXCEEDED) {
+        if (isStorageFull(error)) {
+          // One code (10077) for both: this run id already has a spec queued, or the stream is full.
           throw new ClientError(
-            "run_exists",
-            `run id ${runId} already has a spec in the queue: a run belongs to the first spec stored for its id`,
+            "spec_refused",
+            `JetStream refused the spec of run ${runId}: ${(error as Error).message} (a run id whose spec is still queued belongs to that spec; a full specs stream takes no more)`,
             { cause: error },
           );
         }
@@ -283,13 +282,17 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
     }
     const { bytes, ref } = encoded;
-    let upload = this.#uploads.get(ref.hash);
-    if (!upload) {
-      upload = uploadPrefixBytes(this.resources, bytes, ref);
-      this.#uploads.set(ref.hash, upload);
-      upload.catch(() => this.#uploads.delete(ref.hash));
+    let entry = this.#uploads.get(ref.hash);
+    if (!entry || Date.now() - entry.at > this.resources.options.prefixesTtlMs / 2) {
+      const done = uploadPrefixBytes(this.resources, bytes, ref);
+      const made = { done, at: Date.now() };
+      entry = made;
+      this.#uploads.set(ref.hash, made);
+      done.catch(() => {
+        if (this.#uploads.get(ref.hash) === made) this.#uploads.delete(ref.hash);
+      });
     }
-    return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload };
+    return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done };
   }
 
   // The registry shows the run as queued until a daemon claims it; a daemon's claim wins if first.

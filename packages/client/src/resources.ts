@@ -1,6 +1,12 @@
 // The JetStream resources forkd needs, created idempotently by whichever side starts first.
 
-import { DEFAULT_SUBJECT_PREFIX, type ForkSubjects, forkSubjects } from "@forkd/protocol";
+import {
+  DEFAULT_SUBJECT_PREFIX,
+  type ForkSubjects,
+  forkSubjects,
+  MAX_EVENT_BYTES,
+  MAX_SPEC_BYTES,
+} from "@forkd/protocol";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -18,6 +24,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ClientError } from "./errors.js";
 
 const nanos = (ms: number) => ms * 1_000_000;
+const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Options of the JetStream resources. Both the client and the daemon take them; they must agree. */
 export interface ForkResourceOptions {
@@ -35,6 +42,20 @@ export interface ForkResourceOptions {
   duplicateWindowMs?: number;
   /** A daemon entry expires this long after its last heartbeat. @unit ms @default 30000 */
   daemonTtlMs?: number;
+  /** A spec still queued this long after it was published is dropped (its run never starts). @unit ms @default 604800000 (7 days) */
+  specsMaxAgeMs?: number;
+  /** Bytes of queued specs; beyond it new specs are refused (the publish fails), queued ones are kept. @unit bytes @default 268435456 (256 MiB) */
+  specsMaxBytes?: number;
+  /** Bytes of events; beyond it the oldest events are dropped (finished runs' logs go first, being the oldest). @unit bytes @default 4294967296 (4 GiB) */
+  eventsMaxBytes?: number;
+  /** A run's registry entry is removed this long after its last write (an ended run's record; live runs rewrite theirs on every heartbeat). @unit ms @default 604800000 (7 days) */
+  runsTtlMs?: number;
+  /** Bytes of the run registry; beyond it new entries are refused. @unit bytes @default 134217728 (128 MiB) */
+  runsMaxBytes?: number;
+  /** A stored prefix is removed this long after its upload; a parent uploads it again when it is gone. @unit ms @default 604800000 (7 days) */
+  prefixesTtlMs?: number;
+  /** Bytes of stored prefixes; beyond it new uploads are refused. @unit bytes @default 2147483648 (2 GiB) */
+  prefixesMaxBytes?: number;
 }
 
 /** The options with every default applied. */
@@ -70,6 +91,13 @@ export function resolveResourceOptions(
     eventsMaxAgeMs: options.eventsMaxAgeMs ?? 24 * 60 * 60 * 1000,
     duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
     daemonTtlMs: options.daemonTtlMs ?? 30_000,
+    specsMaxAgeMs: options.specsMaxAgeMs ?? WEEK_MS,
+    specsMaxBytes: options.specsMaxBytes ?? 256 * 1024 ** 2,
+    eventsMaxBytes: options.eventsMaxBytes ?? 4 * 1024 ** 3,
+    runsTtlMs: options.runsTtlMs ?? WEEK_MS,
+    runsMaxBytes: options.runsMaxBytes ?? 128 * 1024 ** 2,
+    prefixesTtlMs: options.prefixesTtlMs ?? WEEK_MS,
+    prefixesMaxBytes: options.prefixesMaxBytes ?? 2 * 1024 ** 3,
   };
 }
 
@@ -122,6 +150,9 @@ export async function ensureForkResources(
       max_msgs_per_subject: 1,
       discard: DiscardPolicy.New,
       discard_new_per_subject: true,
+      max_age: nanos(resolved.specsMaxAgeMs),
+      max_bytes: resolved.specsMaxBytes,
+      max_msg_size: MAX_SPEC_BYTES,
     });
     await ensureStream(jsm, {
       name: subjects.streams.events,
@@ -130,6 +161,9 @@ export async function ensureForkResources(
       storage: StorageType.File,
       num_replicas: resolved.replicas,
       max_age: nanos(resolved.eventsMaxAgeMs),
+      max_bytes: resolved.eventsMaxBytes,
+      max_msg_size: MAX_EVENT_BYTES,
+      discard: DiscardPolicy.Old,
       duplicate_window: nanos(resolved.duplicateWindowMs),
     });
     try {
@@ -150,13 +184,23 @@ export async function ensureForkResources(
       }
     }
     const kvm = new Kvm(js);
-    const runs = await kvm.create(subjects.buckets.runs, { replicas: resolved.replicas, history: 1 });
+    const runs = await kvm.create(subjects.buckets.runs, {
+      replicas: resolved.replicas,
+      history: 1,
+      ttl: resolved.runsTtlMs,
+      max_bytes: resolved.runsMaxBytes,
+      maxValueSize: MAX_EVENT_BYTES,
+    });
     const daemons = await kvm.create(subjects.buckets.daemons, {
       replicas: resolved.replicas,
       history: 1,
       ttl: resolved.daemonTtlMs,
     });
-    const prefixes = await new Objm(js).create(subjects.buckets.prefixes, { replicas: resolved.replicas });
+    const prefixes = await new Objm(js).create(subjects.buckets.prefixes, {
+      replicas: resolved.replicas,
+      ttl: nanos(resolved.prefixesTtlMs),
+      max_bytes: resolved.prefixesMaxBytes,
+    });
     return { nc, js, jsm, subjects, runs, daemons, prefixes, options: resolved };
   } catch (cause) {
     throw new ClientError(

@@ -65,3 +65,18 @@ export function isWrongLastSequence(error: unknown): boolean {
       error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
   );
 }
+
+/**
+ * True when JetStream could not store a write for lack of room: the stream or bucket reached its
+ * `max_bytes` (a store failure, 10077) or the account or server has no storage left (10047).
+ */
+export function isStorageFull(error: unknown): boolean {
+  return (
+    error instanceof JetStreamApiError &&
+    (error.code === STREAM_STORE_FAILED || error.code === INSUFFICIENT_RESOURCES)
+  );
+}
+
+// JetStream API error codes that nats.js does not name.
+const STREAM_STORE_FAILED = 10077;
+const INSUFFICIENT_RESOURCES = 10047;

@@ -5,6 +5,7 @@ import {
   downloadPrefix,
   type ForkResources,
   getRunState,
+  isStorageFull,
   lastLoggedEvent,
   type PrefixCache,
   readStoredEvents,
@@ -297,32 +298,56 @@ export class RunExecutor {
       return;
     }
     const now = Date.now();
-    const claimed = await updateRunState(
-      resources,
-      runId,
-      (current) => {
-        // Another spec became the owner between the read and this write.
-        if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
-        return {
-          ...(current ?? {
-            v: PROTOCOL_VERSION,
-            run_id: runId,
-            created_at: spec.created_at,
-            last_seq: 0,
-            parent_agent_id: spec.parent.agent_id,
-            ...(spec.label !== undefined ? { label: spec.label } : {}),
-          }),
-          spec_seq: message.seq,
-          status: "running",
-          attempt: (current?.attempt ?? 0) + 1,
-          daemon_id: config.daemonId,
-          updated_at: now,
-          heartbeat_at: now,
-          started_at: current?.started_at ?? now,
-        };
-      },
-      { known: registered },
-    );
+    let claimed: Awaited<ReturnType<typeof updateRunState>>;
+    try {
+      claimed = await updateRunState(
+        resources,
+        runId,
+        (current) => {
+          // Another spec became the owner between the read and this write.
+          if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
+          return {
+            ...(current ?? {
+              v: PROTOCOL_VERSION,
+              run_id: runId,
+              created_at: spec.created_at,
+              last_seq: 0,
+              parent_agent_id: spec.parent.agent_id,
+              ...(spec.label !== undefined ? { label: spec.label } : {}),
+            }),
+            spec_seq: message.seq,
+            status: "running",
+            attempt: (current?.attempt ?? 0) + 1,
+            daemon_id: config.daemonId,
+            updated_at: now,
+            heartbeat_at: now,
+            started_at: current?.started_at ?? now,
+          };
+        },
+        { known: registered },
+      );
+    } catch (error) {
+      if (!isStorageFull(error)) throw error;
+      // JetStream has no room for the claim: rather than wait in the queue until max_deliver and stay
+      // there, the run fails now, visibly (the events stream makes room by dropping its oldest events).
+      logger.error(
+        { err: error, code: "storage_full" },
+        "JetStream cannot store the run's claim: failing it",
+      );
+      await failUnclaimedRun(
+        resources,
+        runId,
+        {
+          code: "storage_full",
+          message: `JetStream cannot store the run's claim: ${(error as Error).message}`,
+          retryable: true,
+        },
+        message.seq,
+      ).catch((failure: unknown) => logger.error({ err: failure }, "could not record the storage failure"));
+      await removeSpec(resources, message);
+      metrics?.runsEnded.inc({ outcome: "failed" });
+      return;
+    }
     if (claimed?.state.spec_seq !== message.seq) {
       await this.refuseSpec(message, claimed?.state.spec_seq, logger);
       return;
