@@ -67,5 +67,8 @@ export const CUSTOM_TOOL_FIELDS = [
   "type",
 ] as const;
 
-/** The beta that lets `messages` hold `role: "system"` messages (a name starting with it). */
-export const MID_CONVERSATION_SYSTEM_BETA = "mid-conversation-system";
+/**
+ * The betas that let `messages` hold `role: "system"` messages (names starting with one of these):
+ * `mid-conversation-system-*`, and `per-turn-control-*`, which Claude Code 2.1 sends instead.
+ */
+export const SYSTEM_MESSAGE_BETAS = ["mid-conversation-system", "per-turn-control"] as const;

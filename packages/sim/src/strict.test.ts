@@ -114,6 +114,12 @@ describe("system messages", () => {
     expect(sim.requests().at(-1)?.betas).toEqual(["context-1m-2025-08-07", SYSTEM_BETA]);
   });
 
+  it("are accepted with per-turn-control, the beta Claude Code 2.1 sends them with", async () => {
+    expect((await post(sim, withSystem, { betas: ["per-turn-control-2026-07-01"] })).status).toBe(200);
+    // A prefix of the name is not the beta.
+    expect(await refusal(withSystem, ["per-turn-control"])).toMatch(/^messages\.1\.role:/);
+  });
+
   it("are checked like the rest", async () => {
     const bad = {
       ...withSystem,

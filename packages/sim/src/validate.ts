@@ -10,8 +10,8 @@ import {
   BLOCK_FIELDS,
   CUSTOM_TOOL_FIELDS,
   MESSAGE_FIELDS,
-  MID_CONVERSATION_SYSTEM_BETA,
   REQUEST_FIELDS,
+  SYSTEM_MESSAGE_BETAS,
   SYSTEM_MESSAGE_FIELDS,
 } from "./known-fields.js";
 import type { MessagesRequest } from "./types.js";
@@ -174,7 +174,7 @@ function checkSystemMessage(m: Json, path: string, systemAllowed: boolean): void
   if (!systemAllowed) {
     fail(
       `${path}.role`,
-      `Input should be 'user' or 'assistant' (system messages need the ${MID_CONVERSATION_SYSTEM_BETA} beta)`,
+      `Input should be 'user' or 'assistant' (system messages need a ${SYSTEM_MESSAGE_BETAS.join("-* or ")}-* beta)`,
     );
   }
   checkNoExtraFields(m, SYSTEM_MESSAGE_FIELD_SET, path);
@@ -344,7 +344,7 @@ export function validateRequest(
   }
   checkMessages(
     body.messages,
-    betas.some((beta) => beta.startsWith(MID_CONVERSATION_SYSTEM_BETA)),
+    betas.some((beta) => SYSTEM_MESSAGE_BETAS.some((prefix) => beta.startsWith(`${prefix}-`))),
   );
   checkSystem(body.system);
   const names = checkTools(body.tools);
