@@ -169,4 +169,23 @@ describe("deploy/nats/tenants.conf", () => {
     await forksB.close();
     await host.stop();
   });
+
+  it("inside one account, a parent can neither purge nor delete what other parents' runs use", async () => {
+    const parent = await connectAs("parent", TEST_PASSWORDS.parent);
+    const forks = await NatsForkSubagent.create(parent);
+    const { jsm } = forks.resources;
+    const hash = "b".repeat(64);
+    await forks.resources.prefixes.putBlob({ name: hash }, new Uint8Array(10));
+    for (const stream of [
+      `OBJ_${subjects.buckets.prefixes}`,
+      subjects.streams.events,
+      subjects.streams.specs,
+    ]) {
+      await expect(jsm.streams.purge(stream)).rejects.toThrow(/Permissions Violation/);
+      await expect(jsm.streams.deleteMessage(stream, 1)).rejects.toThrow(/Permissions Violation/);
+    }
+    await expect(jsm.streams.delete(subjects.streams.events)).rejects.toThrow(/Permissions Violation/);
+    expect((await forks.resources.prefixes.info(hash))?.size).toBe(10);
+    await forks.close();
+  });
 });
