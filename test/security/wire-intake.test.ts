@@ -10,7 +10,10 @@ import { useForkdStack } from "../harness/forkd.js";
 import { prefixWithParentTool } from "../harness/prefixes.js";
 
 const OUTPUT_CAP_BYTES = 4_000;
-const stack = useForkdStack({ daemonConfig: { tools: { outputCapBytes: OUTPUT_CAP_BYTES } } });
+const MAX_PREFIX_BYTES = 200_000;
+const stack = useForkdStack({
+  daemonConfig: { tools: { outputCapBytes: OUTPUT_CAP_BYTES }, maxPrefixBytes: MAX_PREFIX_BYTES },
+});
 
 async function queuedSpecs(): Promise<number> {
   const { forks } = stack();
@@ -48,6 +51,31 @@ describe("intake", () => {
     expect(outcome.status === "failed" && outcome.error.message).toMatch(
       /stored with 150000 bytes, not the 100/,
     );
+  });
+
+  it("a prefix reference over the daemon's maximum is refused unread; one at the maximum is read", async () => {
+    const { forks } = stack();
+    const outcomeFor = async (size: number, tag: string) => {
+      const hash = tag.repeat(64).slice(0, 64);
+      await forks.resources.prefixes.putBlob({ name: hash }, new Uint8Array(size));
+      const runId = `intake-prefix-max-${tag}`;
+      const spec = {
+        v: PROTOCOL_VERSION,
+        run_id: runId,
+        parent: { agent_id: "p-intake" },
+        directive: "Go.",
+        prefix: { kind: "ref", hash, size },
+        created_at: Date.now(),
+      };
+      await forks.resources.js.publish(forks.resources.subjects.spec(runId), JSON.stringify(spec));
+      const outcome = await forks.attach(runId).result();
+      return outcome.status === "failed" ? outcome.error.message : outcome.status;
+    };
+    expect(await outcomeFor(MAX_PREFIX_BYTES + 1, "c")).toMatch(
+      /announces 200001 bytes; at most 200000 are read/,
+    );
+    // At the maximum it is read (and then refused for its bytes, which are no prefix of that hash).
+    expect(await outcomeFor(MAX_PREFIX_BYTES, "d")).toMatch(/is corrupt/);
   });
 
   it("a tool host's reply is capped like a built-in tool's output before it becomes an event", async () => {

@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { MAX_PREFIX_BYTES } from "@forkd/protocol";
 import { z } from "zod";
 
 const positiveInt = z.coerce.number().int().positive();
@@ -52,6 +53,8 @@ export const DaemonConfigSchema = z.object({
    * claim, across attempts, so a trickling model stream or a silent tool host ends too) fails with
    * `timeout`; `max_turns` and `max_tokens` are lowered to these.
    */
+  /** The largest stored prefix this daemon reads; a reference announcing more fails its run before a byte is read. @unit bytes */
+  maxPrefixBytes: positiveInt.default(MAX_PREFIX_BYTES),
   ceilings: z
     .object({
       /** @unit ms */
@@ -123,6 +126,7 @@ export const DAEMON_FLAGS = {
   workspace: { type: "string" },
   "allowed-models": { type: "string" },
   "default-model": { type: "string" },
+  "max-prefix-bytes": { type: "string" },
   "max-run-time": { type: "string" },
   "max-turns": { type: "string" },
   "max-output-tokens": { type: "string" },
@@ -214,6 +218,7 @@ export function loadDaemonConfig(
   layer("workspace", env.FORKD_WORKSPACE, flags.workspace);
   layer("allowedModels", list(env.FORKD_ALLOWED_MODELS), list(flags["allowed-models"]));
   layer("defaultModel", env.FORKD_DEFAULT_MODEL, flags["default-model"]);
+  layer("maxPrefixBytes", env.FORKD_MAX_PREFIX_BYTES, flags["max-prefix-bytes"]);
   layer("ceilings.maxRunMs", env.FORKD_MAX_RUN_MS, flags["max-run-time"]);
   layer("ceilings.maxTurns", env.FORKD_MAX_TURNS, flags["max-turns"]);
   layer("ceilings.maxOutputTokens", env.FORKD_MAX_OUTPUT_TOKENS, flags["max-output-tokens"]);

@@ -509,7 +509,9 @@ export class RunExecutor {
         return null;
       case "ref":
         try {
-          return await this.#deps.prefixCache.get(source, (ref) => downloadPrefix(this.#deps.resources, ref));
+          return await this.#deps.prefixCache.get(source, (ref) =>
+            downloadPrefix(this.#deps.resources, ref, { maxBytes: this.#deps.config.maxPrefixBytes }),
+          );
         } catch (error) {
           throw new DaemonError(
             "prefix_unavailable",
