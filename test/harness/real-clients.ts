@@ -1,0 +1,110 @@
+// Real agents from the npm registry, run against forkd's simulator: the Claude Code CLI in print
+// mode, in a throwaway HOME and a small git repository, with no network but the simulator. The
+// requests it sends (bodies and anthropic-beta headers) are read back from the simulator's log.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+
+const require = createRequire(import.meta.url);
+
+/** The API key Claude Code is run with; the simulator's cache is per key, as the API's is per organisation. */
+export const CLAUDE_CODE_API_KEY = "sk-forkd-real-client-test";
+
+/**
+ * The Claude Code binary. The `@anthropic-ai/claude-code` package ships it as a per-platform
+ * optional dependency and copies it into place in a postinstall script, which pnpm does not run;
+ * the platform package's binary is the same file.
+ */
+export function claudeCodeBinary(): string {
+  const platformPackage = `@anthropic-ai/claude-code-${process.platform}-${process.arch}`;
+  try {
+    // A dependency of the wrapper package, not of ours: resolve it from there.
+    const wrapper = createRequire(require.resolve("@anthropic-ai/claude-code/package.json"));
+    return join(dirname(wrapper.resolve(`${platformPackage}/package.json`)), "claude");
+  } catch (cause) {
+    throw new Error(
+      `${platformPackage} is not installed (a devDependency through @anthropic-ai/claude-code)`,
+      {
+        cause,
+      },
+    );
+  }
+}
+
+/** What `claude -p --output-format json` printed, the fields the tests read. */
+export interface ClaudeCodeResult {
+  is_error: boolean;
+  result: string;
+  num_turns: number;
+  session_id: string;
+  modelUsage: Record<string, unknown>;
+}
+
+/** Options of {@link runClaudeCode}. */
+export interface RunClaudeCodeOptions {
+  simUrl: string;
+  prompt: string;
+  /** `--model`; Claude Code's default when absent. */
+  model?: string;
+  /** Extra environment (e.g. `MAX_THINKING_TOKENS`). */
+  env?: Record<string, string>;
+  /** @default 120_000 @unit milliseconds */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs `claude -p <prompt> --output-format json` against the simulator in a fresh HOME and a fresh
+ * git repository holding `notes.txt`, and returns its JSON result. Everything it created is removed.
+ * @throws Error with its stderr when it exits non-zero or prints no JSON.
+ */
+export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<ClaudeCodeResult> {
+  const root = await mkdtemp(join(tmpdir(), "forkd-claude-code-"));
+  try {
+    const home = join(root, "home");
+    const repo = join(root, "repo");
+    await mkdir(home);
+    await mkdir(repo);
+    await writeFile(join(repo, "notes.txt"), "The codec checks every length.\n");
+    execFileSync("git", ["init", "-q"], { cwd: repo });
+    // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
+    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", "Read,Agent"];
+    if (options.model !== undefined) args.push("--model", options.model);
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      ANTHROPIC_BASE_URL: options.simUrl,
+      ANTHROPIC_API_KEY: CLAUDE_CODE_API_KEY,
+      // No telemetry, update checks or error reporting: the simulator is the only host it talks to.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      DISABLE_AUTOUPDATER: "1",
+      ...options.env,
+    };
+    const { code, stdout, stderr } = await new Promise<{
+      code: number | null;
+      stdout: string;
+      stderr: string;
+    }>((resolve, reject) => {
+      const child = spawn(claudeCodeBinary(), args, { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString("utf8");
+      });
+      child.stderr.on("data", (chunk: Buffer) => {
+        err += chunk.toString("utf8");
+      });
+      const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
+      child.on("error", reject);
+      child.on("close", (exitCode) => {
+        clearTimeout(timer);
+        resolve({ code: exitCode, stdout: out, stderr: err });
+      });
+    });
+    if (code !== 0) throw new Error(`claude exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
+    return JSON.parse(stdout) as ClaudeCodeResult;
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
