@@ -10,7 +10,8 @@ import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon }
 import { AnthropicLlmClient } from "@forkd/llm";
 import { type ForkEvent, forkSubjects, PROTOCOL_VERSION, permissionResponseCodec } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
-import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
+import { type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyEnv, passwordEnv, readRepoFile, TEST_PASSWORDS } from "../deploy/support.js";
@@ -145,11 +146,31 @@ describe("deploy/nats/tenants.conf", () => {
     );
     expect(await forksB.state(runId)).toMatchObject({ abort: { reason: "B aborts A's run" } }); // B's own bucket
     expect(await forksB.resources.runs.get("never-in-b")).toBeNull();
+    // B's admin marks the run completed and empties the prefix store and the events stream: B's own.
+    const completedByB = {
+      v: 1,
+      run_id: runId,
+      status: "completed",
+      attempt: 9,
+      last_seq: 0,
+      created_at: 1,
+      updated_at: 1,
+    };
+    await forksB.resources.runs.put(runId, JSON.stringify(completedByB));
+    const jsmB = await jetstreamManager(adminB);
+    await jsmB.streams.purge(`OBJ_${subjects.buckets.prefixes}`);
+    await jsmB.streams.purge(subjects.streams.events);
 
     // A's run ends as A asked: A's permission answer, A's tool host, one attempt, completed.
     expect((await handle.result()).status).toBe("completed");
     const log: ForkEvent[] = (await readStoredEvents(forksA.resources, runId)).map((stored) => stored.event);
     expect(new Set(log.map((event) => event.attempt))).toEqual(new Set([1]));
+    // The registry records the end right after the terminal event: wait for it.
+    const stateA = await waitFor(async () => {
+      const state = await forksA.state(runId);
+      return state?.status === "completed" ? state : null;
+    });
+    expect(stateA.attempt).toBe(1);
     expect(log.find((event) => event.type === "permission.resolved")).toMatchObject({ decision: "allow" });
     expect(log.find((event) => event.type === "tool.result" && event.name === "ParentNotes")).toMatchObject({
       content: "A's notes",
