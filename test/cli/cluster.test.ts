@@ -234,7 +234,7 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     const result = await runCli(forkArgs([]));
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(
-      /^forking 2 children from .*parent-turn-4k\.json \(~[\d,]+ tokens, claude-sonnet-4-5\)/,
+      /^forking 2 children from .*parent-turn-4k\.json \(~[\d,]+ tokens, claude-sonnet-4-6\)/,
     );
     expect(result.stdout).toMatch(/ child 1 #1 accepted by cli-e2e-1 /);
     expect(result.stdout).toMatch(/^child 1 {2}slice 1 {2}completed {2}run [\w-]+$/m);

@@ -1,6 +1,6 @@
 // Cache-break detection: a fork's first turn should read the inherited prefix from the cache. When it
 // reads less than half of its prompt, something broke the cache; the layer hashes say what.
-import type { ForkEventBody, ProviderUsage } from "@forkd/protocol";
+import { type ForkEventBody, minCacheableTokens, type ProviderUsage } from "@forkd/protocol";
 import { type CacheLayerHashes, firstChangedLayer } from "./cache-key.js";
 import { promptTokensOf } from "./usage.js";
 
@@ -12,21 +12,6 @@ export interface CacheBreakCheck {
   parentLayers?: CacheLayerHashes;
   /** Prompts below this cannot be cached, so no break is reported. @default minCacheableTokens(model) */
   minCacheableTokens?: number;
-}
-
-// The provider's minimum cacheable prompt per model family (longest prefix wins); below it a
-// breakpoint is silently ignored.
-const MIN_CACHEABLE_TOKENS: readonly [string, number][] = [
-  ["claude-opus-4-5", 4096],
-  ["claude-haiku-4-5", 4096],
-  ["claude-3-5-haiku", 2048],
-  ["claude-3-haiku", 2048],
-];
-
-/** The smallest prompt `model` caches. @default 1024 for models not listed */
-export function minCacheableTokens(model: string): number {
-  const id = model.toLowerCase();
-  return MIN_CACHEABLE_TOKENS.find(([prefix]) => id.includes(prefix))?.[1] ?? 1024;
 }
 
 /** The `cache.break` event body of a first turn, or `null` when its reads are as expected. */

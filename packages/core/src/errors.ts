@@ -6,6 +6,7 @@ import type { WireError } from "@forkd/protocol";
 export type CoreErrorCode =
   | "recursion_guard"
   | "invalid_prefix"
+  | "invalid_pricing"
   | "invalid_fork_params"
   | "invalid_event_log"
   | "invalid_notification"
@@ -78,6 +79,16 @@ export class InvalidPrefixError extends CoreError {
   constructor(message: string, options: { path?: (string | number)[]; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.path = options.path ?? [];
+  }
+}
+
+/** A price file (`FORKD_PRICES`) that cannot be read or holds a row that is not two prices. */
+export class InvalidPricingError extends CoreError {
+  override readonly name = "InvalidPricingError";
+  readonly code = "invalid_pricing" as const;
+
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
   }
 }
 

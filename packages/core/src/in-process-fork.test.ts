@@ -139,7 +139,7 @@ describe("InProcessForkSubagent end to end on the 48k fixture", () => {
     });
     expect(events[0]).toMatchObject({
       type: "started",
-      model: "claude-sonnet-4-5",
+      model: "claude-sonnet-4-6",
       prefix_hash: computeCacheKey(prefix.params).hash,
       cache_shared: true,
     });

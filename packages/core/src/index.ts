@@ -24,7 +24,7 @@ export {
   placeBreakpoint,
 } from "./breakpoints.js";
 export type { CacheBreakCheck } from "./cache-break.js";
-export { detectCacheBreak, minCacheableTokens } from "./cache-break.js";
+export { detectCacheBreak } from "./cache-break.js";
 export type { CacheKey, CacheLayer, CacheLayerHashes } from "./cache-key.js";
 export {
   CACHE_KEY_VERSION,
@@ -57,6 +57,7 @@ export {
   InternalError,
   InvalidForkParamsError,
   InvalidPrefixError,
+  InvalidPricingError,
   NotificationParseError,
   RecursionGuardError,
   RunTimeoutError,
@@ -107,6 +108,7 @@ export {
   createPricingTable,
   DEFAULT_MODEL_PRICING,
   defaultPricingTable,
+  readPricingFile,
 } from "./pricing.js";
 export type { ForkMarkerMatch, RecursionCheck, RecursionGuardInput } from "./recursion-guard.js";
 export {

@@ -85,9 +85,9 @@ describe("rebuildRunState", () => {
       terminal: null,
     });
     expect(state.turnUsages.map((u) => [u.turn, u.model, u.usage.input_tokens])).toEqual([
-      [1, "claude-sonnet-4-5", 100],
-      [2, "claude-sonnet-4-5", 200],
-      [3, "claude-sonnet-4-5", 300],
+      [1, "claude-sonnet-4-6", 100],
+      [2, "claude-sonnet-4-6", 200],
+      [3, "claude-sonnet-4-6", 300],
     ]);
     expect(state.pending).toMatchObject({ turn: 3, stopReason: "end_turn", ledger: [] });
   });

@@ -72,7 +72,7 @@ describe("runTurnLoop", () => {
     expect(t.events[1]).toEqual({
       type: "llm.request",
       turn: 1,
-      model: "claude-sonnet-4-5",
+      model: "claude-sonnet-4-6",
       message_count: t.forked.request.messages.length,
     });
     expect(t.llm.requests[0]).toBe(JSON.stringify(t.forked.request));

@@ -45,7 +45,7 @@ export const DaemonConfigSchema = z.object({
   /** Models a spec may use; empty allows any. */
   allowedModels: z.array(z.string()).default([]),
   /** Model for a spec that has no cache-safe params and no model override. */
-  defaultModel: z.string().default("claude-sonnet-4-5"),
+  defaultModel: z.string().default("claude-sonnet-4-6"),
   /** max_tokens when neither the parent request nor the spec gives one. */
   defaultMaxTokens: positiveInt.default(8192),
   /**

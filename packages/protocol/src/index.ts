@@ -116,6 +116,8 @@ export {
   MAX_RUN_ID_LENGTH,
   MAX_SPEC_BYTES,
 } from "./limits.js";
+export type { MinCacheableRule } from "./model-facts.js";
+export { DEFAULT_MIN_CACHEABLE_TOKENS, MIN_CACHEABLE_TOKENS, minCacheableTokens } from "./model-facts.js";
 export type { DaemonInfo, RunState, RunStatus } from "./registry.js";
 export { DaemonInfoSchema, RunStateSchema, RunStatusSchema } from "./registry.js";
 export type {
