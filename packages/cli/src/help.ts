@@ -83,6 +83,7 @@ Options (each also as an environment variable; flags win; a JSON file with --con
   --default-model MODEL    for specs without a prefix               FORKD_DEFAULT_MODEL
   --bash read-only|full|off  the Bash tool (default read-only)      FORKD_BASH_POLICY
   --bash-timeout MS        longest Bash command (default 120000)    FORKD_BASH_TIMEOUT_MS
+  --bash-sandbox MODE      bwrap (default) or off: where Bash runs  FORKD_BASH_SANDBOX
   --drain-grace MS         drain time on SIGTERM (default 30000)    FORKD_DRAIN_GRACE_MS
   --heartbeat MS           registry heartbeat (default 5000)        FORKD_HEARTBEAT_MS
   --metrics-port N         Prometheus /metrics (default off; 0 any) FORKD_METRICS_PORT

@@ -66,12 +66,18 @@ export const DaemonConfigSchema = z.object({
   tools: z
     .object({
       bash: z.enum(["read-only", "full", "off"]).default("read-only"),
+      /**
+       * Where Bash runs: `bwrap` (bubblewrap: no network, own PID namespace and /proc, only the
+       * workspace visible, no daemon secrets) or `off`. With Bash on and `bwrap`, a daemon that
+       * cannot run bubblewrap refuses to start.
+       */
+      sandbox: z.enum(["bwrap", "off"]).default("bwrap"),
       /** @unit ms */
       bashTimeoutMs: positiveInt.default(120_000),
       /** @unit bytes */
       outputCapBytes: positiveInt.default(30_000),
     })
-    .default({ bash: "read-only", bashTimeoutMs: 120_000, outputCapBytes: 30_000 }),
+    .default({ bash: "read-only", sandbox: "bwrap", bashTimeoutMs: 120_000, outputCapBytes: 30_000 }),
   llm: z
     .object({
       /** Defaults to the SDK's `ANTHROPIC_BASE_URL`. */
@@ -132,6 +138,7 @@ export const DAEMON_FLAGS = {
   "max-output-tokens": { type: "string" },
   bash: { type: "string" },
   "bash-timeout": { type: "string" },
+  "bash-sandbox": { type: "string" },
   "drain-grace": { type: "string" },
   heartbeat: { type: "string" },
   "metrics-port": { type: "string" },
@@ -223,6 +230,7 @@ export function loadDaemonConfig(
   layer("ceilings.maxTurns", env.FORKD_MAX_TURNS, flags["max-turns"]);
   layer("ceilings.maxOutputTokens", env.FORKD_MAX_OUTPUT_TOKENS, flags["max-output-tokens"]);
   layer("tools.bash", env.FORKD_BASH_POLICY, flags.bash);
+  layer("tools.sandbox", env.FORKD_BASH_SANDBOX, flags["bash-sandbox"]);
   layer("tools.bashTimeoutMs", env.FORKD_BASH_TIMEOUT_MS, flags["bash-timeout"]);
   layer("drainGraceMs", env.FORKD_DRAIN_GRACE_MS, flags["drain-grace"]);
   layer("heartbeatMs", env.FORKD_HEARTBEAT_MS, flags.heartbeat);

@@ -1,6 +1,7 @@
 // The daemon against a real nats-server and the simulator over real HTTP: runs, malformed specs,
 // aborts, tools, drain, permissions and specs without cache-safe params.
-import { existsSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -155,23 +156,21 @@ describe("a daemon over real NATS", () => {
 
   it("aborts a run in the middle of a tool: the tool process is gone", async () => {
     const fixture = await loadFixture("4k");
-    const pidFile = join(workspace, "sleep.pid");
+    const startedFile = join(workspace, "sleep.started");
+    // The tool runs in its own PID namespace, so it is found by a name of its own, not by a pid.
+    const tag = `forkd-abort-probe-${process.pid}-${Date.now()}`;
     const handle = forks.fork({
       prefix: createForkPrefix(fixture.request, fixture.response),
-      directive: `Wait.\n@sim tool Bash {"command":"echo $$ > ${pidFile}; sleep 30"}`,
+      directive: `Wait.\n@sim tool Bash {"command":"echo started > ${startedFile}; exec -a ${tag} sleep 30"}`,
       parent: { agent_id: "parent-1" },
     });
     for await (const event of handle.events()) if (event.type === "tool.call") break;
-    // The shell writes its pid before sleeping; no event says so, so wait for the file itself.
-    const pid = await waitFor(() => {
-      const text = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
-      return text === "" ? undefined : Number(text);
-    });
-    expect(() => process.kill(pid, 0)).not.toThrow();
+    // The shell writes the file before sleeping; no event says so, so wait for the file itself.
+    await waitFor(() => existsSync(startedFile) && processCount(tag) > 0);
     await handle.abort("stop the tool");
     const outcome = await handle.result();
     expect(outcome.status).toBe("killed");
-    expect(() => process.kill(pid, 0)).toThrow();
+    await waitFor(() => processCount(tag) === 0);
   });
 
   it("does not run a spec whose run was aborted before pickup", async () => {
@@ -222,3 +221,9 @@ describe("a daemon over real NATS", () => {
     expect(await run("silent")).toMatchObject({ decision: "timeout" });
   });
 });
+
+/** How many processes have `tag` in their command line. */
+function processCount(tag: string): number {
+  const found = spawnSync("pgrep", ["-f", "-c", tag], { encoding: "utf8" });
+  return Number(found.stdout.trim() || 0);
+}

@@ -21,7 +21,7 @@ export type { RunningDaemon } from "./run-daemon.js";
 export { runDaemonProcess, startDaemon } from "./run-daemon.js";
 export type { ActiveRun, RunContext, RunExecutorDeps } from "./run-executor.js";
 export { RunExecutor, runIdFromSubject, toWireError } from "./run-executor.js";
-export { daemonRunTools } from "./run-tools.js";
+export { daemonRunTools, requireSandbox } from "./run-tools.js";
 export type { BashPolicy } from "./tools/bash.js";
 export { MAX_BASH_TIMEOUT_MS, minimalShellEnv } from "./tools/bash.js";
 export type { PathAlias } from "./tools/context.js";
@@ -31,6 +31,10 @@ export {
   createBuiltinToolDispatcher,
   recursionRefusal,
 } from "./tools/dispatcher.js";
+export type { Sandbox, SandboxMode } from "./tools/sandbox.js";
+export { probeSandbox, sandboxedShell } from "./tools/sandbox.js";
+export type { NamedSecret } from "./tools/secrets.js";
+export { scrubSecrets, secretsOf } from "./tools/secrets.js";
 export type {
   CommitAuthor,
   CreateRunWorktreeOptions,

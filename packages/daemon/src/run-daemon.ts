@@ -9,7 +9,7 @@ import { ForkDaemon } from "./daemon.js";
 import { createDaemonLogger, type DaemonLogger } from "./logger.js";
 import { createDaemonMetrics, serveMetrics } from "./metrics.js";
 import { connectNats } from "./nats-connection.js";
-import { daemonRunTools } from "./run-tools.js";
+import { daemonRunTools, requireSandbox } from "./run-tools.js";
 
 /** A started daemon and how to stop it. */
 export interface RunningDaemon {
@@ -31,6 +31,8 @@ export async function startDaemon(
   const logger =
     options.logger ??
     createDaemonLogger({ level: config.logLevel, format: config.logFormat, daemonId: config.daemonId });
+  // Before anything connects: a daemon that cannot contain Bash does not start.
+  const sandbox = requireSandbox(config, logger);
   const nc = await connectNats(config);
   const metrics = createDaemonMetrics();
   const metricsServer =
@@ -52,7 +54,7 @@ export async function startDaemon(
     logger,
     metrics,
     llm,
-    tools: daemonRunTools({ config, nc, subjects: forkSubjects(config.prefix), logger }),
+    tools: daemonRunTools({ config, nc, subjects: forkSubjects(config.prefix), logger, sandbox }),
     ...(options.version === undefined ? {} : { version: options.version }),
   });
   try {

@@ -3,12 +3,43 @@
 
 import type { ForkSubjects } from "@forkd/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { DaemonConfig } from "./config.js";
+import { type DaemonConfig, DaemonConfigError } from "./config.js";
 import { type RunTools, type RunToolsFactory, runCwd } from "./fork-run.js";
 import type { DaemonLogger } from "./logger.js";
 import { toolHostDispatcher } from "./remote-tools.js";
 import { createBuiltinToolDispatcher } from "./tools/dispatcher.js";
+import { probeSandbox, type Sandbox } from "./tools/sandbox.js";
 import { createRunWorktree } from "./tools/worktree.js";
+
+/**
+ * The sandbox the configuration asks for. With Bash on and `tools.sandbox: "bwrap"`, a machine that
+ * cannot run bubblewrap is a configuration error: the daemon must not run a model's commands
+ * unconfined unless the operator said so (`tools.sandbox: "off"`, which is logged as a warning).
+ * @throws {@link DaemonConfigError} naming why bubblewrap cannot run and how to proceed.
+ */
+export function requireSandbox(
+  config: DaemonConfig,
+  logger: DaemonLogger,
+  probe: () => Sandbox | string = probeSandbox,
+): Sandbox | undefined {
+  if (config.tools.bash === "off") return undefined;
+  if (config.tools.sandbox === "off") {
+    logger.warn(
+      { bash: config.tools.bash },
+      "Bash runs WITHOUT a sandbox (tools.sandbox: off): a model's commands can reach the network and the daemon's files",
+    );
+    return undefined;
+  }
+  const sandbox = probe();
+  if (typeof sandbox === "string") {
+    throw new DaemonConfigError(
+      `Bash (policy ${config.tools.bash}) needs its sandbox, and ${sandbox}. Install bubblewrap ` +
+        "(apt-get install bubblewrap), or turn Bash off (FORKD_BASH_POLICY=off), or run it unsandboxed " +
+        "on purpose (FORKD_BASH_SANDBOX=off; never with untrusted models).",
+    );
+  }
+  return sandbox;
+}
 
 /** The default {@link RunToolsFactory} of a daemon. */
 export function daemonRunTools(options: {
@@ -16,8 +47,10 @@ export function daemonRunTools(options: {
   nc: NatsConnection;
   subjects: ForkSubjects;
   logger: DaemonLogger;
+  /** Where Bash runs (see {@link requireSandbox}); absent when the sandbox is off. */
+  sandbox?: Sandbox | undefined;
 }): RunToolsFactory {
-  const { config, nc, subjects, logger } = options;
+  const { config, nc, subjects, logger, sandbox } = options;
   return async ({ spec, signal }): Promise<RunTools> => {
     const fallback = toolHostDispatcher(nc, subjects, spec.tool_host, {
       outputCapBytes: config.tools.outputCapBytes,
@@ -28,6 +61,7 @@ export function daemonRunTools(options: {
       outputCapBytes: config.tools.outputCapBytes,
       fallback,
       logger,
+      ...(sandbox === undefined ? {} : { sandbox }),
     };
     if (!spec.isolation.worktree) {
       const cwd = runCwd(config.workspace, spec.isolation.cwd);
@@ -45,6 +79,8 @@ export function daemonRunTools(options: {
       dispatcher: createBuiltinToolDispatcher({
         ...base,
         workspace: worktree.path,
+        // git in a worktree reads and writes the repository's .git too.
+        sandboxVisible: [config.workspace],
         pathAliases: [worktree.pathAlias],
       }),
       worktree: {

@@ -16,7 +16,7 @@ export { FIXTURE_NAMES, fixturePath, loadFixture } from "./fixtures.js";
 export { freePort } from "./free-port.js";
 export type { NatsServerHandle, RestartOptions } from "./handle.js";
 export type { NatsLocateOptions, NatsRouteOutcome, NatsServerLocation, NatsServerMode } from "./locate.js";
-export { detectContainerRuntime, INSTALL_HINT, locateNatsServer } from "./locate.js";
+export { detectContainerRuntime, ensureProgram, INSTALL_HINT, locateNatsServer } from "./locate.js";
 export { isProcessAlive } from "./process-alive.js";
 export { forkdCacheDir } from "./provision/cache.js";
 export { PINNED_NATS_SERVER_VERSION } from "./provision/download.js";

@@ -5,7 +5,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import { NatsServerUnavailableError } from "./errors.js";
-import { aptInstallNatsServer, aptTools } from "./provision/apt.js";
+import { aptInstall, aptTools } from "./provision/apt.js";
 import { cachedNatsServerPath, forkdCacheDir, natsServerCacheRoot } from "./provision/cache.js";
 import {
   DEFAULT_RELEASE_BASE_URL,
@@ -225,7 +225,7 @@ export async function locateNatsServer(options: NatsLocateOptions = {}): Promise
       routes.push({ route: "apt-get", outcome: apt });
     } else {
       say("installing nats-server with apt-get (once; FORKD_NO_INSTALL=1 turns this off)");
-      const failed = await aptInstallNatsServer(apt, env);
+      const failed = await aptInstall(apt, env, "nats-server");
       const installed = failed === undefined ? find("nats-server") : undefined;
       const found = await tryBinary(
         "apt-get",
@@ -260,4 +260,39 @@ export async function locateNatsServer(options: NatsLocateOptions = {}): Promise
     routes.push({ route: "docker", outcome: "no Docker engine detected for @testcontainers/nats" });
   }
   throw unavailable();
+}
+
+/**
+ * A program the test suite needs besides nats-server (bubblewrap's `bwrap`, for one): found on the
+ * search path, or installed once with apt-get on Debian/Ubuntu as root or with password-less sudo
+ * (saying so on one line; `FORKD_NO_INSTALL=1` turns it off).
+ * @returns its path, or why there is none.
+ */
+export async function ensureProgram(
+  binary: string,
+  debianPackage: string,
+  options: Pick<NatsLocateOptions, "env" | "searchPath" | "log" | "osReleaseFile"> = {},
+): Promise<{ path: string } | { missing: string }> {
+  const env = options.env ?? process.env;
+  const dirs = (options.searchPath ?? [env.PATH ?? "", ...EXTRA_DIRS].join(delimiter))
+    .split(delimiter)
+    .filter((dir) => dir !== "");
+  const found = findExecutable(binary, dirs);
+  if (found !== undefined) return { path: found };
+  if (env.FORKD_NO_INSTALL === "1") return { missing: `${binary} is not installed (FORKD_NO_INSTALL=1)` };
+  const apt = await aptTools(
+    options.osReleaseFile ?? "/etc/os-release",
+    (name) => findExecutable(name, dirs),
+    env,
+  );
+  if (typeof apt === "string")
+    return { missing: `${binary} is not installed, and apt-get cannot install it: ${apt}` };
+  (options.log ?? ((line: string) => process.stderr.write(`forkd: ${line}\n`)))(
+    `installing ${debianPackage} with apt-get (once; FORKD_NO_INSTALL=1 turns this off)`,
+  );
+  const failed = await aptInstall(apt, env, debianPackage);
+  const installed = findExecutable(binary, dirs);
+  return installed !== undefined
+    ? { path: installed }
+    : { missing: failed ?? `apt-get installed no ${binary}` };
 }

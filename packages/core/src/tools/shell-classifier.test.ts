@@ -102,7 +102,8 @@ describe("classifyShellCommand: the gaps of the earlier classifier", () => {
 
   it("refuses here-strings but allows here-documents that feed a reader", () => {
     refused("cat <<< hi", "here-string");
-    accepted("cat <<'EOF'\n$(x)\nEOF");
+    accepted("cat <<'EOF'\nx\nEOF");
+    refused("cat <<'EOF'\n$(x)\nEOF", "substitution");
     refused("cat <<EOF\n$(x)\nEOF", "command substitution");
     refused("cat <<EOF >out\nx\nEOF", ">out");
     refused("cat <<EOF\nEO\\\nF\nrm -rf x\nEOF", "backslash continuation");
@@ -160,7 +161,35 @@ describe("classifyShellCommand: the gaps of the earlier classifier", () => {
     ]) {
       refused(command, /substitution|arithmetic/);
     }
-    accepted("echo '$(ls)' '`ls`'");
+    // Quoted too: bash evaluates a quoted `$(…)` where a builtin reads it as an array subscript.
+    refused("echo '$(ls)' '`ls`'", /substitution/);
+  });
+
+  it("refuses every construct bash evaluates as code, whatever the builtin and the quoting (#11 finding 1)", () => {
+    for (const command of [
+      "test -v 'x[$(touch marker; id >&2)]'",
+      "[ -v 'x[$(id)]' ]",
+      "printf -v 'x[$(id)]' %s y",
+      "test -v $'x[\\x24(id)]'",
+      "cat <<'EOF'\n`id`\nEOF",
+      "test -v 'x[$[1]]'",
+    ]) {
+      refused(command, /substitution/);
+    }
+  });
+
+  it("refuses a redirection that is or may be a network connection (#11 finding 2)", () => {
+    for (const command of [
+      "cat /proc/$PPID/environ </dev/tcp/127.0.0.1/9$?99 >&0",
+      "cat </dev/tcp/127.0.0.1/80",
+      "cat <//dev/tcp/127.0.0.1/80",
+      "cat </./dev/udp/127.0.0.1/53",
+      "cat <$HOME/x",
+      "echo /dev/tcp/127.0.0.1/80",
+    ]) {
+      refused(command, /network|run time/);
+    }
+    accepted("cat <README.md");
   });
 
   it("refuses assignments, background jobs and unknown commands", () => {

@@ -13,6 +13,57 @@ export interface ShellClassification {
 }
 
 /**
+ * Text bash may run as code even where the classifier sees data: a command substitution, process
+ * substitution or arithmetic (`$(…)`, backquotes, `<(…)`, `>(…)`, `$[…]`, `$((…))`) anywhere —
+ * quoted, in a here-document, or in a word after `$'…'` decoding — because builtins such as
+ * `test -v 'a[$(cmd)]'`, `[ -v … ]` and `printf -v` evaluate array subscripts; and `/dev/tcp`,
+ * `/dev/udp` anywhere, which bash opens as network connections. Checked on the raw command and on
+ * every word's value, so a class of constructs is refused, not a list of payloads.
+ */
+function evaluatedCode(text: string): string | undefined {
+  // `$'…'` strings are checked as bash decodes them (`$'\x24(id)'` is `$(id)`).
+  const decoded = text.replace(/\$'((?:[^'\\]|\\.)*)'/gs, (_match, body: string) => decodeAnsiC(body));
+  for (const candidate of decoded === text ? [text] : [text, decoded]) {
+    if (/\$\(|`|<\(|>\(|\$\[/.test(candidate)) {
+      return "it contains a command substitution, process substitution or arithmetic that bash may evaluate even inside quotes (array subscripts of test -v, printf -v, …)";
+    }
+    if (/dev\/+(?:tcp|udp)/.test(candidate)) {
+      return "it names /dev/tcp or /dev/udp, which bash opens as network connections";
+    }
+  }
+  return undefined;
+}
+
+const ANSI_C_LETTERS: Readonly<Record<string, string>> = {
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  a: "\x07",
+  b: "\b",
+  e: "\x1b",
+  E: "\x1b",
+  f: "\f",
+  v: "\v",
+};
+
+/** A `$'…'` body as bash decodes it: `\xHH`, `\NNN`, `\uHHHH`, `\UHHHHHHHH`, `\cX` and the letter escapes. */
+function decodeAnsiC(body: string): string {
+  return body.replace(
+    /\\(x[0-9a-fA-F]{1,2}|[0-7]{1,3}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|c.|.)/gs,
+    (_m, esc: string) => {
+      const head = esc[0] ?? "";
+      if (head === "x" || head === "u" || head === "U") {
+        const code = Number.parseInt(esc.slice(1), 16);
+        return code <= 0x10ffff ? String.fromCodePoint(code) : "";
+      }
+      if (head >= "0" && head <= "7") return String.fromCharCode(Number.parseInt(esc, 8));
+      if (head === "c") return String.fromCharCode(esc.charCodeAt(1) & 0x1f);
+      return ANSI_C_LETTERS[esc] ?? esc;
+    },
+  );
+}
+
+/**
  * Classifies a shell command line as read-only or not.
  *
  * Read-only means: every simple command in every pipeline and list is on the list of known readers
@@ -32,6 +83,8 @@ export function classifyShellCommand(command: string): ShellClassification {
   if (command.length > MAX_COMMAND_LENGTH) {
     return { readOnly: false, reason: `the command is longer than ${MAX_COMMAND_LENGTH} characters` };
   }
+  const evaluated = evaluatedCode(command);
+  if (evaluated !== undefined) return { readOnly: false, reason: evaluated };
   try {
     const program = parse(new Lexer(command).run());
     if (program.commands.length === 0) return { readOnly: false, reason: "the command is empty" };
@@ -41,6 +94,10 @@ export function classifyShellCommand(command: string): ShellClassification {
     }
     const names: string[] = [];
     for (const simple of program.commands) {
+      const inWords = simple.words
+        .map((word) => evaluatedCode(word.value))
+        .find((reason) => reason !== undefined);
+      if (inWords !== undefined) return { readOnly: false, reason: inWords };
       const problem = checkSimpleCommand(simple.words, 0);
       if (problem !== undefined) return { readOnly: false, reason: problem };
       const name = simple.words[0]?.value;
@@ -758,11 +815,17 @@ const DESCRIPTOR = /^(?:[0-9]+-?|-)$/;
 function checkRedirect(redirect: Redirect): string | undefined {
   const { op, target } = redirect;
   const shown = `${redirect.fd ?? ""}${op}${target.raw}`;
-  if (!target.dynamic && /^\/dev\/(?:tcp|udp)\//.test(target.value)) {
+  // bash opens a connection for any path that names /dev/tcp or /dev/udp after expansion, so a
+  // target whose value is not known here, or that mentions them anywhere (`//dev/tcp`, `/./dev/…`),
+  // is refused whatever the direction.
+  if (/dev\/+(?:tcp|udp)/.test(target.value) || /dev\/+(?:tcp|udp)/.test(target.raw)) {
     return `the redirection ${shown} opens a network connection`;
   }
   switch (op) {
     case "<":
+      return target.dynamic
+        ? `the input redirection ${shown} has a target known only at run time (it could be a network path)`
+        : undefined;
     case "<<":
     case "<<-":
       return undefined;

@@ -144,7 +144,9 @@ export const SHELL_CORPUS: readonly ShellCorpusEntry[] = [
   ro("grep foo file 2>&1 | head", "descriptor duplication"),
   ro("cat missing 3>&-", "closing a descriptor"),
   ro("ls |& head", "|& pipes stderr too"),
-  ro("cat <<'EOF'\n$(not run)\nEOF", "quoted here-document body is literal"),
+  // Literal to cat, but the classifier refuses `$(` everywhere: builtins such as `test -v` evaluate
+  // quoted subscripts (finding 1 of #11), and telling them apart is a list, not a class.
+  rw("cat <<'EOF'\n$(not run)\nEOF", "a substitution, even in a quoted here-document body"),
   ro("grep x <<EOF\nhello $USER\nEOF", "here-document with a variable"),
   ro("echo 'a;b' \"c|d\" e\\>f", "quoted operators are plain characters"),
   ro("echo a#b # a comment > x", "comment after #"),

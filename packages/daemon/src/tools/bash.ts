@@ -5,6 +5,7 @@ import { stat } from "node:fs/promises";
 import { classifyShellCommand, type ToolOutcome } from "@forkd/core";
 import { ABORTED, describeError, fail, type ToolRun } from "./context.js";
 import { HeadTailBuffer } from "./output.js";
+import { type Sandbox, sandboxedShell } from "./sandbox.js";
 
 /**
  * What Bash may run. `full`: anything; `read-only`: only commands the shell classifier judges to
@@ -31,6 +32,11 @@ export interface BashSettings {
   defaultTimeoutMs: number;
   /** Variables added to (or replacing those of) {@link minimalShellEnv}. */
   env: Readonly<Record<string, string>>;
+  /**
+   * The sandbox commands run in, with the directories they may see; absent only when the operator
+   * turned the sandbox off.
+   */
+  sandbox?: { sandbox: Sandbox; visible: readonly string[] } | undefined;
 }
 
 /**
@@ -114,6 +120,15 @@ export async function bashTool(input: BashInput, run: ToolRun, settings: BashSet
     timeoutMs,
     signal: run.signal,
     capBytes: run.outputCapBytes,
+    ...(settings.sandbox === undefined
+      ? {}
+      : {
+          sandbox: {
+            ...settings.sandbox,
+            // Writes are the `full` policy's; under `read-only` the workspace is mounted read-only too.
+            writable: settings.policy === "full",
+          },
+        }),
   });
 }
 
@@ -125,6 +140,7 @@ interface ShellOptions {
   signal: AbortSignal;
   /** @unit bytes */
   capBytes: number;
+  sandbox?: { sandbox: Sandbox; visible: readonly string[]; writable: boolean };
 }
 
 /**
@@ -142,9 +158,16 @@ function runShell(command: string, options: ShellOptions): Promise<ToolOutcome> 
 
     // `exec 2>&1` on the command's own line: one pipe keeps stdout and stderr in the order written,
     // and bash's line numbers stay the model's. (bash's own syntax errors still arrive on stderr.)
-    const child = spawn("bash", ["-c", `exec 2>&1; ${command}`], {
+    const script = `exec 2>&1; ${command}`;
+    const shell =
+      options.sandbox === undefined
+        ? { command: "bash", args: ["-c", script], spawnEnv: options.env }
+        : sandboxedShell({ ...options.sandbox, cwd: options.cwd, env: options.env, script });
+    // Killing the group kills bwrap; its PID namespace then takes every process inside with it,
+    // `setsid` ones included.
+    const child = spawn(shell.command, shell.args, {
       cwd: options.cwd,
-      env: options.env,
+      env: shell.spawnEnv,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });

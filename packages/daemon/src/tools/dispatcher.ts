@@ -24,6 +24,8 @@ import {
   WriteInputSchema,
 } from "./inputs.js";
 import { readTool } from "./read.js";
+import type { Sandbox } from "./sandbox.js";
+import { type NamedSecret, scrubSecrets, secretsOf } from "./secrets.js";
 import { DEFAULT_SKIPPED_DIRS } from "./walk.js";
 import { editTool, writeTool } from "./write.js";
 
@@ -41,6 +43,13 @@ export interface BuiltinToolDispatcherOptions {
   bashTimeoutMs?: number;
   /** Variables added to Bash's minimal environment (for example a `GIT_AUTHOR_NAME`). @default {} */
   bashEnv?: Readonly<Record<string, string>>;
+  /**
+   * The sandbox Bash runs in (see `probeSandbox`). Absent: commands run unsandboxed, which only an
+   * operator's explicit `tools.sandbox: "off"` should lead to.
+   */
+  sandbox?: Sandbox;
+  /** Directories a sandboxed command sees besides {@link workspace} (a worktree's repository). @default [] */
+  sandboxVisible?: readonly string[];
   /** A tool result is cut to this size, with a marker saying how much was cut. @default 30000 @unit bytes */
   outputCapBytes?: number;
   /** Runs tools this dispatcher does not provide; without it they are answered with an error result. */
@@ -57,6 +66,11 @@ export interface BuiltinToolDispatcherOptions {
    * is re-rooted before confinement. @default []
    */
   pathAliases?: readonly PathAlias[];
+  /**
+   * Values no tool result may carry (the daemon's API key, NATS password, …), replaced by a marker.
+   * @default the secret-named variables of the daemon's environment (see `secretsOf`)
+   */
+  secrets?: readonly NamedSecret[];
   /** Receives a debug line per call and a warning when a tool throws. */
   logger?: Pick<DaemonLogger, "debug" | "warn">;
 }
@@ -111,6 +125,10 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
     policy: options.bashPolicy,
     defaultTimeoutMs: options.bashTimeoutMs ?? 120_000,
     env: options.bashEnv ?? {},
+    sandbox:
+      options.sandbox === undefined
+        ? undefined
+        : { sandbox: options.sandbox, visible: [options.workspace, ...(options.sandboxVisible ?? [])] },
   };
   const all = new Map<BuiltinToolName, BuiltinTool>([
     tool("Read", ReadInputSchema, readTool, () => true),
@@ -138,6 +156,11 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
   const enabled = new Set<string>(options.tools ?? BUILTIN_TOOL_NAMES);
   const builtin = (name: string) => (enabled.has(name) ? all.get(name as BuiltinToolName) : undefined);
   const { logger } = options;
+  const secrets = options.secrets ?? secretsOf(process.env);
+  const scrubbed = (outcome: ToolOutcome): ToolOutcome => {
+    const content = scrubSecrets(outcome.content, secrets);
+    return content === outcome.content ? outcome : { ...outcome, content };
+  };
 
   return {
     async execute(call: ToolCall, context: ToolExecutionContext): Promise<ToolOutcome> {
@@ -150,7 +173,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
       }
       const found = builtin(call.name);
       if (found === undefined) {
-        if (options.fallback !== undefined) return options.fallback.execute(call, context);
+        if (options.fallback !== undefined) return scrubbed(await options.fallback.execute(call, context));
         return fail(
           `Unknown tool ${call.name}: it is not available on this daemon. Use one of your other tools.`,
         );
@@ -195,7 +218,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
         },
         "built-in tool done",
       );
-      return outcome;
+      return scrubbed(outcome);
     },
 
     isSafeToRepeat(call: ToolCall): boolean {

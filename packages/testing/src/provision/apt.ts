@@ -64,23 +64,24 @@ export async function aptTools(
 }
 
 /**
- * `apt-get install -y nats-server`, after `apt-get update` when the package lists do not know it
- * yet (a fresh container has none).
+ * `apt-get install -y <pkg>`, after `apt-get update` when the package lists do not know it yet (a
+ * fresh container has none).
  * @returns undefined on success, else why it failed.
  */
-export async function aptInstallNatsServer(
+export async function aptInstall(
   tools: AptTools,
   env: NodeJS.ProcessEnv,
+  pkg: string,
 ): Promise<string | undefined> {
   const aptEnv = { ...env, DEBIAN_FRONTEND: "noninteractive" };
   const aptGet = (...args: string[]) =>
     tools.sudo === undefined
       ? run(tools.aptGet, args, aptEnv)
       : run(tools.sudo, ["-n", "env", "DEBIAN_FRONTEND=noninteractive", tools.aptGet, ...args], aptEnv);
-  if ((await aptGet("install", "-y", "nats-server")).code === 0) return undefined;
+  if ((await aptGet("install", "-y", pkg)).code === 0) return undefined;
   const update = await aptGet("update");
   if (update.code !== 0) return `apt-get update failed: ${lastLine(update.output)}`;
-  const install = await aptGet("install", "-y", "nats-server");
+  const install = await aptGet("install", "-y", pkg);
   return install.code === 0 ? undefined : `apt-get install failed: ${lastLine(install.output)}`;
 }
 

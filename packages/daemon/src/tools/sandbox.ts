@@ -1,0 +1,113 @@
+// The sandbox Bash runs in: bubblewrap, with its own PID, network, IPC and user namespaces, only
+// system directories and the run's workspace visible (the workspace read-only unless the policy
+// lets commands write), its own /proc and /tmp, and an environment built from nothing. A model's
+// command that slips past the classifier still cannot reach the network, read the daemon's
+// secrets (its environment, its files, its /proc) or outlive the call.
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+/** How Bash commands are contained. `bwrap`: bubblewrap; `off`: the operator turned it off. */
+export type SandboxMode = "bwrap" | "off";
+
+/** A working sandbox: where bwrap is. */
+export interface Sandbox {
+  bwrap: string;
+}
+
+// Read-only: what programs need to run. Never the daemon's home, its config or /proc of the host.
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"];
+
+/** The bwrap binary on `PATH` or in `/usr/bin`, or undefined. */
+export function findBwrap(path = process.env.PATH ?? ""): string | undefined {
+  for (const dir of [...path.split(delimiter), "/usr/bin", "/bin"]) {
+    if (dir === "") continue;
+    const candidate = join(dir, "bwrap");
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The sandbox this machine can run, or why there is none: bwrap must exist and be able to create
+ * its namespaces here (a container without user namespaces, for one, cannot).
+ */
+export function probeSandbox(): Sandbox | string {
+  const bwrap = findBwrap();
+  if (bwrap === undefined) return "bubblewrap (bwrap) is not installed";
+  const probe = spawnSync(bwrap, [...namespaceArgs(), ...systemBinds(), "--", "/bin/true"], {
+    env: { PATH: "/usr/bin:/bin" },
+    encoding: "utf8",
+    timeout: 10_000,
+  });
+  if (probe.status !== 0)
+    return `bwrap cannot create its namespaces here: ${(probe.stderr || probe.error?.message || "").trim()}`;
+  return { bwrap };
+}
+
+function namespaceArgs(): string[] {
+  // --unshare-all: own user, IPC, PID, network, UTS and cgroup namespaces (no network at all).
+  // --die-with-parent: the sandbox dies with the shell's killer; --new-session: no terminal injection.
+  return ["--unshare-all", "--die-with-parent", "--new-session"];
+}
+
+function systemBinds(): string[] {
+  return SYSTEM_DIRS.filter((dir) => existsSync(dir)).flatMap((dir) => ["--ro-bind", dir, dir]);
+}
+
+/** What {@link sandboxedShell} needs. */
+export interface SandboxedShellOptions {
+  sandbox: Sandbox;
+  /** Directories the command may see: the workspace (and a worktree's repository). */
+  visible: readonly string[];
+  /** Whether those directories are writable (the `full` policy) or read-only. */
+  writable: boolean;
+  cwd: string;
+  /** The command's whole environment (nothing else of the daemon's reaches it). */
+  env: Readonly<Record<string, string>>;
+  /** The bash script to run. */
+  script: string;
+}
+
+/**
+ * The program and arguments that run `bash -c script` inside the sandbox, and the environment to
+ * start bwrap itself with. bwrap runs as PID 1 of the sandbox's namespace with the environment it
+ * was started with, so that environment holds only PATH: `--clearenv` alone would leave the
+ * daemon's secrets readable in `/proc/1/environ`.
+ */
+export function sandboxedShell(options: SandboxedShellOptions): {
+  command: string;
+  args: string[];
+  spawnEnv: Record<string, string>;
+} {
+  const bind = options.writable ? "--bind" : "--ro-bind";
+  const args = [
+    ...namespaceArgs(),
+    ...systemBinds(),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--tmpfs",
+    "/tmp",
+    ...options.visible.flatMap((dir) => [bind, dir, dir]),
+    "--chdir",
+    options.cwd,
+    "--clearenv",
+    ...Object.entries({ ...options.env, HOME: "/tmp", TMPDIR: "/tmp" }).flatMap(([name, value]) => [
+      "--setenv",
+      name,
+      value,
+    ]),
+    "--",
+    "bash",
+    "-c",
+    options.script,
+  ];
+  return { command: options.sandbox.bwrap, args, spawnEnv: { PATH: "/usr/bin:/bin" } };
+}
