@@ -64,15 +64,23 @@ export function minimalShellEnv(workspace: string, cwd: string): Record<string, 
 }
 
 /**
- * Under the read-only policy, git configuration that would make a reading git command run a program
- * (a file-system monitor, a pager) is overridden; these variables outrank every config file.
+ * Under every policy, git configuration that would make a git command run a program the model may
+ * have planted is overridden (these variables outrank every config file): no system config, no
+ * hooks, no file-system monitor, no pager, no bare repository found by walking up (a model could
+ * write one, config included, anywhere in the workspace). Write and Edit refuse `.git/`, so a
+ * repository's own config is the parent's.
  */
-export const READ_ONLY_GIT_ENV: Readonly<Record<string, string>> = {
-  GIT_CONFIG_COUNT: "2",
+export const SAFE_GIT_ENV: Readonly<Record<string, string>> = {
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_COUNT: "4",
   GIT_CONFIG_KEY_0: "core.fsmonitor",
   GIT_CONFIG_VALUE_0: "false",
   GIT_CONFIG_KEY_1: "core.pager",
   GIT_CONFIG_VALUE_1: "cat",
+  GIT_CONFIG_KEY_2: "core.hooksPath",
+  GIT_CONFIG_VALUE_2: "/dev/null",
+  GIT_CONFIG_KEY_3: "safe.bareRepository",
+  GIT_CONFIG_VALUE_3: "explicit",
 };
 
 /** Whether the classifier judges `command` to change nothing. */
@@ -111,7 +119,7 @@ export async function bashTool(input: BashInput, run: ToolRun, settings: BashSet
   const timeoutMs = Math.min(Math.max(1, input.timeout ?? settings.defaultTimeoutMs), ceiling);
   const env = {
     ...minimalShellEnv(run.workspace, run.cwd),
-    ...(settings.policy === "read-only" ? READ_ONLY_GIT_ENV : {}),
+    ...SAFE_GIT_ENV,
     ...settings.env,
   };
   return runShell(input.command, {

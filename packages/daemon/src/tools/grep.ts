@@ -3,6 +3,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import type { ToolOutcome } from "@forkd/core";
+import { RE2JS } from "re2js";
 import {
   ABORTED,
   BINARY_SNIFF_BYTES,
@@ -156,29 +157,24 @@ async function confinedTarget(run: ToolRun, path: string): Promise<string | unde
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
 
-/** Compiles the pattern as ripgrep would read it, as far as JavaScript allows (`(?i)` prefix included). */
-export function compilePattern(pattern: string, ignoreCase: boolean, multiline: boolean): Parsed<RegExp> {
-  let source = pattern;
-  let flags = multiline ? "gms" : "";
-  if (source.startsWith("(?i)")) {
-    source = source.slice(4);
-    ignoreCase = true;
-  }
-  if (ignoreCase) flags += "i";
+/**
+ * Compiles the pattern with RE2 (re2js): matching takes time linear in the text whatever the
+ * pattern, so a model's `^(a+)+$` cannot freeze the daemon's event loop (#11 finding 7). RE2's
+ * syntax is ripgrep's (Rust's regex crate is of the same family): no backreferences, no lookaround.
+ * A `(?i)` prefix works as in ripgrep.
+ */
+export function compilePattern(pattern: string, ignoreCase: boolean, multiline: boolean): Parsed<RE2JS> {
+  let flags = multiline ? RE2JS.MULTILINE | RE2JS.DOTALL : 0;
+  if (ignoreCase) flags |= RE2JS.CASE_INSENSITIVE;
   try {
-    return { ok: true, value: new RegExp(source, `${flags}u`) };
-  } catch {
-    // Without `u`, escapes like `\-` outside a class are accepted, as ripgrep accepts them.
-    try {
-      return { ok: true, value: new RegExp(source, flags) };
-    } catch (error) {
-      return {
-        ok: false,
-        reason:
-          `Invalid regular expression ${JSON.stringify(pattern)}: ${describeError(error)}. Grep uses JavaScript ` +
-          "RegExp syntax; escape literal ( ) [ ] { } . * + ? | with a backslash.",
-      };
-    }
+    return { ok: true, value: RE2JS.compile(pattern, flags) };
+  } catch (error) {
+    return {
+      ok: false,
+      reason:
+        `Invalid regular expression ${JSON.stringify(pattern)}: ${describeError(error)}. Grep uses RE2 syntax, as ` +
+        "ripgrep does (no backreferences or lookaround); escape literal ( ) [ ] { } . * + ? | with a backslash.",
+    };
   }
 }
 
@@ -209,19 +205,19 @@ function fileFilter(input: GrepInput): FileFilter {
   return { ok: true, accepts: (relative) => checks.every((check) => check(relative)) };
 }
 
-function lineMatches(regex: RegExp, lines: string[]): number[] {
+function lineMatches(regex: RE2JS, lines: string[]): number[] {
   const found: number[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     // A file ending in a newline has an empty last element that is not a line.
     if (i === lines.length - 1 && line === "") break;
-    if (regex.test(line.endsWith("\r") ? line.slice(0, -1) : line)) found.push(i);
+    if (regex.matcher(line.endsWith("\r") ? line.slice(0, -1) : line).find()) found.push(i);
   }
   return found;
 }
 
 /** Lines touched by any match of a global, multi-line regex over the whole text. */
-function multilineMatches(regex: RegExp, text: string): number[] {
+function multilineMatches(regex: RE2JS, text: string): number[] {
   const lineStarts = [0];
   for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lineStarts.push(i + 1);
   const lineOf = (offset: number) => {
@@ -235,10 +231,10 @@ function multilineMatches(regex: RegExp, text: string): number[] {
     return lo;
   };
   const found = new Set<number>();
-  regex.lastIndex = 0;
-  for (const match of text.matchAll(regex)) {
-    const start = match.index;
-    const end = start + Math.max(0, match[0].length - 1);
+  const matcher = regex.matcher(text);
+  while (matcher.find()) {
+    const start = matcher.start();
+    const end = start + Math.max(0, matcher.end() - start - 1);
     for (let line = lineOf(start); line <= lineOf(end); line++) found.add(line);
   }
   return [...found].sort((a, b) => a - b);

@@ -34,10 +34,24 @@ const SNIPPET_CONTEXT = 3;
 /** Lines of a snippet shown at most. */
 const SNIPPET_MAX_LINES = 30;
 
+/**
+ * Why a path may not be written: anything inside a `.git` directory (or a `.git` file) is git's
+ * configuration, hooks and object store, and a `[diff] external`, a hook or a filter written there
+ * runs on the next `git diff` or `git commit` (#11 finding 4). Compared case-insensitively: a
+ * case-insensitive file system reads `.GIT` as `.git`.
+ */
+export function gitInternalsProblem(path: string): string | undefined {
+  return path.split(/[\\/]/).some((segment) => segment.toLowerCase() === ".git")
+    ? `${path} is inside .git: git's configuration, hooks and objects are not writable by tools (a config or hook written there would run on the next git command).`
+    : undefined;
+}
+
 export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOutcome> {
   const target = await confine(run, input.file_path);
   if (!target.ok) return target.outcome;
   const path = target.path;
+  const gitProblem = gitInternalsProblem(path);
+  if (gitProblem !== undefined) return fail(gitProblem);
   try {
     const existing = await stat(path).catch(() => undefined);
     if (existing?.isDirectory()) return fail(`${path} is a directory; give Write the path of a file.`);
@@ -56,6 +70,8 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
   const target = await confine(run, input.file_path);
   if (!target.ok) return target.outcome;
   const path = target.path;
+  const gitProblem = gitInternalsProblem(path);
+  if (gitProblem !== undefined) return fail(gitProblem);
   if (input.old_string === input.new_string) {
     return fail("old_string and new_string are identical: there is nothing to change.");
   }

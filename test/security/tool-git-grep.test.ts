@@ -1,0 +1,76 @@
+// A hostile model against git and Grep (#11 findings 4 and 7): it may not write git's internals,
+// a bare repository it plants is not used, and no pattern can freeze the daemon's event loop.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createBuiltinToolDispatcher, probeSandbox, type Sandbox } from "@forkd/daemon";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const workspace = mkdtempSync(join(tmpdir(), "forkd-tool-git-"));
+let sandbox: Sandbox;
+beforeAll(() => {
+  const probed = probeSandbox();
+  if (typeof probed === "string") throw new Error(`these tests need bubblewrap: ${probed}`);
+  sandbox = probed;
+});
+afterAll(() => rmSync(workspace, { recursive: true, force: true }));
+
+const tools = () => createBuiltinToolDispatcher({ workspace, bashPolicy: "read-only", sandbox, secrets: [] });
+const call = (name: string, input: Record<string, unknown>) =>
+  tools().execute(
+    { id: "toolu_1", name, input },
+    { runId: "run-1", turn: 1, cwd: workspace, signal: new AbortController().signal },
+  );
+
+describe("git's internals", () => {
+  it.each([
+    ".git/config",
+    ".git/hooks/pre-commit",
+    "sub/.git/config",
+    ".GIT/config",
+    "a/../.git/info/attributes",
+  ])("are not writable with Write or Edit: %s", async (relative) => {
+    const write = await call("Write", {
+      file_path: join(workspace, relative),
+      content: "[diff]\n\texternal = touch pwned\n",
+    });
+    expect(write.isError).toBe(true);
+    expect(write.content).toMatch(/inside \.git/);
+    const edit = await call("Edit", {
+      file_path: join(workspace, relative),
+      old_string: "a",
+      new_string: "b",
+    });
+    expect(edit.content).toMatch(/inside \.git/);
+  });
+
+  it("a bare repository planted in the workspace is not used by git", async () => {
+    for (const [file, content] of [
+      ["HEAD", "ref: refs/heads/main\n"],
+      ["config", "[core]\n\tbare = true\n[diff]\n\texternal = touch pwned\n"],
+      ["objects/.keep", ""],
+      ["refs/heads/.keep", ""],
+    ] as const) {
+      expect((await call("Write", { file_path: join(workspace, file), content })).isError).toBe(false);
+    }
+    const out = await call("Bash", { command: "git log" });
+    expect(out.content).toMatch(/cannot use bare repository/);
+  });
+});
+
+describe("Grep", () => {
+  it("answers a catastrophic backtracking pattern at once (RE2: linear time)", async () => {
+    // With a backtracking engine this is 2^40 steps: the test would hang, not fail quietly.
+    writeFileSync(join(workspace, "trap.txt"), `${"a".repeat(40)}!\n`);
+    const out = await call("Grep", { pattern: "^(a+)+$", output_mode: "content" });
+    expect(out.content).toBe("No matches found");
+    const found = await call("Grep", { pattern: "^(a+)+!$", output_mode: "files_with_matches" });
+    expect(found.content).toContain("trap.txt");
+  });
+
+  it("explains that backreferences and lookaround are not RE2", async () => {
+    const out = await call("Grep", { pattern: "(a)\\1" });
+    expect(out.isError).toBe(true);
+    expect(out.content).toMatch(/RE2 syntax/);
+  });
+});
