@@ -178,6 +178,13 @@ describe("classifyShellCommand: the gaps of the earlier classifier", () => {
     }
   });
 
+  it("resolves option abbreviations as getopt_long does (#11 finding 15)", () => {
+    for (const command of ["xargs --pr=X echo", "xargs --p=X echo", "xargs --process-slot-var=X echo"]) {
+      refused(command, /process-slot-var/);
+    }
+    accepted("xargs -0 echo");
+  });
+
   it("refuses a redirection that is or may be a network connection (#11 finding 2)", () => {
     for (const command of [
       "cat /proc/$PPID/environ </dev/tcp/127.0.0.1/9$?99 >&0",

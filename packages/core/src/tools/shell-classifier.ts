@@ -1418,7 +1418,8 @@ const xargsValidator: Validator = (name, args, depth) => {
   if (literal !== undefined) return literal;
   let replace: string | undefined;
   for (const arg of parsed) {
-    if (arg.kind === "long" && arg.name.length >= 3 && longOptionIs(arg.name, ["process-slot-var"])) {
+    // Any unambiguous prefix is the option, as getopt_long resolves it: `--pr=X`, even `--p=X`.
+    if (arg.kind === "long" && longOptionIs(arg.name, ["process-slot-var"])) {
       return `${name} --process-slot-var sets an environment variable of the command it runs`;
     }
     if (arg.kind === "short" && arg.letter === "I") replace = arg.value;
