@@ -2,7 +2,13 @@
 // before its expected-sequence check. Two attempts of one run race on a real nats-server.
 import { ensureForkResources, type ForkResources, readStoredEvents } from "@forkd/client";
 import { DaemonError, RunEventPublisher } from "@forkd/daemon";
-import { eventMsgId, type ForkEventBody, forkEventCodec, PROTOCOL_VERSION } from "@forkd/protocol";
+import {
+  emptyUsageTotals,
+  eventMsgId,
+  type ForkEventBody,
+  forkEventCodec,
+  PROTOCOL_VERSION,
+} from "@forkd/protocol";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useNatsServer } from "../harness/nats.js";
@@ -100,5 +106,25 @@ describe("the attempt fence", () => {
     expect(retrying.fenced).toBe(false);
     await retrying.publish(heartbeat(2));
     expect((await readStoredEvents(resources, runId)).map((stored) => stored.event.seq)).toEqual([1, 2]);
+  });
+});
+
+describe("the end of a log", () => {
+  it("is its terminal event: a heartbeat racing the end is refused, typed, and never stored", async () => {
+    const runId = "terminal-is-last";
+    const writer = publisher(runId, 1, 0, 0);
+    await writer.publish(heartbeat(1));
+    const completed = writer.publish({
+      type: "failed",
+      error: { code: "internal", message: "x", retryable: false },
+      usage: emptyUsageTotals(),
+    });
+    // Issued after the terminal event, before it is stored: the race the heartbeat timer runs.
+    const late = writer.publish(heartbeat(2)).catch((error: unknown) => error);
+    await completed;
+    expect(writer.ended).toBe(true);
+    expect(await late).toMatchObject({ code: "run_ended" });
+    const stored = (await readStoredEvents(resources, runId)).map((entry) => entry.event.type);
+    expect(stored).toEqual(["heartbeat", "failed"]);
   });
 });

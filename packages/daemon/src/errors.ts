@@ -6,6 +6,7 @@ export type DaemonErrorCode =
   | "nats_unavailable"
   | "publish_failed"
   | "fenced"
+  | "run_ended"
   | "event_too_large"
   | "model_not_allowed"
   | "prefix_unavailable"

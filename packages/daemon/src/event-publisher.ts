@@ -12,6 +12,7 @@ import {
   forkEventCodec,
   PROTOCOL_VERSION,
   ProtocolError,
+  TERMINAL_EVENT_TYPES,
 } from "@forkd/protocol";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
@@ -51,6 +52,7 @@ export class RunEventPublisher {
   #lastStreamSeq: number;
   #chain: Promise<unknown> = Promise.resolve();
   #fenced = false;
+  #ended = false;
 
   constructor(options: RunEventPublisherOptions) {
     this.#options = options;
@@ -70,8 +72,28 @@ export class RunEventPublisher {
     return this.#fenced;
   }
 
-  /** Stamps and stores `body` after every earlier event; rejects with a `fenced` DaemonError when superseded. */
+  /**
+   * True once a terminal event (`completed`, `failed`, `aborted`) was handed to {@link publish}: a
+   * run's log ends with it, so nothing more is published (a heartbeat racing the end is dropped).
+   */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /**
+   * Stamps and stores `body` after every earlier event; rejects with a `fenced` DaemonError when
+   * superseded, and with a `run_ended` one for any event after the terminal one.
+   */
   publish(body: ForkEventBody): Promise<ForkEvent> {
+    if (this.#ended) {
+      return Promise.reject(
+        new DaemonError(
+          "run_ended",
+          `run ${this.runId} already ended: its log takes no ${body.type} event after the terminal one`,
+        ),
+      );
+    }
+    if ((TERMINAL_EVENT_TYPES as readonly string[]).includes(body.type)) this.#ended = true;
     const next = this.#chain.then(() => this.#publishNow(body));
     this.#chain = next.catch(() => undefined);
     return next;

@@ -199,7 +199,8 @@ export class RunExecutor {
         if (!stop) message.working();
       },
       heartbeat: async () => {
-        if (!publisher || stop || publisher.fenced) return;
+        // After the terminal event nothing more: a heartbeat must not follow `completed` in the log.
+        if (!publisher || stop || publisher.fenced || publisher.ended) return;
         try {
           await publisher.publish({ type: "heartbeat", daemon_id: deps.config.daemonId, turn });
           const now = Date.now();
