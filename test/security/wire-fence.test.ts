@@ -128,3 +128,23 @@ describe("the end of a log", () => {
     expect(stored).toEqual(["heartbeat", "failed"]);
   });
 });
+
+describe("secrets in events (#11 finding 3)", () => {
+  it("are replaced in whatever an event carries, model text and tool results alike", async () => {
+    const runId = "secrets-scrubbed";
+    const secret = "nats-password-0123456789";
+    const writer = new RunEventPublisher({
+      js: resources.js,
+      subjects: resources.subjects,
+      runId,
+      attempt: 1,
+      position: { lastSeq: 0, lastStreamSeq: 0 },
+      secrets: [{ name: "NATS_PASSWORD", value: secret }],
+    });
+    await writer.publish({ type: "llm.delta", turn: 1, text: `the password is ${secret}.` });
+    await writer.publish(heartbeat(2));
+    const stored = await readStoredEvents(resources, runId);
+    expect(JSON.stringify(stored.map((entry) => entry.event))).not.toContain(secret);
+    expect(stored[0]!.event).toMatchObject({ text: "the password is [redacted NATS_PASSWORD]." });
+  });
+});

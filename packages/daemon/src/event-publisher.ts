@@ -16,6 +16,7 @@ import {
 } from "@forkd/protocol";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
+import { type NamedSecret, scrubSecretsDeep, secretsOf } from "./tools/secrets.js";
 
 /** Where a run's log stands when an attempt starts publishing. */
 export interface EventLogPosition {
@@ -36,6 +37,12 @@ export interface RunEventPublisherOptions {
   publishTimeoutMs?: number;
   /** Called after each stored event. */
   onPublished?: (event: ForkEvent) => void;
+  /**
+   * Values no event may carry: model text, tool results, errors — whatever holds one gets
+   * `[redacted NAME]` instead, before it is stored where every parent and observer can read it.
+   * @default the secret-named variables of the daemon's environment (see `secretsOf`)
+   */
+  secrets?: readonly NamedSecret[];
   now?: () => number;
 }
 
@@ -53,6 +60,7 @@ export class RunEventPublisher {
   #chain: Promise<unknown> = Promise.resolve();
   #fenced = false;
   #ended = false;
+  readonly #secrets: readonly NamedSecret[];
 
   constructor(options: RunEventPublisherOptions) {
     this.#options = options;
@@ -60,6 +68,7 @@ export class RunEventPublisher {
     this.attempt = options.attempt;
     this.#seq = options.position.lastSeq;
     this.#lastStreamSeq = options.position.lastStreamSeq;
+    this.#secrets = options.secrets ?? secretsOf(process.env);
   }
 
   /** Seq of the last event stored by this publisher (or the log's last when nothing was published yet). */
@@ -116,7 +125,7 @@ export class RunEventPublisher {
     if (this.#fenced) throw fencedError(this.runId, this.attempt);
     const seq = this.#seq + 1;
     const event = {
-      ...body,
+      ...scrubSecretsDeep(body, this.#secrets),
       v: PROTOCOL_VERSION,
       run_id: this.runId,
       seq,

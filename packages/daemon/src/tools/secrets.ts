@@ -31,3 +31,30 @@ export function scrubSecrets(text: string, secrets: readonly NamedSecret[]): str
   }
   return scrubbed;
 }
+
+/**
+ * `value` with {@link scrubSecrets} applied to every string inside it (keys included); the same
+ * object when nothing held a secret, so the common case copies nothing.
+ */
+export function scrubSecretsDeep<T>(value: T, secrets: readonly NamedSecret[]): T {
+  if (secrets.length === 0) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return scrubSecrets(v, secrets);
+    if (Array.isArray(v)) {
+      const items = v.map(walk);
+      return items.some((item, i) => item !== v[i]) ? items : v;
+    }
+    if (v !== null && typeof v === "object") {
+      let changed = false;
+      const entries = Object.entries(v).map(([key, member]) => {
+        const scrubbedKey = scrubSecrets(key, secrets);
+        const scrubbedMember = walk(member);
+        if (scrubbedKey !== key || scrubbedMember !== member) changed = true;
+        return [scrubbedKey, scrubbedMember] as const;
+      });
+      return changed ? Object.fromEntries(entries) : v;
+    }
+    return v;
+  };
+  return walk(value) as T;
+}
