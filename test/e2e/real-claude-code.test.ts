@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ndjson, runCli } from "../cli/support.js";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
 import { useNatsServer } from "../harness/nats.js";
-import { CLAUDE_CODE_API_KEY, runClaudeCode } from "../harness/real-clients.js";
+import { CLAUDE_CODE_API_KEY, runAgentSdk, runClaudeCode } from "../harness/real-clients.js";
 
 const nats = useNatsServer();
 let sim: Sim;
@@ -62,23 +62,34 @@ async function replyTo(entry: RequestLogEntry): Promise<Reply> {
 }
 
 /** Runs Claude Code with a script whose second turn calls the Agent tool; returns that turn. */
-async function captureAgentTurn(model?: string, env?: Record<string, string>) {
+/** The script of the parent's turn: read a file, then call the Agent tool, then end. */
+const AGENT_TURN_PROMPT = [
+  "Read the notes, then fork an audit of the codec.",
+  '@sim tool Read {"file_path":"notes.txt"}',
+  "@sim turn",
+  "@sim say Forking the audit.",
+  '@sim tool Agent {"description":"audit codec","prompt":"Audit the codec for unchecked lengths.","subagent_type":"general-purpose"}',
+  "@sim turn",
+  "@sim say Done.",
+].join("\n");
+
+/**
+ * Runs a real client (the Claude Code CLI, or the Agent SDK's `query()`) with a script whose second
+ * turn calls the Agent tool; returns that turn as the simulator logged it.
+ */
+async function captureAgentTurn(
+  model?: string,
+  env?: Record<string, string>,
+  client: "claude-code" | "agent-sdk" = "claude-code",
+) {
   sim.reset();
-  const result = await runClaudeCode({
-    simUrl: sim.url,
-    ...(model === undefined ? {} : { model }),
-    ...(env === undefined ? {} : { env }),
-    prompt: [
-      "Read the notes, then fork an audit of the codec.",
-      '@sim tool Read {"file_path":"notes.txt"}',
-      "@sim turn",
-      "@sim say Forking the audit.",
-      '@sim tool Agent {"description":"audit codec","prompt":"Audit the codec for unchecked lengths.","subagent_type":"general-purpose"}',
-      "@sim turn",
-      "@sim say Done.",
-    ].join("\n"),
-  });
-  expect(result.is_error).toBe(false);
+  const options = { simUrl: sim.url, prompt: AGENT_TURN_PROMPT, ...(env === undefined ? {} : { env }) };
+  if (client === "agent-sdk") {
+    expect((await runAgentSdk(options)).result).toBe("Done.");
+  } else {
+    const result = await runClaudeCode({ ...options, ...(model === undefined ? {} : { model }) });
+    expect(result.is_error).toBe(false);
+  }
   const accepted = sim.requests().filter((entry) => entry.path === "/v1/messages" && entry.status === 200);
   for (const entry of accepted) {
     const reply = await replyTo(entry);
@@ -86,7 +97,7 @@ async function captureAgentTurn(model?: string, env?: Record<string, string>) {
       return { entry, request: JSON.parse(entry.body) as Body, reply };
     }
   }
-  throw new Error(`no request of Claude Code was answered with an Agent call: ${accepted.length} requests`);
+  throw new Error(`no request of ${client} was answered with an Agent call: ${accepted.length} requests`);
 }
 
 async function forkFrom(
@@ -176,5 +187,13 @@ describe("forking the real Claude Code CLI's turn", () => {
     const tail = JSON.stringify(body.messages[turn.request.messages.length + 1]);
     expect(tail).toContain(`"tool_use_id":"${call.id}"`);
     expect(tail).toContain("Audit the codec for unchecked lengths.");
+  });
+
+  it("from the Agent SDK's query(): its turn forks the same way", async () => {
+    const turn = await captureAgentTurn(undefined, undefined, "agent-sdk");
+    expect(turn.request.messages.some((message) => message.role === "system")).toBe(true);
+    expect(turn.entry.betas.length).toBeGreaterThan(0);
+    const children = await forkFrom(turn, "agent-sdk");
+    expectFaithfulChildren(turn, children);
   });
 });

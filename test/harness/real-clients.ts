@@ -1,5 +1,5 @@
 // Real agents from the npm registry, run against forkd's simulator: the Claude Code CLI in print
-// mode, in a throwaway HOME and a small git repository, with no network but the simulator. The
+// mode and the Claude Agent SDK's query(), in a throwaway HOME and a small git repository, with no network but the simulator. The
 // requests it sends (bodies and anthropic-beta headers) are read back from the simulator's log.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -54,13 +54,18 @@ export interface RunClaudeCodeOptions {
   timeoutMs?: number;
 }
 
-/**
- * Runs `claude -p <prompt> --output-format json` against the simulator in a fresh HOME and a fresh
- * git repository holding `notes.txt`, and returns its JSON result. Everything it created is removed.
- * @throws Error with its stderr when it exits non-zero or prints no JSON.
- */
-export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<ClaudeCodeResult> {
-  const root = await mkdtemp(join(tmpdir(), "forkd-claude-code-"));
+/** A throwaway HOME and git repository (holding `notes.txt`) a real client runs in. */
+interface Sandbox {
+  repo: string;
+  env: Record<string, string>;
+}
+
+/** Runs `use` in a fresh HOME and git repository pointed at the simulator; removes them after. */
+async function inThrowawayRepo<T>(
+  options: Pick<RunClaudeCodeOptions, "simUrl" | "env">,
+  use: (sandbox: Sandbox) => Promise<T>,
+): Promise<T> {
+  const root = await mkdtemp(join(tmpdir(), "forkd-real-client-"));
   try {
     const home = join(root, "home");
     const repo = join(root, "repo");
@@ -68,9 +73,6 @@ export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<Clau
     await mkdir(repo);
     await writeFile(join(repo, "notes.txt"), "The codec checks every length.\n");
     execFileSync("git", ["init", "-q"], { cwd: repo });
-    // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
-    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", "Read,Agent"];
-    if (options.model !== undefined) args.push("--model", options.model);
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
@@ -81,6 +83,44 @@ export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<Clau
       DISABLE_AUTOUPDATER: "1",
       ...options.env,
     };
+    return await use({ repo, env });
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs the Claude Agent SDK's `query()` with `prompt` against the simulator in a fresh HOME and git
+ * repository, Read and Agent allowed, and returns its result message.
+ * @throws Error when the run does not end with a successful result.
+ */
+export async function runAgentSdk(options: Omit<RunClaudeCodeOptions, "model">): Promise<{ result: string }> {
+  const { query } = await import("@anthropic-ai/claude-agent-sdk");
+  return inThrowawayRepo(options, async ({ repo, env }) => {
+    for await (const message of query({
+      prompt: options.prompt,
+      options: { cwd: repo, env, allowedTools: ["Read", "Agent"] },
+    })) {
+      if (message.type !== "result") continue;
+      if (message.subtype !== "success" || message.is_error) {
+        throw new Error(`the Agent SDK's run failed: ${JSON.stringify(message).slice(0, 2000)}`);
+      }
+      return { result: message.result };
+    }
+    throw new Error("the Agent SDK's run ended without a result");
+  });
+}
+
+/**
+ * Runs `claude -p <prompt> --output-format json` against the simulator in a fresh HOME and a fresh
+ * git repository holding `notes.txt`, and returns its JSON result. Everything it created is removed.
+ * @throws Error with its stderr when it exits non-zero or prints no JSON.
+ */
+export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<ClaudeCodeResult> {
+  return inThrowawayRepo(options, async ({ repo, env }) => {
+    // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
+    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", "Read,Agent"];
+    if (options.model !== undefined) args.push("--model", options.model);
     const { code, stdout, stderr } = await new Promise<{
       code: number | null;
       stdout: string;
@@ -104,7 +144,5 @@ export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<Clau
     });
     if (code !== 0) throw new Error(`claude exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
     return JSON.parse(stdout) as ClaudeCodeResult;
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
+  });
 }
