@@ -1,6 +1,7 @@
 // Real agents from the npm registry, run against forkd's simulator: the Claude Code CLI in print
-// mode and the Claude Agent SDK's query(), in a throwaway HOME and a small git repository, with no network but the simulator. The
-// requests it sends (bodies and anthropic-beta headers) are read back from the simulator's log.
+// mode and the Claude Agent SDK's query(), in a throwaway HOME and a small git repository, with no
+// network but the simulator. The requests they send (bodies and anthropic-beta headers) are read
+// back from the simulator's log.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
