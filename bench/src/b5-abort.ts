@@ -1,7 +1,6 @@
 // #5 Abort latency: `abort()` to the simulator seeing the model call's connection close, and to the
 // tool process being gone, for runs on a daemon over NATS.
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { spawnSync } from "node:child_process";
 import { setTimeout as delay } from "node:timers/promises";
 import type { ForkHandle } from "@forkd/core";
 import { type Cluster, startCluster, within } from "./cluster.js";
@@ -19,6 +18,13 @@ async function waitForEvent(handle: ForkHandle, type: string): Promise<void> {
       throw new Error(`run ${handle.runId} ended (${event.type}) before a ${type} event`);
     }
   }
+}
+
+/** The host pid of the newest process whose command line matches `pattern`, or NaN. */
+function hostPidOf(pattern: string): number {
+  const found = spawnSync("pgrep", ["-n", "-f", pattern], { encoding: "utf8" });
+  const pid = Number(found.stdout.trim());
+  return found.status === 0 && pid > 0 ? pid : Number.NaN;
 }
 
 /** Whether a process exists (a zombie counts: it is not reaped yet). */
@@ -69,21 +75,21 @@ async function toolAborts(cluster: Cluster, count: number): Promise<AbortSample[
   const forks = await cluster.subagent();
   const samples: AbortSample[] = [];
   for (let i = 0; i < count; i++) {
-    const pidFile = `abort-tool-${i}.pid`;
-    const command = JSON.stringify({ command: `echo $$ > ${pidFile}; exec sleep 30` });
+    // The tool runs in its own PID namespace (the Bash sandbox): `$$` there is not a host pid, so
+    // the process is named and found by its command line.
+    const tag = `forkd-bench-abort-${process.pid}-${i}`;
+    const command = JSON.stringify({ command: `exec -a ${tag} sleep 30` });
     const handle = forks.fork({
       prefix: turn.prefix,
       directive: taggedDirective(`tool-${i}`, `Wait.\n@sim tool Bash ${command}`),
       parent: { agent_id: "bench-parent" },
     });
     await waitForEvent(handle, "tool.call");
-    // No event says that the shell has started: wait for the pid it writes.
-    const path = join(cluster.workspace, pidFile);
+    // No event says that the process has started: wait until it shows in the process table.
     let pid = Number.NaN;
     for (let waited = 0; Number.isNaN(pid) || !alive(pid); waited++) {
       if (waited > 10_000) throw new Error(`tool ${i}: no running process after 10 s`);
-      const text = existsSync(path) ? readFileSync(path, "utf8").trim() : "";
-      pid = text === "" ? Number.NaN : Number(text);
+      pid = hostPidOf(`^${tag} 30$`);
       await delay(1);
     }
     const terminal = cluster.watch.terminal(handle.runId);
@@ -122,7 +128,7 @@ export const abortBenchmark: Benchmark = {
       const pass = llmStopped.p99 <= TARGET_P99_MS && toolStopped.p99 <= TARGET_P99_MS;
       const notes = [
         "Model calls: each fork streams at 20 tokens/s; once its first llm.delta reached the parent, the parent calls abort() and the clock runs until the simulator's `disconnect` event (its `at`, the same clock as this process: performance.timeOrigin + performance.now()). One abort at a time.",
-        "Tools: each fork runs `Bash` with `echo $$ > file; exec sleep 30` (bash policy full); once the process is running the parent calls abort() and polls the pid (kill(pid, 0)) every ~1 ms until it is gone: the figure has ~1 ms of polling granularity.",
+        "Tools: each fork runs `Bash` with `exec -a <tag> sleep 30` (bash policy full, in the bubblewrap sandbox); once the process shows in the host's process table (found by its tag with pgrep) the parent calls abort() and polls its pid (kill(pid, 0)) every ~1 ms until it is gone: the figure has ~1 ms of polling granularity.",
         `abort() → the run's aborted event at an observer: model calls p50 ${llmAborted.p50} / p99 ${llmAborted.p99} ms; tools p50 ${toolAborted.p50} / p99 ${toolAborted.p99} ms. The daemon publishes the event as soon as the run's signal has aborted, so it races the socket's close: it shows what the parent sees, not an upper bound of the stop.`,
         "Path: abort() publishes on core NATS (`agent.fork.<run>.abort`) before it touches the registry; the daemon's wildcard subscription aborts the run's signal, which aborts the SDK's fetch (the socket closes) or SIGKILLs the tool's process group. The daemon runs in this process.",
       ];
