@@ -171,6 +171,11 @@ interface Word {
   readonly assignment: boolean;
   /** True when the word is unquoted digits only (a file descriptor when it touches `<` or `>`). */
   readonly digitsOnly: boolean;
+  /**
+   * True when the word may become no argument or several (an unquoted expansion, a glob, a brace
+   * pattern, `"$@"`): which argument ends up where is then decided at run time.
+   */
+  readonly fields: boolean;
 }
 
 type ControlOp = ";" | "\n" | "&&" | "||" | "|" | "|&" | "&" | "(" | ")";
@@ -354,6 +359,7 @@ class Lexer {
     const chars: { c: string; quoted: boolean }[] = [];
     let quoted = false;
     let dynamic = false;
+    let fields = false;
     const push = (text: string, isQuoted: boolean): void => {
       for (const c of text) chars.push({ c, quoted: isQuoted });
     };
@@ -381,7 +387,9 @@ class Lexer {
       } else if (c === '"') {
         quoted = true;
         this.pos++;
-        dynamic = this.readDoubleQuoted(push) || dynamic;
+        const inQuotes = this.readDoubleQuoted(push);
+        dynamic = inQuotes.dynamic || dynamic;
+        fields = inQuotes.fields || fields;
       } else if (c === "`") {
         reject("backquote command substitution runs a command");
       } else if (c === "$") {
@@ -389,32 +397,43 @@ class Lexer {
         push(expansion.text, expansion.dynamic);
         dynamic = expansion.dynamic || dynamic;
         quoted = expansion.quoted || quoted;
+        // Unquoted, a parameter expansion is split into fields (`$'…'` and `$"…"` are quoted).
+        fields = (expansion.dynamic && !expansion.quoted) || fields;
       } else {
         push(c, false);
         this.pos++;
       }
     }
     const value = chars.map((ch) => ch.c).join("");
+    const patterns = hasGlob(chars) || hasBraceExpansion(chars);
     return {
       value,
       raw: s.slice(start, this.pos),
-      dynamic: dynamic || hasGlob(chars) || hasBraceExpansion(chars),
+      dynamic: dynamic || patterns,
+      fields: fields || patterns,
       quoted,
       assignment: isAssignment(chars),
       digitsOnly: chars.length > 0 && chars.every((ch) => !ch.quoted && ch.c >= "0" && ch.c <= "9"),
     };
   }
 
-  /** Reads a double-quoted string whose opening quote was consumed; returns whether it expands anything. */
-  private readDoubleQuoted(push: (text: string, quoted: boolean) => void): boolean {
+  /**
+   * Reads a double-quoted string whose opening quote was consumed; returns whether it expands
+   * anything, and whether it may become several fields (`"$@"`).
+   */
+  private readDoubleQuoted(push: (text: string, quoted: boolean) => void): {
+    dynamic: boolean;
+    fields: boolean;
+  } {
     const s = this.src;
     let dynamic = false;
+    let fields = false;
     for (;;) {
       const c = s[this.pos];
       if (c === undefined) reject("unterminated double quote");
       if (c === '"') {
         this.pos++;
-        return dynamic;
+        return { dynamic, fields };
       }
       if (c === "\\") {
         const next = s[this.pos + 1];
@@ -433,6 +452,8 @@ class Lexer {
         const expansion = this.readDollar(true);
         push(expansion.text, true);
         dynamic = expansion.dynamic || dynamic;
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: ${@} is shell syntax.
+        fields = expansion.text === "$@" || expansion.text === "${@}" || fields;
       } else {
         push(c, true);
         this.pos++;
@@ -823,7 +844,8 @@ function checkRedirect(redirect: Redirect): string | undefined {
   }
   switch (op) {
     case "<":
-      return target.dynamic
+      // An unquoted leading `~` is tilde expansion: `~+` is $PWD, `~user` a home directory.
+      return target.dynamic || target.raw.startsWith("~")
         ? `the input redirection ${shown} has a target known only at run time (it could be a network path)`
         : undefined;
     case "<<":
@@ -858,6 +880,7 @@ const UNKNOWN_ARGUMENT: Word = {
   quoted: false,
   assignment: false,
   digitsOnly: false,
+  fields: true,
 };
 
 function checkSimpleCommand(words: readonly Word[], depth: number): string | undefined {
@@ -1557,6 +1580,37 @@ const printfValidator: Validator = (name, args) => {
   return undefined;
 };
 
+/** A variable name, or one with a literal numeric subscript: what `-v` and `-R` may test. */
+const TESTABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\])?$/;
+
+/**
+ * test and `[` (bash builtins): the operand of `-v NAME` and `-R NAME` is a variable reference
+ * whose array subscript bash evaluates as arithmetic, expanding `$(…)` and recursing into the
+ * values of the variables it names — so `test -v "x[${d}(cmd)]"` with `d='$'`, or `test -v 'x[i]'`
+ * with `i='a[$(cmd)]'`, runs `cmd` (#11 finding 1, as a class). Refused: any argument that may
+ * become several or none (which one is the operator is then decided at run time: a glob can list a
+ * file named `-v`), and after a literal `-v`/`-R` or an argument known only at run time (it may be
+ * `-v`), anything but a literal variable name. `-eq` and the other comparisons of the builtin do not
+ * evaluate arithmetic (only `[[ … ]]`'s do, and it is refused).
+ */
+const testValidator: Validator = (name, args) => {
+  const operands =
+    name === "[" && args.at(-1)?.value === "]" && !args.at(-1)!.dynamic ? args.slice(0, -1) : args;
+  for (let i = 0; i < operands.length; i++) {
+    const word = operands[i]!;
+    if (word.fields) {
+      return `${name} ${word.raw} may expand to several arguments or none, so which of them bash reads as -v (which evaluates code in an array subscript) is decided at run time`;
+    }
+    const previous = operands[i - 1];
+    if (previous === undefined) continue;
+    const mayName = previous.dynamic || previous.value === "-v" || previous.value === "-R";
+    if (mayName && (word.dynamic || (word.value.includes("[") && !TESTABLE_NAME.test(word.value)))) {
+      return `${name} ${previous.raw} ${word.raw}: bash evaluates the array subscript of a name after -v or -R as arithmetic, which can run commands; only a literal variable name may follow -v, -R or an argument known only at run time`;
+    }
+  }
+  return undefined;
+};
+
 /**
  * Commands none of whose options write or run programs (checked against GNU coreutils, grep, diffutils,
  * jq and util-linux), so any argument, even one a glob produces, is fine.
@@ -1564,7 +1618,7 @@ const printfValidator: Validator = (name, args) => {
 const READ_ONLY_ANY_ARGUMENTS = [
   ...["cat", "head", "tail", "wc", "ls", "grep", "egrep", "fgrep", "stat", "du", "df", "pwd", "echo"],
   ...["which", "type", "whoami", "printenv", "cut", "tr", "nl", "diff", "cmp", "comm"],
-  ...["basename", "dirname", "realpath", "readlink", "jq", "true", "false", "test", "[", "uname", "tac"],
+  ...["basename", "dirname", "realpath", "readlink", "jq", "true", "false", "uname", "tac"],
   ...["rev", "seq", "id", "paste", "column", "fold", "expand", "unexpand", "od", "hexdump", "strings"],
   ...["md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum"],
 ];
@@ -1572,6 +1626,8 @@ const READ_ONLY_ANY_ARGUMENTS = [
 const COMMANDS: ReadonlyMap<string, Validator> = new Map<string, Validator>([
   ...READ_ONLY_ANY_ARGUMENTS.map((name): [string, Validator] => [name, anyArguments]),
   ["printf", printfValidator],
+  ["test", testValidator],
+  ["[", testValidator],
   ["sort", literalOnly(sortValidator)],
   ["uniq", literalOnly(uniqValidator)],
   ["sed", literalOnly(sedValidator)],
