@@ -100,6 +100,41 @@ describe("the sandbox, for whatever gets past the classifier (policy full)", () 
     }
   });
 
+  it("shows of /etc only what programs need, so an operator's credentials there stay out", async () => {
+    const out = await bash(
+      "full",
+      "ls /etc; cat /etc/shadow; ls -ln /etc/passwd >/dev/null && echo passwd-ok",
+    );
+    expect(out.content).toMatch(/cat: \/etc\/shadow: No such file or directory/);
+    expect(out.content).toContain("passwd-ok");
+    const listed = out.content.split("\n").filter((line) => /^[\w.+-]+$/.test(line) && line !== "passwd-ok");
+    expect(listed).toContain("passwd");
+    for (const name of ["shadow", "gshadow", "ssh", "npmrc", "nats-server.conf", "environment"]) {
+      expect(listed).not.toContain(name);
+    }
+  });
+
+  it("hides the daemon's credential files wherever they sit, the workspace included", async () => {
+    const creds = join(workspace, "daemon.creds");
+    writeFileSync(creds, `${SECRET}\n`);
+    try {
+      const tools = createBuiltinToolDispatcher({
+        workspace,
+        bashPolicy: "full",
+        sandbox: { ...sandbox, hidden: [creds] },
+        secrets: [],
+      });
+      const out = await tools.execute(
+        { id: "toolu_h", name: "Bash", input: { command: `cat ${creds}` } },
+        { runId: "run-1", turn: 1, cwd: workspace, signal: new AbortController().signal },
+      );
+      expect(out.content).toMatch(/daemon\.creds: Permission denied/);
+      expect(out.content).not.toContain(SECRET);
+    } finally {
+      rmSync(creds, { force: true });
+    }
+  });
+
   it("kills a setsid grandchild when the call is aborted (finding 16)", async () => {
     const tag = `forkd-orphan-${process.pid}-${Date.now()}`;
     const controller = new AbortController();

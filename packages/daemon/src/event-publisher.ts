@@ -16,7 +16,7 @@ import {
 } from "@forkd/protocol";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
-import { type NamedSecret, scrubSecretsDeep, secretsOf } from "./tools/secrets.js";
+import { daemonSecrets, type NamedSecret, scrubSecretsDeep } from "./tools/secrets.js";
 
 /** Where a run's log stands when an attempt starts publishing. */
 export interface EventLogPosition {
@@ -40,7 +40,7 @@ export interface RunEventPublisherOptions {
   /**
    * Values no event may carry: model text, tool results, errors — whatever holds one gets
    * `[redacted NAME]` instead, before it is stored where every parent and observer can read it.
-   * @default the secret-named variables of the daemon's environment (see `secretsOf`)
+   * @default the daemon's secrets: its secret-named environment variables and those its configuration holds (see `daemonSecrets`)
    */
   secrets?: readonly NamedSecret[];
   now?: () => number;
@@ -68,7 +68,7 @@ export class RunEventPublisher {
     this.attempt = options.attempt;
     this.#seq = options.position.lastSeq;
     this.#lastStreamSeq = options.position.lastStreamSeq;
-    this.#secrets = options.secrets ?? secretsOf(process.env);
+    this.#secrets = options.secrets ?? daemonSecrets();
   }
 
   /** Seq of the last event stored by this publisher (or the log's last when nothing was published yet). */

@@ -1,6 +1,7 @@
 // @forkd/daemon: the forkd worker.
 export type { DaemonConfig, DaemonConfigInput } from "./config.js";
 export { DAEMON_FLAGS, DaemonConfigError, DaemonConfigSchema, loadDaemonConfig } from "./config.js";
+export { secretFilesOf, secretsOfConfig } from "./config-secrets.js";
 export type { DaemonState, ForkDaemonOptions } from "./daemon.js";
 export { ForkDaemon } from "./daemon.js";
 export { BUILTIN_TOOL_DEFINITIONS, DEFAULT_SYSTEM_PROMPT, defaultForkParams } from "./default-request.js";
@@ -34,7 +35,7 @@ export {
 export type { Sandbox, SandboxMode } from "./tools/sandbox.js";
 export { probeSandbox, sandboxedShell } from "./tools/sandbox.js";
 export type { NamedSecret } from "./tools/secrets.js";
-export { scrubSecrets, secretsOf } from "./tools/secrets.js";
+export { daemonSecrets, registerDaemonSecrets, scrubSecrets, secretsOf } from "./tools/secrets.js";
 export type {
   CommitAuthor,
   CreateRunWorktreeOptions,

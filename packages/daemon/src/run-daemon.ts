@@ -5,11 +5,13 @@ import type { LlmClient } from "@forkd/core";
 import { AnthropicLlmClient } from "@forkd/llm";
 import { forkSubjects } from "@forkd/protocol";
 import type { DaemonConfig } from "./config.js";
+import { secretsOfConfig } from "./config-secrets.js";
 import { ForkDaemon } from "./daemon.js";
 import { createDaemonLogger, type DaemonLogger } from "./logger.js";
 import { createDaemonMetrics, serveMetrics } from "./metrics.js";
 import { connectNats } from "./nats-connection.js";
 import { daemonRunTools, requireSandbox } from "./run-tools.js";
+import { registerDaemonSecrets } from "./tools/secrets.js";
 
 /** A started daemon and how to stop it. */
 export interface RunningDaemon {
@@ -33,6 +35,8 @@ export async function startDaemon(
     createDaemonLogger({ level: config.logLevel, format: config.logFormat, daemonId: config.daemonId });
   // Before anything connects: a daemon that cannot contain Bash does not start.
   const sandbox = requireSandbox(config, logger);
+  // Its configuration's passwords, tokens and key files join its environment's secrets: no event carries them.
+  registerDaemonSecrets(secretsOfConfig(config));
   const nc = await connectNats(config);
   const metrics = createDaemonMetrics();
   const metricsServer =

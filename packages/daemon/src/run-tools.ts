@@ -4,6 +4,7 @@
 import type { ForkSubjects } from "@forkd/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type DaemonConfig, DaemonConfigError } from "./config.js";
+import { secretFilesOf } from "./config-secrets.js";
 import { type RunTools, type RunToolsFactory, runCwd } from "./fork-run.js";
 import type { DaemonLogger } from "./logger.js";
 import { toolHostDispatcher } from "./remote-tools.js";
@@ -38,7 +39,7 @@ export function requireSandbox(
         "on purpose (FORKD_BASH_SANDBOX=off; never with untrusted models).",
     );
   }
-  return sandbox;
+  return { ...sandbox, hidden: secretFilesOf(config) };
 }
 
 /** The default {@link RunToolsFactory} of a daemon. */

@@ -25,7 +25,7 @@ import {
 } from "./inputs.js";
 import { readTool } from "./read.js";
 import type { Sandbox } from "./sandbox.js";
-import { type NamedSecret, scrubSecrets, secretsOf } from "./secrets.js";
+import { daemonSecrets, type NamedSecret, scrubSecrets } from "./secrets.js";
 import { DEFAULT_SKIPPED_DIRS } from "./walk.js";
 import { editTool, writeTool } from "./write.js";
 
@@ -68,7 +68,7 @@ export interface BuiltinToolDispatcherOptions {
   pathAliases?: readonly PathAlias[];
   /**
    * Values no tool result may carry (the daemon's API key, NATS password, …), replaced by a marker.
-   * @default the secret-named variables of the daemon's environment (see `secretsOf`)
+   * @default the daemon's secrets: its secret-named environment variables and those its configuration holds (see `daemonSecrets`)
    */
   secrets?: readonly NamedSecret[];
   /** Receives a debug line per call and a warning when a tool throws. */
@@ -156,7 +156,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
   const enabled = new Set<string>(options.tools ?? BUILTIN_TOOL_NAMES);
   const builtin = (name: string) => (enabled.has(name) ? all.get(name as BuiltinToolName) : undefined);
   const { logger } = options;
-  const secrets = options.secrets ?? secretsOf(process.env);
+  const secrets = options.secrets ?? daemonSecrets();
   const scrubbed = (outcome: ToolOutcome): ToolOutcome => {
     const content = scrubSecrets(outcome.content, secrets);
     return content === outcome.content ? outcome : { ...outcome, content };

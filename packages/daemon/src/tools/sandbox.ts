@@ -1,11 +1,11 @@
 // The sandbox Bash runs in: bubblewrap, with its own PID, network, IPC and user namespaces, only
-// system directories and the run's workspace visible (the workspace read-only unless the policy
+// system directories (of /etc only what programs need) and the run's workspace visible (the workspace read-only unless the policy
 // lets commands write), its own /proc and /tmp, and an environment built from nothing. A model's
 // command that slips past the classifier still cannot reach the network, read the daemon's
 // secrets (its environment, its files, its /proc) or outlive the call.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { accessSync, constants, existsSync, readdirSync, statSync } from "node:fs";
+import { delimiter, join, resolve } from "node:path";
 
 /** How Bash commands are contained. `bwrap`: bubblewrap; `off`: the operator turned it off. */
 export type SandboxMode = "bwrap" | "off";
@@ -13,10 +13,22 @@ export type SandboxMode = "bwrap" | "off";
 /** A working sandbox: where bwrap is. */
 export interface Sandbox {
   bwrap: string;
+  /** Files no command may read even where they are visible: the daemon's credential files. */
+  hidden?: readonly string[] | undefined;
 }
 
 // Read-only: what programs need to run. Never the daemon's home, its config or /proc of the host.
-const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"];
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64"];
+/**
+ * What of /etc programs need: users and groups, the dynamic loader, Debian's alternatives, time
+ * zone, file magic, locale and terminal data, interpreters' own config. Not the rest: /etc is where
+ * operators keep credentials (a NATS password or creds file, TLS keys, npm tokens, shadow).
+ */
+const ETC_ENTRIES = [
+  ...["passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives"],
+  ...["localtime", "timezone", "magic", "magic.mime", "mime.types", "terminfo", "locale.alias"],
+  ...["os-release", "debian_version", "inputrc", "perl", "python3"],
+];
 
 /** The bwrap binary on `PATH` or in `/usr/bin`, or undefined. */
 export function findBwrap(path = process.env.PATH ?? ""): string | undefined {
@@ -57,7 +69,29 @@ function namespaceArgs(): string[] {
 }
 
 function systemBinds(): string[] {
-  return SYSTEM_DIRS.filter((dir) => existsSync(dir)).flatMap((dir) => ["--ro-bind", dir, dir]);
+  const etc = existsSync("/etc") ? readdirSync("/etc") : [];
+  const etcEntries = etc
+    .filter((name) => ETC_ENTRIES.includes(name) || /^python3\.[0-9]+$/.test(name))
+    .map((name) => `/etc/${name}`);
+  return [...SYSTEM_DIRS.filter((dir) => existsSync(dir)), ...etcEntries].flatMap((dir) => [
+    "--ro-bind",
+    dir,
+    dir,
+  ]);
+}
+
+/**
+ * Covers each of `files` that the sandbox would show (inside a visible directory): a file by the
+ * host's /dev/null (unreadable inside: the sandbox's mounts are nodev), a directory by an empty tmpfs. The daemon's credential files may sit in the workspace
+ * or under a system directory.
+ */
+function hiddenBinds(files: readonly string[], visible: readonly string[]): string[] {
+  const shown = (file: string) =>
+    [...SYSTEM_DIRS, "/etc", ...visible].some((dir) => file === dir || file.startsWith(`${dir}/`));
+  return files
+    .map((file) => resolve(file))
+    .filter((file) => shown(file) && existsSync(file))
+    .flatMap((file) => (statSync(file).isDirectory() ? ["--tmpfs", file] : ["--ro-bind", "/dev/null", file]));
 }
 
 /** What {@link sandboxedShell} needs. */
@@ -96,6 +130,7 @@ export function sandboxedShell(options: SandboxedShellOptions): {
     "--tmpfs",
     "/tmp",
     ...options.visible.flatMap((dir) => [bind, dir, dir]),
+    ...hiddenBinds(options.sandbox.hidden ?? [], options.visible),
     "--chdir",
     options.cwd,
     "--clearenv",

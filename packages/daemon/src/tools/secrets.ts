@@ -23,11 +23,53 @@ export function secretsOf(env: NodeJS.ProcessEnv): NamedSecret[] {
     .sort((a, b) => b.value.length - a.value.length); // a secret containing another is replaced whole
 }
 
-/** `text` with every occurrence of each secret replaced by `[redacted <NAME>]`. */
+/**
+ * Secrets recognised by their shape, whoever they belong to: an Anthropic API key (`sk-ant-…`) and a
+ * NATS NKey seed (`S` + a key-type letter + 56 base32 characters, as in `.creds` files). A model
+ * that found one in a file the daemon can read must not hand it to every parent of the account.
+ */
+const SECRET_SHAPES: readonly { name: string; pattern: RegExp }[] = [
+  { name: "anthropic key", pattern: /sk-ant-[A-Za-z0-9_-]{16,}/g },
+  { name: "nkey seed", pattern: /\bS[UAONCPX][A-Z2-7]{56}\b/g },
+];
+
+/** The secrets the daemon's configuration holds besides its environment (see {@link registerDaemonSecrets}). */
+let registered: readonly NamedSecret[] = [];
+
+/**
+ * Adds secrets the daemon holds outside its environment — passwords and tokens from its
+ * configuration file, the contents of its password, seed and creds files, credentials in URLs — to
+ * {@link daemonSecrets}. Process-wide, like the environment they complement; a daemon calls it once
+ * at start, before its first run.
+ */
+export function registerDaemonSecrets(secrets: readonly NamedSecret[]): void {
+  const known = new Set(registered.map((secret) => secret.value));
+  const added = secrets.filter(
+    (secret) => secret.value.length >= MIN_SECRET_LENGTH && !known.has(secret.value),
+  );
+  registered = [...registered, ...added];
+}
+
+/** The daemon's secrets: those of its environment ({@link secretsOf}) and those registered from its configuration. */
+export function daemonSecrets(env: NodeJS.ProcessEnv = process.env): NamedSecret[] {
+  const fromEnv = secretsOf(env);
+  const values = new Set(fromEnv.map((secret) => secret.value));
+  return [...fromEnv, ...registered.filter((secret) => !values.has(secret.value))].sort(
+    (a, b) => b.value.length - a.value.length,
+  );
+}
+
+/**
+ * `text` with every occurrence of each secret replaced by `[redacted <NAME>]`, and every value shaped
+ * like an API key or an NKey seed by `[redacted <kind>]`.
+ */
 export function scrubSecrets(text: string, secrets: readonly NamedSecret[]): string {
   let scrubbed = text;
   for (const { name, value } of secrets) {
     if (scrubbed.includes(value)) scrubbed = scrubbed.split(value).join(`[redacted ${name}]`);
+  }
+  for (const { name, pattern } of SECRET_SHAPES) {
+    scrubbed = scrubbed.replace(pattern, `[redacted ${name}]`);
   }
   return scrubbed;
 }
@@ -37,7 +79,6 @@ export function scrubSecrets(text: string, secrets: readonly NamedSecret[]): str
  * object when nothing held a secret, so the common case copies nothing.
  */
 export function scrubSecretsDeep<T>(value: T, secrets: readonly NamedSecret[]): T {
-  if (secrets.length === 0) return value;
   const walk = (v: unknown): unknown => {
     if (typeof v === "string") return scrubSecrets(v, secrets);
     if (Array.isArray(v)) {

@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadDaemonConfig } from "./config.js";
+import { secretFilesOf, secretsOfConfig } from "./config-secrets.js";
+import { daemonSecrets, registerDaemonSecrets, scrubSecrets } from "./tools/secrets.js";
+
+const dir = mkdtempSync(join(tmpdir(), "forkd-config-secrets-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const SEED = `SUA${"B".repeat(55)}`;
+const JWT = "eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.eyJzdWIiOiJVQUJDIn0.c2lnbmF0dXJl";
+
+describe("secretsOfConfig", () => {
+  it("finds the password of a password file (spaces included), the tokens of a creds file and URL passwords", () => {
+    const passFile = join(dir, "pass");
+    writeFileSync(passFile, "correct horse battery\nsecond line is not read\n");
+    const credsFile = join(dir, "user.creds");
+    writeFileSync(
+      credsFile,
+      `-----BEGIN NATS USER JWT-----\n${JWT}\n------END NATS USER JWT------\n\n` +
+        "************************* IMPORTANT *************************\n" +
+        "NKEYs are sensitive and should be treated as secrets.\n\n" +
+        `-----BEGIN USER NKEY SEED-----\n${SEED}\n------END USER NKEY SEED------\n`,
+    );
+    const config = loadDaemonConfig({
+      env: {},
+      argv: [
+        ...["--nats", "nats://daemon:url-password-1@127.0.0.1:4222", "--workspace", dir],
+        ...["--nats-pass-file", passFile, "--nats-creds", credsFile],
+      ],
+      overrides: { llm: { apiKey: "configured-api-key-123" } },
+    });
+    const values = secretsOfConfig(config).map((secret) => secret.value);
+    expect(values).toEqual(
+      expect.arrayContaining([
+        "correct horse battery",
+        JWT,
+        SEED,
+        "url-password-1",
+        "configured-api-key-123",
+      ]),
+    );
+    expect(values).not.toContain("second line is not read");
+    expect(values.some((value) => value.includes("IMPORTANT") || value.includes("sensitive"))).toBe(false);
+    expect(secretFilesOf(config)).toEqual([passFile, credsFile]);
+  });
+
+  it("holds nothing for a file it cannot read (connecting reports that)", () => {
+    const config = loadDaemonConfig({
+      env: {},
+      argv: ["--nats", "nats://127.0.0.1:4222", "--workspace", dir, "--nats-pass-file", join(dir, "missing")],
+    });
+    expect(secretsOfConfig(config)).toEqual([]);
+  });
+});
+
+describe("daemonSecrets and scrubSecrets", () => {
+  it("scrub registered configuration secrets alongside the environment's", () => {
+    registerDaemonSecrets([{ name: "nats.passFile", value: "registered-password-42" }]);
+    const secrets = daemonSecrets({ NATS_TOKEN: "environment-token-42" });
+    expect(scrubSecrets("a registered-password-42 b environment-token-42", secrets)).toBe(
+      "a [redacted nats.passFile] b [redacted NATS_TOKEN]",
+    );
+  });
+
+  it("scrub API keys and NKey seeds by their shape, whoever they belong to", () => {
+    expect(scrubSecrets(`key sk-ant-api03-${"x".repeat(40)} seed ${SEED}.`, [])).toBe(
+      "key [redacted anthropic key] seed [redacted nkey seed].",
+    );
+    expect(scrubSecrets("sk-ant-short and SUAB are no secrets", [])).toBe(
+      "sk-ant-short and SUAB are no secrets",
+    );
+  });
+});
