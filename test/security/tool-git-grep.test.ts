@@ -1,6 +1,7 @@
 // A hostile model against git and Grep (#11 findings 4 and 7): it may not write git's internals,
 // a bare repository it plants is not used, and no pattern can freeze the daemon's event loop.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createBuiltinToolDispatcher, probeSandbox, type Sandbox } from "@forkd/daemon";
@@ -55,6 +56,32 @@ describe("git's internals", () => {
     }
     const out = await call("Bash", { command: "git log" });
     expect(out.content).toMatch(/cannot use bare repository/);
+  });
+});
+
+describe("git's config under the full policy", () => {
+  it("stays read-only in the sandbox, so no Bash command plants what a later git diff runs; commits still work", async () => {
+    const repo = join(workspace, "repo");
+    mkdirSync(repo);
+    execFileSync("git", ["init", "-q", repo]);
+    const full = createBuiltinToolDispatcher({ workspace: repo, bashPolicy: "full", sandbox, secrets: [] });
+    const bash = (command: string) =>
+      full.execute(
+        { id: "toolu_g", name: "Bash", input: { command } },
+        { runId: "run-1", turn: 1, cwd: repo, signal: new AbortController().signal },
+      );
+    const planted = await bash(
+      "git config diff.external 'touch pwned'; printf '[diff]\\n\\texternal = touch pwned\\n' >> .git/config; " +
+        "echo 'touch pwned' > .git/hooks/pre-commit; echo '* diff=x' > .git/info/attributes; echo done",
+    );
+    expect(planted.content).toMatch(/Read-only file system/);
+    expect(readFileSync(join(repo, ".git/config"), "utf8")).not.toContain("pwned");
+    expect(existsSync(join(repo, ".git/hooks/pre-commit"))).toBe(false);
+    const commit = await bash(
+      "echo committed > f && git add f && git -c user.name=t -c user.email=t@example.com commit -qm one && git diff HEAD~0 && git log --oneline",
+    );
+    expect(commit.content).toMatch(/one\nExit code: 0$/);
+    expect(existsSync(join(repo, "pwned"))).toBe(false);
   });
 });
 

@@ -65,13 +65,17 @@ export function minimalShellEnv(workspace: string, cwd: string): Record<string, 
 
 /**
  * Under every policy, git configuration that would make a git command run a program the model may
- * have planted is overridden (these variables outrank every config file): no system config, no
- * hooks, no file-system monitor, no pager, no bare repository found by walking up (a model could
- * write one, config included, anywhere in the workspace). Write and Edit refuse `.git/`, so a
- * repository's own config is the parent's.
+ * have planted is overridden (these variables outrank every config file): no system or global
+ * config, no hooks, no file-system monitor, no pager, no bare repository found by walking up (a
+ * model could write one, config included, anywhere in the workspace). Write and Edit refuse
+ * `.git/`, and the sandbox mounts `.git`'s config, hooks and info read-only under every policy, so
+ * a repository's own config is the parent's.
  */
 export const SAFE_GIT_ENV: Readonly<Record<string, string>> = {
   GIT_CONFIG_NOSYSTEM: "1",
+  // The daemon user's ~/.gitconfig (unsandboxed, HOME is the daemon's) is not the run's either.
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_ATTR_NOSYSTEM: "1",
   GIT_CONFIG_COUNT: "4",
   GIT_CONFIG_KEY_0: "core.fsmonitor",
   GIT_CONFIG_VALUE_0: "false",

@@ -81,6 +81,25 @@ function systemBinds(): string[] {
 }
 
 /**
+ * What of a repository's `.git` runs programs or says what runs them: its config (`diff.external`,
+ * `core.fsmonitor`, filters, textconv drivers, aliases, includes), hooks and `info/attributes`.
+ * Mounted read-only even where the workspace is writable, so that a command under the `full`
+ * policy can still commit but cannot plant what a later `git diff` — of a read-only run, whose
+ * classifier allows it — would run.
+ */
+const GIT_PROGRAM_FILES = ["config", "config.worktree", "hooks", "info"];
+
+function gitConfigBinds(visible: readonly string[]): string[] {
+  return visible.flatMap((dir) => {
+    const gitDir = join(dir, ".git");
+    if (!existsSync(gitDir) || !statSync(gitDir).isDirectory()) return [];
+    return GIT_PROGRAM_FILES.map((name) => join(gitDir, name))
+      .filter((path) => existsSync(path))
+      .flatMap((path) => ["--ro-bind", path, path]);
+  });
+}
+
+/**
  * Covers each of `files` that the sandbox would show (inside a visible directory): a file by the
  * host's /dev/null (unreadable inside: the sandbox's mounts are nodev), a directory by an empty tmpfs. The daemon's credential files may sit in the workspace
  * or under a system directory.
@@ -130,6 +149,7 @@ export function sandboxedShell(options: SandboxedShellOptions): {
     "--tmpfs",
     "/tmp",
     ...options.visible.flatMap((dir) => [bind, dir, dir]),
+    ...(options.writable ? gitConfigBinds(options.visible) : []),
     ...hiddenBinds(options.sandbox.hidden ?? [], options.visible),
     "--chdir",
     options.cwd,
