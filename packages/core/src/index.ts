@@ -157,6 +157,8 @@ export type { ShellClassification } from "./tools/shell-classifier.js";
 export { classifyShellCommand, READ_ONLY_SHELL_COMMANDS, splitShellWords } from "./tools/shell-classifier.js";
 export type { ShellCorpusEntry } from "./tools/shell-corpus.js";
 export { SHELL_CORPUS } from "./tools/shell-corpus.js";
+export type { HostileShellClass, HostileShellPayload } from "./tools/shell-hostile-corpus.js";
+export { HOSTILE_SHELL_CORPUS } from "./tools/shell-hostile-corpus.js";
 export type {
   MemoryToolFilterOptions,
   ToolDenialCode,
