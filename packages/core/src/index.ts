@@ -153,12 +153,19 @@ export type {
   ResolveConfinedPathOptions,
 } from "./tools/path-confinement.js";
 export { resolveConfinedPath } from "./tools/path-confinement.js";
-export type { ShellClassification } from "./tools/shell-classifier.js";
-export { classifyShellCommand, READ_ONLY_SHELL_COMMANDS, splitShellWords } from "./tools/shell-classifier.js";
-export type { ShellCorpusEntry } from "./tools/shell-corpus.js";
-export { SHELL_CORPUS } from "./tools/shell-corpus.js";
-export type { HostileShellClass, HostileShellPayload } from "./tools/shell-hostile-corpus.js";
-export { HOSTILE_SHELL_CORPUS } from "./tools/shell-hostile-corpus.js";
+export type {
+  HostileShellClass,
+  HostileShellPayload,
+  ShellClassification,
+  ShellCorpusEntry,
+} from "./tools/shell/index.js";
+export {
+  classifyShellCommand,
+  HOSTILE_SHELL_CORPUS,
+  READ_ONLY_SHELL_COMMANDS,
+  SHELL_CORPUS,
+  splitShellWords,
+} from "./tools/shell/index.js";
 export type {
   MemoryToolFilterOptions,
   ToolDenialCode,

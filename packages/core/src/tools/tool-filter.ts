@@ -5,7 +5,7 @@
 import type { ToolFilterSpec } from "@forkd/protocol";
 import type { ToolCall } from "../tool-dispatcher.js";
 import { resolveConfinedPath } from "./path-confinement.js";
-import { classifyShellCommand } from "./shell-classifier.js";
+import { classifyShellCommand } from "./shell/index.js";
 
 /** Why a tool call was refused. String literals so callers can `switch` exhaustively. */
 export type ToolDenialCode =

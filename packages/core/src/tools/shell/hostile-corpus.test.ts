@@ -7,8 +7,8 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { classifyShellCommand } from "./shell-classifier.js";
-import { HOSTILE_SHELL_CORPUS, type HostileShellPayload } from "./shell-hostile-corpus.js";
+import { classifyShellCommand } from "./classify.js";
+import { HOSTILE_SHELL_CORPUS, type HostileShellPayload } from "./hostile-corpus.js";
 
 let listener: Server;
 let port = 0;

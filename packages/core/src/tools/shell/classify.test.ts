@@ -13,8 +13,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { classifyShellCommand, READ_ONLY_SHELL_COMMANDS, splitShellWords } from "./shell-classifier.js";
-import { SHELL_CORPUS } from "./shell-corpus.js";
+import { accepted, bash, bashPath, refused, SHELL_ALPHABET } from "../../test-support/shell-testing.js";
+import { classifyShellCommand } from "./classify.js";
+import { READ_ONLY_SHELL_COMMANDS } from "./commands/index.js";
+import { SHELL_CORPUS } from "./corpus.js";
 
 describe("classifyShellCommand: labelled corpus", () => {
   it("has at least 150 entries, both verdicts well represented, no duplicates", () => {
@@ -34,67 +36,7 @@ describe("classifyShellCommand: labelled corpus", () => {
   );
 });
 
-function accepted(command: string): void {
-  const verdict = classifyShellCommand(command);
-  expect(verdict.readOnly, `${command}: ${verdict.reason}`).toBe(true);
-}
-
-/** Asserts the verdict and that the reason mentions what was refused. */
-function refused(command: string, reasonIncludes: string | RegExp): void {
-  const verdict = classifyShellCommand(command);
-  expect(verdict.readOnly, `${command}: ${verdict.reason}`).toBe(false);
-  if (typeof reasonIncludes === "string") expect(verdict.reason).toContain(reasonIncludes);
-  else expect(verdict.reason).toMatch(reasonIncludes);
-}
-
 describe("classifyShellCommand: the gaps of the earlier classifier", () => {
-  it("refuses find -delete, -exec, -execdir, -ok, -okdir and -fprint*", () => {
-    refused("find . -delete", "-delete");
-    for (const action of ["-exec", "-execdir", "-ok", "-okdir"]) refused(`find . ${action} rm {} ;`, action);
-    for (const action of ["-fprint out", "-fprint0 out", "-fprintf out %p", "-fls out"]) {
-      refused(`find . ${action}`, action.split(" ")[0]!);
-    }
-  });
-
-  it("refuses sort -o / --output in every spelling", () => {
-    for (const command of [
-      "sort -o out in",
-      "sort -ro out in",
-      "sort in -oout",
-      "sort --output=out in",
-      "sort --output out in",
-      "sort --outp=x in",
-    ]) {
-      refused(command, "sort");
-    }
-  });
-
-  it("refuses uniq with a second operand (the output file)", () => {
-    refused("uniq in out", "second operand");
-    refused("uniq -f 1 in out", "second operand");
-    accepted("uniq -f 1 in");
-  });
-
-  it("refuses env running a writer or a shell, and env changing the environment of a command", () => {
-    refused("env sh -c 'rm -rf /'", "sh");
-    refused("env rm x", "rm");
-    refused("env PAGER=x git log", "environment");
-    refused("env -S 'rm x'", "-S");
-    accepted("env");
-    accepted("env cat x");
-  });
-
-  it("checks the command xargs runs recursively, as if stdin supplied any argument", () => {
-    refused("xargs rm", "rm");
-    refused("xargs -0 -n1 sh -c 'x'", "sh");
-    refused("xargs sed s/a/b/", "sed");
-    refused("xargs find", "find");
-    refused("xargs env rm", "env");
-    refused("xargs xargs xargs xargs xargs cat", "deeply");
-    accepted("xargs -0 grep -l foo");
-    accepted("xargs -n 1 wc -l");
-  });
-
   it("refuses tee", () => {
     refused("tee x", "tee");
     refused("ls | tee -a x", "tee");
@@ -107,26 +49,6 @@ describe("classifyShellCommand: the gaps of the earlier classifier", () => {
     refused("cat <<EOF\n$(x)\nEOF", "command substitution");
     refused("cat <<EOF >out\nx\nEOF", ">out");
     refused("cat <<EOF\nEO\\\nF\nrm -rf x\nEOF", "backslash continuation");
-  });
-
-  it("refuses sed -i, --in-place, -i.bak, -ni and the w, W, e commands and flags", () => {
-    for (const command of [
-      "sed -i s/a/b/ f",
-      "sed --in-place s/a/b/ f",
-      "sed -i.bak s/a/b/ f",
-      "sed -ni p f",
-      "sed -n -i p f",
-    ]) {
-      refused(command, "in place");
-    }
-    refused("sed 's/a/b/w out' f", "writes");
-    refused("sed 's/a/b/gw out' f", "writes");
-    refused("sed 'w out' f", "writes");
-    refused("sed 'W out' f", "writes");
-    refused("sed 'e ls' f", "runs");
-    refused("sed 's/a/b/e' f", "runs");
-    refused("sed -n '/a/{p;w out\n}' f", "writes");
-    accepted("sed -n 's/we/ew/p' f");
   });
 
   it("refuses every output redirection form except /dev/null and descriptor duplications", () => {
@@ -178,13 +100,6 @@ describe("classifyShellCommand: the gaps of the earlier classifier", () => {
     }
   });
 
-  it("resolves option abbreviations as getopt_long does (#11 finding 15)", () => {
-    for (const command of ["xargs --pr=X echo", "xargs --p=X echo", "xargs --process-slot-var=X echo"]) {
-      refused(command, /process-slot-var/);
-    }
-    accepted("xargs -0 echo");
-  });
-
   it("refuses a redirection that is or may be a network connection (#11 finding 2)", () => {
     for (const command of [
       "cat /proc/$PPID/environ </dev/tcp/127.0.0.1/9$?99 >&0",
@@ -205,32 +120,6 @@ describe("classifyShellCommand: the gaps of the earlier classifier", () => {
     refused("ls &", "background");
     refused("curl -o x http://a", "curl");
     refused("wget http://a", "wget");
-  });
-
-  it("allows only read-only git subcommands and no option that runs a program or writes", () => {
-    for (const command of [
-      "git status",
-      "git log",
-      "git diff",
-      "git show",
-      "git branch",
-      "git branch --list",
-      "git rev-parse HEAD",
-      "git ls-files",
-      "git blame f",
-      "git grep x",
-    ]) {
-      expect(classifyShellCommand(command).readOnly, command).toBe(true);
-    }
-    refused("git -c core.pager=sh log", "-c");
-    refused("git log --output=x", "--output");
-    refused("git diff --ext-diff", "ext-diff");
-    refused("git branch topic", "creates a branch");
-    refused("git commit", "not a read-only git subcommand");
-  });
-
-  it("refuses awk programs with >, |, system, getline", () => {
-    for (const token of [">", "|", "system", "getline"]) refused(`awk '{ x ${token} y }' f`, token);
   });
 
   it("refuses globs and variables as arguments of commands whose options write", () => {
@@ -289,128 +178,6 @@ describe("classifyShellCommand: properties", () => {
     expect(READ_ONLY_SHELL_COMMANDS).toContain("grep");
     expect(READ_ONLY_SHELL_COMMANDS).not.toContain("tee");
   });
-});
-
-const SHELL_ALPHABET = [
-  "a",
-  "b",
-  " ",
-  "'",
-  '"',
-  "\\",
-  "$",
-  "#",
-  "\n",
-  ";",
-  "|",
-  "&",
-  "(",
-  ")",
-  "<",
-  ">",
-  "{",
-  "}",
-  "*",
-  "=",
-  "-",
-  "x",
-  "`",
-  "!",
-];
-
-/** Where bash is, if it is here: the differential tests compare the classifier with it. */
-const bashPath = spawnSync("bash", ["-c", "command -v bash"], { encoding: "utf8" }).stdout?.trim() ?? "";
-const bash = bashPath.startsWith("/");
-
-/** The words bash passes to a command for `line`, or undefined when bash rejects the line. */
-function bashWords(line: string): string[] | undefined {
-  const result = spawnSync(bashPath, ["--noprofile", "--norc", "-c", `printf '%s\\0' ${line}`], {
-    encoding: "utf8",
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
-  });
-  if (result.status !== 0) return undefined;
-  return result.stdout.split("\0").slice(0, -1);
-}
-
-describe.skipIf(!bash)("the tokenizer agrees with bash", () => {
-  const samples = [
-    "a 'b c' \"d e\"",
-    "a\\ b",
-    '"a\\"b"',
-    "'a'\"b\"c",
-    '"\\$x"',
-    '"a\\\\b"',
-    '"a\\qb"',
-    "a\\\nb",
-    '"line\\\ncont"',
-    "'' \"\"",
-    "a#b",
-    "a #comment",
-    '"#"',
-    "'\\n'",
-    '"$"',
-    "a$",
-    "x{} {}",
-    "a=b --opt='v w'",
-    '"\\`"',
-    "'é' \"ü\"",
-    "-- -delete",
-    "'it'\\''s'",
-  ];
-
-  it.each(samples.map((sample) => [JSON.stringify(sample), sample] as const))("%s", (_, sample) => {
-    const ours = splitShellWords(sample);
-    expect(ours).toBeDefined();
-    expect(ours).toEqual(bashWords(sample));
-  });
-
-  it("does not claim to understand a trailing backslash, whose meaning bash makes depend on the lines before it", () => {
-    // Found by the property below: bash keeps the backslash of `a\` but drops the one of `'\<newline>'\`.
-    expect(splitShellWords("'\\\n'\\")).toBeUndefined();
-    expect(splitShellWords("cat a\\")).toBeUndefined();
-    expect(classifyShellCommand("cat a\\").readOnly).toBe(false);
-  });
-
-  it("agrees on random lines made of quoting characters", () => {
-    fc.assert(
-      fc.property(
-        fc.array(
-          fc.constantFrom(
-            "a",
-            "b",
-            " ",
-            "'",
-            '"',
-            "\\",
-            "\\\n",
-            "$",
-            "#",
-            "=",
-            "-",
-            "\n",
-            "x",
-            "{",
-            "}",
-            "(",
-            ";",
-          ),
-          {
-            maxLength: 16,
-          },
-        ),
-        (parts) => {
-          const line = parts.join("");
-          const ours = splitShellWords(line);
-          // Lines the tokenizer accepts as literal words must give bash's words; newlines make several commands.
-          // (printf with no words still prints once, so the empty line is skipped too.)
-          if (ours === undefined || ours.length === 0 || line.replaceAll("\\\n", "").includes("\n")) return;
-          expect(ours).toEqual(bashWords(line));
-        },
-      ),
-      { numRuns: 150 },
-    );
-    // 150 bash processes: on a loaded 2-core machine this can take longer than the default 5 s.
-  }, 30_000);
 });
 
 /**
