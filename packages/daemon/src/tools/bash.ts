@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import { classifyShellCommand, type ToolOutcome } from "@forkd/core";
 import { ABORTED, describeError, fail, type ToolRun } from "./context.js";
+import { SAFE_GIT_ENV } from "./git-safety.js";
 import { HeadTailBuffer } from "./output.js";
 import { type Sandbox, sandboxedShell } from "./sandbox.js";
 
@@ -62,30 +63,6 @@ export function minimalShellEnv(workspace: string, cwd: string): Record<string, 
   }
   return env;
 }
-
-/**
- * Under every policy, git configuration that would make a git command run a program the model may
- * have planted is overridden (these variables outrank every config file): no system or global
- * config, no hooks, no file-system monitor, no pager, no bare repository found by walking up (a
- * model could write one, config included, anywhere in the workspace). Write and Edit refuse
- * `.git/`, and the sandbox mounts `.git`'s config, hooks and info read-only under every policy, so
- * a repository's own config is the parent's.
- */
-export const SAFE_GIT_ENV: Readonly<Record<string, string>> = {
-  GIT_CONFIG_NOSYSTEM: "1",
-  // The daemon user's ~/.gitconfig (unsandboxed, HOME is the daemon's) is not the run's either.
-  GIT_CONFIG_GLOBAL: "/dev/null",
-  GIT_ATTR_NOSYSTEM: "1",
-  GIT_CONFIG_COUNT: "4",
-  GIT_CONFIG_KEY_0: "core.fsmonitor",
-  GIT_CONFIG_VALUE_0: "false",
-  GIT_CONFIG_KEY_1: "core.pager",
-  GIT_CONFIG_VALUE_1: "cat",
-  GIT_CONFIG_KEY_2: "core.hooksPath",
-  GIT_CONFIG_VALUE_2: "/dev/null",
-  GIT_CONFIG_KEY_3: "safe.bareRepository",
-  GIT_CONFIG_VALUE_3: "explicit",
-};
 
 /** Whether the classifier judges `command` to change nothing. */
 export function isReadOnlyCommand(command: string): boolean {

@@ -81,21 +81,29 @@ function systemBinds(): string[] {
 }
 
 /**
- * What of a repository's `.git` runs programs or says what runs them: its config (`diff.external`,
- * `core.fsmonitor`, filters, textconv drivers, aliases, includes), hooks and `info/attributes`.
- * Mounted read-only even where the workspace is writable, so that a command under the `full`
- * policy can still commit but cannot plant what a later `git diff` — of a read-only run, whose
- * classifier allows it — would run.
+ * What of a repository's `.git` runs programs or says where git looks: its config
+ * (`diff.external`, `core.fsmonitor`, filters, textconv drivers, aliases, includes), hooks,
+ * `info/attributes`, each worktree's `commondir`, `gitdir` and `config.worktree`, and a worktree's
+ * own `.git` file. Mounted read-only even where the workspace is writable, so that a command under
+ * the `full` policy can still commit but cannot plant what a later `git diff` of a read-only run —
+ * or the daemon's own commit of a worktree, outside the sandbox — would run or follow.
  */
 const GIT_PROGRAM_FILES = ["config", "config.worktree", "hooks", "info"];
+const WORKTREE_ADMIN_FILES = ["commondir", "gitdir", "config.worktree"];
 
 function gitConfigBinds(visible: readonly string[]): string[] {
+  const readOnly = (paths: readonly string[]) =>
+    paths.filter((path) => existsSync(path)).flatMap((path) => ["--ro-bind", path, path]);
   return visible.flatMap((dir) => {
     const gitDir = join(dir, ".git");
-    if (!existsSync(gitDir) || !statSync(gitDir).isDirectory()) return [];
-    return GIT_PROGRAM_FILES.map((name) => join(gitDir, name))
-      .filter((path) => existsSync(path))
-      .flatMap((path) => ["--ro-bind", path, path]);
+    if (!existsSync(gitDir)) return [];
+    if (!statSync(gitDir).isDirectory()) return readOnly([gitDir]);
+    const worktrees = join(gitDir, "worktrees");
+    const admins = existsSync(worktrees) ? readdirSync(worktrees).map((name) => join(worktrees, name)) : [];
+    return readOnly([
+      ...GIT_PROGRAM_FILES.map((name) => join(gitDir, name)),
+      ...admins.flatMap((admin) => WORKTREE_ADMIN_FILES.map((name) => join(admin, name))),
+    ]);
   });
 }
 

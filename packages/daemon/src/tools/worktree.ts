@@ -4,10 +4,12 @@
 import { execFile } from "node:child_process";
 import { rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { isAbsolute, join, relative } from "node:path";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { isValidRunId } from "@forkd/protocol";
 import { DaemonError } from "../errors.js";
 import type { PathAlias } from "./context.js";
+import { GIT_COMMAND_SCOPE_OVERRIDES } from "./git-safety.js";
+import { secretsOf } from "./secrets.js";
 
 /** Prefix of every run's branch: `forkd/<run_id>`. */
 export const WORKTREE_BRANCH_PREFIX = "forkd/";
@@ -129,15 +131,41 @@ export async function createRunWorktree(options: CreateRunWorktreeOptions): Prom
 
   await git("create", repoDir, ["worktree", "prune"], signal);
   const existing = (await listWorktrees(repoDir, signal)).find((w) => w.branch === `refs/heads/${branch}`);
+  const commonDir = (
+    await git("create", repoDir, ["rev-parse", "--path-format=absolute", "--git-common-dir"], signal)
+  ).trim();
   if (existing !== undefined && (await isDirectory(existing.path))) {
-    return handle({ path: existing.path, branch, repoDir, baseSha, resumed: true, author });
+    const pinned = await pinGitDir(existing.path, commonDir, signal);
+    return handle({ path: existing.path, branch, repoDir, baseSha, resumed: true, author, pinned });
   }
   // A directory left by a crash between mkdir and registration would make `worktree add` fail.
   if (await isDirectory(path)) await rm(path, { recursive: true, force: true });
   const resumed = await branchExists(repoDir, branch, signal);
   const add = resumed ? [path, branch] : ["-b", branch, path, baseSha];
   await git("create", repoDir, ["worktree", "add", "--quiet", ...add], signal);
-  return handle({ path, branch, repoDir, baseSha, resumed, author });
+  const pinned = await pinGitDir(path, commonDir, signal);
+  return handle({ path, branch, repoDir, baseSha, resumed, author, pinned });
+}
+
+/**
+ * The worktree's git directory, which must be one of the repository's (`<common>/worktrees/<name>`):
+ * anything else means its `.git` file was rewritten, and the daemon's git must not follow it.
+ */
+async function pinGitDir(
+  workTree: string,
+  commonDir: string,
+  signal: AbortSignal | undefined,
+): Promise<PinnedGitDir> {
+  const gitDir = (
+    await git("create", workTree, ["rev-parse", "--path-format=absolute", "--git-dir"], signal)
+  ).trim();
+  if (!gitDir.startsWith(join(commonDir, "worktrees") + sep)) {
+    throw new WorktreeError(
+      "create",
+      `the worktree ${workTree} points at ${gitDir}, which is not a worktree of ${commonDir}: its .git file was rewritten`,
+    );
+  }
+  return { gitDir, commonDir, workTree };
 }
 
 function handle(w: {
@@ -147,6 +175,7 @@ function handle(w: {
   baseSha: string;
   resumed: boolean;
   author: CommitAuthor;
+  pinned: PinnedGitDir;
 }): RunWorktree {
   return {
     path: w.path,
@@ -166,19 +195,20 @@ function handle(w: {
     },
     async commitChanges(message, options = {}) {
       const { signal } = options;
-      await git("commit", w.path, ["add", "--all"], signal);
+      await git("commit", w.path, ["add", "--all"], signal, w.pinned);
       const staged = await git(
         "commit",
         w.path,
         ["diff", "--cached", "--name-only", "--no-renames", "-z"],
         signal,
+        w.pinned,
       );
       const files = staged.split("\0").filter((f) => f !== "");
       if (files.length === 0) return null;
       const identity = ["-c", `user.name=${w.author.name}`, "-c", `user.email=${w.author.email}`];
       const commit = ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message];
-      await git("commit", w.path, [...identity, ...commit], signal);
-      const sha = (await git("commit", w.path, ["rev-parse", "HEAD"], signal)).trim();
+      await git("commit", w.path, [...identity, ...commit], signal, w.pinned);
+      const sha = (await git("commit", w.path, ["rev-parse", "HEAD"], signal, w.pinned)).trim();
       return { sha, branch: w.branch, files_changed: files };
     },
     async remove(options = {}) {
@@ -231,14 +261,37 @@ async function isDirectory(path: string): Promise<boolean> {
   );
 }
 
-/** git's environment: the daemon's, minus `GIT_*` variables that would point it at another repository. */
-function gitEnv(): NodeJS.ProcessEnv {
+/**
+ * git's environment: the daemon's, minus `GIT_*` variables that would point it at another
+ * repository and minus its secrets (a filter driver git runs must not read them), plus the
+ * command-scope overrides that turn off hooks and the file-system monitor whatever a config says.
+ * `pinned` names the repository explicitly (see {@link PinnedGitDir}).
+ */
+function gitEnv(pinned?: PinnedGitDir): NodeJS.ProcessEnv {
+  const secrets = new Set(secretsOf(process.env).map((secret) => secret.name));
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith("GIT_")) env[name] = value;
+    if (!name.startsWith("GIT_") && !secrets.has(name)) env[name] = value;
   }
   env.GIT_TERMINAL_PROMPT = "0";
+  Object.assign(env, GIT_COMMAND_SCOPE_OVERRIDES);
+  if (pinned !== undefined) {
+    env.GIT_DIR = pinned.gitDir;
+    env.GIT_COMMON_DIR = pinned.commonDir;
+    env.GIT_WORK_TREE = pinned.workTree;
+  }
   return env;
+}
+
+/**
+ * Where a worktree's repository is, found before the model had the worktree: the daemon's own git
+ * commands on it name these explicitly, so a `.git` file or a `commondir` the model rewrote under
+ * the `full` policy cannot point them at a repository (and config) of the model's making.
+ */
+interface PinnedGitDir {
+  gitDir: string;
+  commonDir: string;
+  workTree: string;
 }
 
 /** Runs git in `cwd`; rejects with a {@link WorktreeError} carrying git's stderr. */
@@ -247,6 +300,7 @@ function git(
   cwd: string,
   args: string[],
   signal: AbortSignal | undefined,
+  pinned?: PinnedGitDir,
 ): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
@@ -254,7 +308,7 @@ function git(
       args,
       {
         cwd,
-        env: gitEnv(),
+        env: gitEnv(pinned),
         maxBuffer: MAX_GIT_OUTPUT_BYTES,
         encoding: "utf8",
         ...(signal ? { signal } : {}),
