@@ -1,10 +1,18 @@
 // ripgrep and the Silver Searcher: --pre, --hostname-bin and --pager run programs.
 import { longOptionIs, parseOptions, type Validator } from "../options.js";
 
-/** ripgrep: `--pre` and `--hostname-bin` run programs. */
+/**
+ * ripgrep: `--pre` and `--hostname-bin` run programs. Matched by prefix like getopt_long's
+ * abbreviations: ripgrep takes none today, and a version that did must not open a hole.
+ */
 export const rgValidator: Validator = (_name, args) => {
-  const runs = args.find((word) => /^--(?:pre|hostname-bin)(?:=|$)/.test(word.value));
-  return runs === undefined ? undefined : `rg ${runs.value.split("=")[0]} runs a program`;
+  const { parsed } = parseOptions(args, {});
+  for (const arg of parsed) {
+    if (arg.kind !== "long" || arg.name === "") continue;
+    const option = longOptionIs(arg.name, ["pre", "hostname-bin"], ["pre-glob"]);
+    if (option !== undefined) return `rg --${option} runs a program`;
+  }
+  return undefined;
 };
 
 /** The Silver Searcher: `--pager` runs a program (getopt_long, so abbreviations count). */
