@@ -30,7 +30,11 @@ export interface ModelReply {
 
 const WRITE_TOOLS = new Set(["Write", "Edit", "MultiEdit", "NotebookEdit"]);
 const PATH_KEYS = ["file_path", "path", "notebook_path"];
-const FILE_LIKE = /(?:[\w.-]+\/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}\b/g;
+// A path starts where a word does (the lookbehind), so a long run of word characters is scanned
+// once, not once per position; and only the start of the scope is searched (a child's directive
+// names its files up front), so a prompt of a million characters costs what one of 8k does.
+const FILE_LIKE = /(?<![\w./-])(?:[\w.-]+\/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}\b/g;
+const FILE_SCAN_CHARS = 8192;
 const WORDS = [
   "fork",
   "cache",
@@ -141,7 +145,7 @@ function pathsOf(input: Record<string, unknown>): string[] {
 }
 
 function report(scope: string, seed: string, history: ToolHistory[], issues: string[]): string {
-  const keyFiles = new Set<string>(scope.match(FILE_LIKE) ?? []);
+  const keyFiles = new Set<string>(scope.slice(0, FILE_SCAN_CHARS).match(FILE_LIKE) ?? []);
   const changed = new Set<string>();
   const results: string[] = [];
   for (const h of history) {
