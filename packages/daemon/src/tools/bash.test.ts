@@ -6,6 +6,7 @@ import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ToolExecutionContext, ToolOutcome } from "@forkd/core";
+import { waitFor } from "@forkd/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type BuiltinToolDispatcherOptions, createBuiltinToolDispatcher } from "./dispatcher.js";
 
@@ -166,6 +167,11 @@ describe("Bash", () => {
     const out = await bash({ command: "sleep 30 & echo $!" });
     expect(out.isError).toBe(false);
     const pid = Number(out.content.split("\n")[0]);
-    expect(isRunning(pid)).toBe(false);
+    // SIGKILL is delivered asynchronously: the group was signalled before the tool returned, and the
+    // process is gone a moment later (left alone, it would sleep for 30 s).
+    await waitFor(() => !isRunning(pid), {
+      timeoutMs: 2_000,
+      message: `background sleep ${pid} to be killed`,
+    });
   });
 });
