@@ -127,7 +127,7 @@ describe("forkd under deploy/nats/accounts.conf", () => {
 
   it("a prefix larger than max_payload crosses through the object store", async () => {
     const fixture = await loadFixture("300k");
-    const prefix = createForkPrefix(fixture.request, fixture.response);
+    const prefix = createForkPrefix(fixture.request, fixture.response, { betas: fixture.betas ?? [] });
     expect(JSON.stringify(prefix).length).toBeGreaterThan(parentNc.info!.max_payload);
     const handles = parent.fanOut({ prefix, parent: { agent_id: "deployed-parent" } }, [
       { directive: "First child of the big parent." },

@@ -48,7 +48,7 @@ describe("prefixes through the object store", () => {
   it("forks the 300k-token fixture, whose prefix is larger than max_payload", async () => {
     const { forks, nc, sim } = stack();
     const fixture = await loadFixture("300k");
-    const prefix = createForkPrefix(fixture.request, fixture.response);
+    const prefix = createForkPrefix(fixture.request, fixture.response, { betas: fixture.betas ?? [] });
     const maxPayload = nc.info!.max_payload;
     expect(JSON.stringify(prefix).length).toBeGreaterThan(maxPayload);
 

@@ -2,7 +2,7 @@
 // that `--help` is instant; docs/cli.md says the same at length.
 
 /** The commands of `forkd`, in the order the help lists them. */
-export const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo"] as const;
+export const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo", "models"] as const;
 
 /** A command name. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
@@ -36,6 +36,7 @@ export const SUMMARIES: Record<CommandName, string> = {
   abort: "abort a run",
   sim: "run the Anthropic API simulator",
   demo: "the whole thing on one machine: NATS, simulator, 3 daemons, 5 forks, the bill",
+  models: "what forkd knows of each model: prices, minimum cacheable prompt, context window",
 };
 
 const MAIN = `forkd — run LLM fork sub-agents on a cluster of daemons over NATS JetStream
@@ -206,6 +207,26 @@ Examples:
 
 Exit codes: 0 the abort was sent (or the run had already ended) · 2 usage · 3 NATS unavailable ·
 4 no such run`,
+
+  models: `forkd models — the per-model facts forkd prices, caches and checks by
+
+Usage: forkd models [MODEL] [options]
+
+Without MODEL, lists every model family forkd knows; with MODEL (any id, e.g. a dated or
+provider-qualified one), shows the row it resolves to. Prices include a FORKD_PRICES file's rows.
+A model forkd does not know is unpriced, never billed as $0.
+
+Options:
+  --beta NAME          a beta the request is sent with (repeatable); context-1m-2025-08-07 opens
+                       the 1M window of the models that have it
+  --json               print the facts as JSON
+${COMMON}
+
+Examples:
+  forkd models
+  forkd models us.anthropic.claude-sonnet-4-6-v1:0 --beta context-1m-2025-08-07
+
+Exit codes: 0 ok · 2 usage`,
 
   sim: `forkd sim — run the Anthropic API simulator
 

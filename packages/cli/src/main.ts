@@ -14,6 +14,7 @@ const COMMANDS: Record<CommandName, () => Promise<{ run: Command }>> = {
   abort: () => import("./commands/abort.js"),
   sim: () => import("./commands/sim.js"),
   demo: () => import("./commands/demo.js"),
+  models: () => import("./commands/models.js"),
 };
 
 /** The arguments before `--` (after it, everything is a value). */

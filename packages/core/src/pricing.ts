@@ -1,6 +1,7 @@
-// What models cost, per model family, and the price of a set of tokens. One table to update when
-// prices change; @forkd/llm uses it too.
+// The price of a set of tokens. The prices themselves are rows of @forkd/protocol's model facts table,
+// the one place to update when they change; @forkd/llm prices with this module too.
 import { readFileSync } from "node:fs";
+import { longestPrefixLookup, MODEL_FACTS, type ModelFacts } from "@forkd/protocol";
 import { InvalidPricingError } from "./errors.js";
 
 /** Price multiplier of input tokens written to the cache with the 5-minute TTL. */
@@ -10,69 +11,15 @@ export const CACHE_WRITE_1H_MULTIPLIER = 2;
 /** Price multiplier of input tokens read from the cache. */
 export const CACHE_READ_MULTIPLIER = 0.1;
 
-/** The price of one model family. */
-export interface ModelPricing {
-  /** Family name, e.g. `"claude-sonnet-4-5"`. */
-  family: string;
-  /** Model id prefixes of the family, e.g. `["claude-sonnet-4-5"]` matches `claude-sonnet-4-5-20250929`. */
-  prefixes: readonly string[];
-  /** Base input price. @unit USD per million tokens */
-  inputUsdPerMTok: number;
-  /** Output price. @unit USD per million tokens */
-  outputUsdPerMTok: number;
-}
+/** The price of one model family: the price columns of `@forkd/protocol`'s {@link ModelFacts}. */
+export type ModelPricing = Pick<ModelFacts, "family" | "prefixes" | "inputUsdPerMTok" | "outputUsdPerMTok">;
 
 /**
- * List prices (standard context, no batch discount). The input prices of every model the
- * `@anthropic-ai/sdk` `Model` type names were read, on 2026-11-25, from the cost the real Claude
- * Code CLI (2.1.331) computes for its own requests (`modelUsage[m].costUSD`); output is five times
- * input, as for every Anthropic model. The longest matching prefix wins, so `claude-opus-4-5` is
- * priced apart from the older `claude-opus-4*` and `claude-opus-5-5` apart from `claude-opus-5`.
- * A model matching no row is unpriced (never $0); `FORKD_PRICES` adds or replaces rows.
+ * List prices (standard context, no batch discount) of every model in `@forkd/protocol`'s
+ * {@link MODEL_FACTS}, where their source is cited. A model matching no row is unpriced (never $0);
+ * `FORKD_PRICES` adds or replaces rows.
  */
-export const DEFAULT_MODEL_PRICING: readonly ModelPricing[] = [
-  { family: "claude-fable-5-2", prefixes: ["claude-fable-5-2"], inputUsdPerMTok: 8, outputUsdPerMTok: 40 },
-  { family: "claude-mythos-5-2", prefixes: ["claude-mythos-5-2"], inputUsdPerMTok: 8, outputUsdPerMTok: 40 },
-  { family: "claude-haiku-5-5", prefixes: ["claude-haiku-5-5"], inputUsdPerMTok: 0.1, outputUsdPerMTok: 0.5 },
-  { family: "claude-sonnet-5-5", prefixes: ["claude-sonnet-5-5"], inputUsdPerMTok: 2, outputUsdPerMTok: 10 },
-  { family: "claude-opus-5-5", prefixes: ["claude-opus-5-5"], inputUsdPerMTok: 4, outputUsdPerMTok: 20 },
-  { family: "claude-fable-5-1", prefixes: ["claude-fable-5-1"], inputUsdPerMTok: 10, outputUsdPerMTok: 50 },
-  { family: "claude-mythos-5-1", prefixes: ["claude-mythos-5-1"], inputUsdPerMTok: 10, outputUsdPerMTok: 50 },
-  { family: "claude-fable-5", prefixes: ["claude-fable-5"], inputUsdPerMTok: 10, outputUsdPerMTok: 50 },
-  { family: "claude-mythos-5", prefixes: ["claude-mythos-5"], inputUsdPerMTok: 10, outputUsdPerMTok: 50 },
-  { family: "claude-sonnet-5", prefixes: ["claude-sonnet-5"], inputUsdPerMTok: 2, outputUsdPerMTok: 10 },
-  { family: "claude-opus-5", prefixes: ["claude-opus-5"], inputUsdPerMTok: 5, outputUsdPerMTok: 25 },
-  {
-    family: "claude-mythos-preview",
-    prefixes: ["claude-mythos-preview"],
-    inputUsdPerMTok: 4,
-    outputUsdPerMTok: 20,
-  },
-  { family: "claude-opus-4-8", prefixes: ["claude-opus-4-8"], inputUsdPerMTok: 5, outputUsdPerMTok: 25 },
-  { family: "claude-opus-4-7", prefixes: ["claude-opus-4-7"], inputUsdPerMTok: 5, outputUsdPerMTok: 25 },
-  { family: "claude-opus-4-6", prefixes: ["claude-opus-4-6"], inputUsdPerMTok: 5, outputUsdPerMTok: 25 },
-  { family: "claude-opus-4-5", prefixes: ["claude-opus-4-5"], inputUsdPerMTok: 5, outputUsdPerMTok: 25 },
-  { family: "claude-sonnet-4-6", prefixes: ["claude-sonnet-4-6"], inputUsdPerMTok: 3, outputUsdPerMTok: 15 },
-  { family: "claude-sonnet-4-5", prefixes: ["claude-sonnet-4-5"], inputUsdPerMTok: 3, outputUsdPerMTok: 15 },
-  { family: "claude-haiku-4-5", prefixes: ["claude-haiku-4-5"], inputUsdPerMTok: 1, outputUsdPerMTok: 5 },
-  { family: "claude-opus-4", prefixes: ["claude-opus-4"], inputUsdPerMTok: 15, outputUsdPerMTok: 75 },
-  { family: "claude-sonnet-4", prefixes: ["claude-sonnet-4"], inputUsdPerMTok: 3, outputUsdPerMTok: 15 },
-  {
-    family: "claude-3-7-sonnet",
-    prefixes: ["claude-3-7-sonnet"],
-    inputUsdPerMTok: 3,
-    outputUsdPerMTok: 15,
-  },
-  {
-    family: "claude-3-5-sonnet",
-    prefixes: ["claude-3-5-sonnet"],
-    inputUsdPerMTok: 3,
-    outputUsdPerMTok: 15,
-  },
-  { family: "claude-3-5-haiku", prefixes: ["claude-3-5-haiku"], inputUsdPerMTok: 0.8, outputUsdPerMTok: 4 },
-  { family: "claude-3-opus", prefixes: ["claude-3-opus"], inputUsdPerMTok: 15, outputUsdPerMTok: 75 },
-  { family: "claude-3-haiku", prefixes: ["claude-3-haiku"], inputUsdPerMTok: 0.25, outputUsdPerMTok: 1.25 },
-];
+export const DEFAULT_MODEL_PRICING: readonly ModelPricing[] = MODEL_FACTS;
 
 /** Token counts by price class. */
 export interface TokenCounts {
@@ -91,27 +38,9 @@ export interface PricingTable {
   lookup(model: string): ModelPricing | undefined;
 }
 
-// Provider-qualified ids name the same models: `anthropic.claude-…-v1:0` (Bedrock, with an optional
-// region prefix such as `us.`), `claude-…@20250929` (Vertex), `anthropic/claude-…` (routers).
-function normaliseModelId(model: string): string {
-  let id = model.trim().toLowerCase();
-  id = id.replace(/^(?:[a-z]{2}\.)?anthropic[./]/, "");
-  id = id.replace(/@.*$/, "");
-  return id;
-}
-
 /** Builds a pricing table. Lookup is by the longest matching id prefix, after provider qualifiers are removed. */
 export function createPricingTable(entries: readonly ModelPricing[] = DEFAULT_MODEL_PRICING): PricingTable {
-  const byPrefix = entries
-    .flatMap((entry) => entry.prefixes.map((prefix) => ({ prefix: prefix.toLowerCase(), entry })))
-    .sort((a, b) => b.prefix.length - a.prefix.length);
-  return {
-    entries,
-    lookup(model) {
-      const id = normaliseModelId(model);
-      return byPrefix.find(({ prefix }) => id.startsWith(prefix))?.entry;
-    },
-  };
+  return { entries, lookup: longestPrefixLookup(entries) };
 }
 
 /**

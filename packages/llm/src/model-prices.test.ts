@@ -11,6 +11,7 @@ import {
   InvalidPricingError,
   readPricingFile,
 } from "@forkd/core";
+import { modelFacts } from "@forkd/protocol";
 import { afterAll, describe, expect, expectTypeOf, it } from "vitest";
 
 /** The literal members of a union that also admits any string. */
@@ -45,9 +46,12 @@ const dir = mkdtempSync(join(tmpdir(), "forkd-prices-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("model prices", () => {
-  it("cover every model the SDK's Model type names (typecheck fails when the SDK adds one)", () => {
+  it("and facts cover every model the SDK's Model type names (typecheck fails when the SDK adds one)", () => {
     expectTypeOf<(typeof SDK_MODELS)[number]>().toEqualTypeOf<Literals<Model>>();
-    for (const model of SDK_MODELS) expect(defaultPricingTable.lookup(model), model).toBeDefined();
+    for (const model of SDK_MODELS) {
+      expect(defaultPricingTable.lookup(model), model).toBeDefined();
+      expect(modelFacts(model)?.family, model).toBe(defaultPricingTable.lookup(model)?.family);
+    }
   });
 
   it("tell point releases apart from their family (longest prefix)", () => {

@@ -116,8 +116,18 @@ export {
   MAX_RUN_ID_LENGTH,
   MAX_SPEC_BYTES,
 } from "./limits.js";
-export type { MinCacheableRule } from "./model-facts.js";
-export { DEFAULT_MIN_CACHEABLE_TOKENS, MIN_CACHEABLE_TOKENS, minCacheableTokens } from "./model-facts.js";
+export type { ModelFacts } from "./model-facts.js";
+export {
+  CONTEXT_1M_BETA,
+  contextWindowTokens,
+  DEFAULT_CONTEXT_WINDOW_TOKENS,
+  DEFAULT_MIN_CACHEABLE_TOKENS,
+  longestPrefixLookup,
+  MODEL_FACTS,
+  minCacheableTokens,
+  modelFacts,
+  normaliseModelId,
+} from "./model-facts.js";
 export type { DaemonInfo, RunState, RunStatus } from "./registry.js";
 export { DaemonInfoSchema, RunStateSchema, RunStatusSchema } from "./registry.js";
 export type {

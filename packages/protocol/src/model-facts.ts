@@ -1,45 +1,128 @@
 /**
- * Per-model facts the prompt cache depends on, in one place for every package: the minimum
- * cacheable prompt length. A prefix shorter than the model's minimum is not cached and no error is
- * raised (Anthropic's documented behaviour). The cache-break detector of `@forkd/core` and the
- * simulator's cache both read this table, so they cannot disagree. (Prices live in
- * `@forkd/core`'s pricing table.)
+ * What forkd knows of each model, in one table for every package: list prices, the minimum
+ * cacheable prompt length and the context window. `@forkd/core` prices usage and detects cache
+ * breaks with it, the simulator caches and refuses over-long prompts with it, and the CLI shows it
+ * (`forkd models`), so none of them can disagree.
  */
 
-/** One row of {@link MIN_CACHEABLE_TOKENS}. */
-export interface MinCacheableRule {
-  /** Matched against the model name. */
-  pattern: RegExp;
-  /** @unit tokens */
-  tokens: number;
-  /** The models the row stands for. */
-  models: string;
+/** Beta that opens a 1M-token context window on models whose standard window is 200k. */
+export const CONTEXT_1M_BETA = "context-1m-2025-08-07";
+
+/** Everything forkd knows of one model family. */
+export interface ModelFacts {
+  /** Family name, e.g. `"claude-sonnet-4-6"`. */
+  family: string;
+  /** Model id prefixes of the family; `["claude-sonnet-4-5"]` matches `claude-sonnet-4-5-20250929`. */
+  prefixes: readonly string[];
+  /** Base input price. @unit USD per million tokens */
+  inputUsdPerMTok: number;
+  /** Output price. @unit USD per million tokens */
+  outputUsdPerMTok: number;
+  /** A shorter prompt is not cached, and no error is raised. @unit tokens */
+  minCacheableTokens: number;
+  /** The longest prompt the model accepts without a beta. @unit tokens */
+  contextWindowTokens: number;
+  /** A longer window that a beta opens, when the model has one. */
+  extendedContext?: { beta: string; tokens: number };
+}
+
+const K200 = 200_000;
+const M1 = 1_000_000;
+const EXTENDED_1M = { beta: CONTEXT_1M_BETA, tokens: M1 } as const;
+
+function row(
+  family: string,
+  inputUsdPerMTok: number,
+  minCacheableTokens: number,
+  contextWindowTokens: number,
+  extendedContext?: ModelFacts["extendedContext"],
+): ModelFacts {
+  // Output is five times input for every Anthropic model.
+  const facts: ModelFacts = {
+    family,
+    prefixes: [family],
+    inputUsdPerMTok,
+    outputUsdPerMTok: inputUsdPerMTok * 5,
+    minCacheableTokens,
+    contextWindowTokens,
+  };
+  if (extendedContext !== undefined) facts.extendedContext = extendedContext;
+  return facts;
 }
 
 /**
- * Minimum cacheable prompt length by model, first match wins (from Anthropic's prompt-caching
- * documentation and model launch notes). Models matching no row get
- * {@link DEFAULT_MIN_CACHEABLE_TOKENS}.
+ * The facts of every model id the `@anthropic-ai/sdk` `Model` type names, and of older families
+ * still in use. A model id takes the row with the longest matching prefix, so `claude-opus-4-5`
+ * is told apart from the older `claude-opus-4*` and `claude-opus-5-5` from `claude-opus-5`.
  *
- * | models | minimum tokens |
- * | --- | --- |
- * | Claude Opus 5, Fable 5, Mythos 5 (and their point releases) | 512 |
- * | Claude Opus 4.5, Opus 4.6 | 4096 |
- * | Claude Haiku 4.5 | 4096 |
- * | Claude Opus 4.7 | 2048 |
- * | Claude Haiku 3.5, Haiku 3 | 2048 |
- * | every other model (Opus 4.8, Sonnet 5, Sonnet 4.6, 4.5, 4, 3.7, Opus 4.1, 4, 3, unknown names) | 1024 |
+ * - Prices (standard context, no batch discount): read on 2026-11-25 from the cost the real
+ *   Claude Code CLI 2.1.331 computes for its own requests (`modelUsage[m].costUSD`).
+ * - Minimum cacheable length: Anthropic's prompt-caching documentation and launch notes.
+ * - Context window: what Claude Code 2.1.331 reports per model (`modelUsage[m].contextWindow`);
+ *   200k models that accept the `context-1m` beta open 1M with it.
  */
-export const MIN_CACHEABLE_TOKENS: readonly MinCacheableRule[] = [
-  { pattern: /(opus|fable|mythos)-5(?![0-9])/, tokens: 512, models: "Claude Opus 5, Fable 5, Mythos 5" },
-  { pattern: /opus-4[-.][56](?![0-9])/, tokens: 4096, models: "Claude Opus 4.5, Opus 4.6" },
-  { pattern: /haiku-4[-.]5(?![0-9])/, tokens: 4096, models: "Claude Haiku 4.5" },
-  { pattern: /opus-4[-.]7(?![0-9])/, tokens: 2048, models: "Claude Opus 4.7" },
-  { pattern: /3[-.]5-haiku|3-haiku|haiku-3/, tokens: 2048, models: "Claude Haiku 3.5, Haiku 3" },
+export const MODEL_FACTS: readonly ModelFacts[] = [
+  row("claude-fable-5-2", 8, 512, M1),
+  row("claude-mythos-5-2", 8, 512, M1),
+  row("claude-haiku-5-5", 0.1, 1024, M1),
+  row("claude-sonnet-5-5", 2, 1024, M1),
+  row("claude-opus-5-5", 4, 512, M1),
+  row("claude-fable-5-1", 10, 512, M1),
+  row("claude-mythos-5-1", 10, 512, M1),
+  row("claude-fable-5", 10, 512, M1),
+  row("claude-mythos-5", 10, 512, M1),
+  row("claude-sonnet-5", 2, 1024, M1),
+  row("claude-opus-5", 5, 512, M1),
+  row("claude-mythos-preview", 4, 1024, M1),
+  row("claude-opus-4-8", 5, 1024, M1),
+  row("claude-opus-4-7", 5, 2048, M1),
+  row("claude-opus-4-6", 5, 4096, K200, EXTENDED_1M),
+  row("claude-opus-4-5", 5, 4096, K200),
+  row("claude-sonnet-4-6", 3, 1024, K200, EXTENDED_1M),
+  row("claude-sonnet-4-5", 3, 1024, K200, EXTENDED_1M),
+  row("claude-haiku-4-5", 1, 4096, K200),
+  row("claude-opus-4", 15, 1024, K200),
+  row("claude-sonnet-4", 3, 1024, K200, EXTENDED_1M),
+  row("claude-3-7-sonnet", 3, 1024, K200),
+  row("claude-3-5-sonnet", 3, 1024, K200),
+  row("claude-3-5-haiku", 0.8, 2048, K200),
+  row("claude-3-opus", 15, 1024, K200),
+  row("claude-3-haiku", 0.25, 2048, K200),
 ];
 
-/** Minimum for models no row of {@link MIN_CACHEABLE_TOKENS} matches. @unit tokens */
+/** Minimum cacheable length of a model no row of {@link MODEL_FACTS} matches. @unit tokens */
 export const DEFAULT_MIN_CACHEABLE_TOKENS = 1024;
+/** Context window of a model no row of {@link MODEL_FACTS} matches. @unit tokens */
+export const DEFAULT_CONTEXT_WINDOW_TOKENS = K200;
+
+/**
+ * A model id without its provider's qualifiers: `anthropic.claude-…-v1:0` (Bedrock, with an
+ * optional region prefix such as `us.`), `claude-…@20250929` (Vertex), `anthropic/claude-…`
+ * (routers) all name the Anthropic model `claude-…`.
+ */
+export function normaliseModelId(model: string): string {
+  return model
+    .trim()
+    .toLowerCase()
+    .replace(/^(?:[a-z]{2}\.)?anthropic[./]/, "")
+    .replace(/@.*$/, "");
+}
+
+/** A lookup of rows by the longest id prefix, after provider qualifiers are removed. */
+export function longestPrefixLookup<Row extends { prefixes: readonly string[] }>(
+  rows: readonly Row[],
+): (model: string) => Row | undefined {
+  const byPrefix = rows
+    .flatMap((entry) => entry.prefixes.map((prefix) => ({ prefix: prefix.toLowerCase(), entry })))
+    .sort((a, b) => b.prefix.length - a.prefix.length);
+  return (model) => {
+    const id = normaliseModelId(model);
+    return byPrefix.find(({ prefix }) => id.startsWith(prefix))?.entry;
+  };
+}
+
+/** The row of {@link MODEL_FACTS} for `model`, or `undefined` when forkd does not know it. */
+export const modelFacts: (model: string) => ModelFacts | undefined = longestPrefixLookup(MODEL_FACTS);
 
 /**
  * The minimum cacheable prompt length of a model.
@@ -54,6 +137,18 @@ export function minCacheableTokens(model: string, overrides?: Readonly<Record<st
     }
     if (best !== undefined) return best[1];
   }
-  for (const rule of MIN_CACHEABLE_TOKENS) if (rule.pattern.test(model)) return rule.tokens;
-  return DEFAULT_MIN_CACHEABLE_TOKENS;
+  return modelFacts(model)?.minCacheableTokens ?? DEFAULT_MIN_CACHEABLE_TOKENS;
+}
+
+/**
+ * The longest prompt `model` accepts when sent with `betas`: its extended window when one of the
+ * betas opens it, else its standard window.
+ */
+export function contextWindowTokens(model: string, betas: readonly string[] = []): number {
+  const facts = modelFacts(model);
+  if (facts === undefined) return DEFAULT_CONTEXT_WINDOW_TOKENS;
+  const extended = facts.extendedContext;
+  return extended !== undefined && betas.includes(extended.beta)
+    ? extended.tokens
+    : facts.contextWindowTokens;
 }

@@ -1,3 +1,11 @@
-// The simulator's per-model cache facts are @forkd/protocol's: one table for every package.
-export type { MinCacheableRule } from "@forkd/protocol";
-export { DEFAULT_MIN_CACHEABLE_TOKENS, MIN_CACHEABLE_TOKENS, minCacheableTokens } from "@forkd/protocol";
+// The simulator's per-model facts (minimum cacheable length, context window) are @forkd/protocol's:
+// one table for every package.
+export type { ModelFacts } from "@forkd/protocol";
+export {
+  contextWindowTokens,
+  DEFAULT_CONTEXT_WINDOW_TOKENS,
+  DEFAULT_MIN_CACHEABLE_TOKENS,
+  MODEL_FACTS,
+  minCacheableTokens,
+  modelFacts,
+} from "@forkd/protocol";

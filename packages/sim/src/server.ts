@@ -23,6 +23,7 @@ import { type Clock, hiResNow, systemClock } from "./clock.js";
 import {
   type ApiErrorType,
   apiErrorBody,
+  invalidRequest,
   SimApiError,
   SimOptionsError,
   statusOfErrorType,
@@ -30,7 +31,7 @@ import {
 import { describeFault, FaultInjector, type FaultSpec, parseFault } from "./faults.js";
 import { RequestLog, type RequestLogEntry, type RequestTotals, setBody, withoutBody } from "./log.js";
 import { runScriptedModel } from "./model.js";
-import { minCacheableTokens } from "./models.js";
+import { contextWindowTokens, minCacheableTokens } from "./models.js";
 import { layoutPrompt } from "./prompt.js";
 import { type Frame, messageFrames, sseEvent } from "./sse.js";
 import type { InputUsage, MessageResponse, Usage } from "./types.js";
@@ -498,11 +499,17 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     if (body === undefined) return;
     const entry = ex.entry;
     const apiKey = authenticate(ex);
-    const request = validateRequest(parseJson(body.text), "messages", betasOf(ex));
+    const betas = betasOf(ex);
+    const request = validateRequest(parseJson(body.text), "messages", betas);
     entry.model = request.model;
     const stream = request.stream === true;
     entry.stream = stream;
     const layout = layoutPrompt(request);
+    // The API refuses a prompt longer than the model's window (the 1M window only with its beta).
+    const window = contextWindowTokens(request.model, betas);
+    if (layout.totalTokens > window) {
+      throw invalidRequest(`prompt is too long: ${layout.totalTokens} tokens > ${window} maximum`);
+    }
     const breakpoints: Breakpoint[] = resolveBreakpoints(layout, request.cache_control);
     const reply = runScriptedModel(request);
     entry.turn = reply.turn;

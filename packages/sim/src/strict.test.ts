@@ -130,3 +130,32 @@ describe("system messages", () => {
     expect(await refusal(empty, [SYSTEM_BETA])).toMatch(/^messages\.1\.content: /);
   });
 });
+
+describe("prompts longer than the model's context window", () => {
+  /** A one-message request whose prompt is exactly `tokens` long, measured by the simulator's own count. */
+  async function requestOf(model: string, tokens: number) {
+    const probe = { model, max_tokens: 10, messages: [user("abcd")] };
+    const counted = await post<{ input_tokens: number }>(sim, probe, { path: "/v1/messages/count_tokens" });
+    const framing = counted.body.input_tokens - 1;
+    return { model, max_tokens: 10, messages: [user("x".repeat(4 * (tokens - framing)))] };
+  }
+
+  it("are refused one token past the window, in the API's words, and accepted at it", async () => {
+    expect((await post(sim, await requestOf(MODEL, 200_000))).status).toBe(200);
+    expect(await refusal(await requestOf(MODEL, 200_001))).toBe(
+      "prompt is too long: 200001 tokens > 200000 maximum",
+    );
+  });
+
+  it("open to 1M with the context-1m beta, on the models that have it", async () => {
+    const long = await requestOf(MODEL, 200_001);
+    expect((await post(sim, long, { betas: ["context-1m-2025-08-07"] })).status).toBe(200);
+    expect(await refusal(await requestOf(MODEL, 1_000_001), ["context-1m-2025-08-07"])).toBe(
+      "prompt is too long: 1000001 tokens > 1000000 maximum",
+    );
+    expect(await refusal(await requestOf("claude-haiku-4-5", 200_001), ["context-1m-2025-08-07"])).toBe(
+      "prompt is too long: 200001 tokens > 200000 maximum",
+    );
+    expect((await post(sim, await requestOf("claude-opus-4-7", 1_000_000))).status).toBe(200);
+  });
+});

@@ -33,6 +33,8 @@ export interface FixtureResponse {
 export interface ParentTurnFixture {
   /** A one-line summary, e.g. "parent turn: ~4254 tokens (chars/4), 3 messages, ending tool_use". */
   description: string;
+  /** The `anthropic-beta` list the parent sent, when it sent one (the 300k turn needs the 1M window's). */
+  betas?: string[];
   request: FixtureRequest;
   response: FixtureResponse;
 }
@@ -84,6 +86,8 @@ function isParentTurnFixture(value: unknown): value is ParentTurnFixture {
     Array.isArray(request.messages) &&
     isRecord(response) &&
     typeof response.role === "string" &&
-    Array.isArray(response.content)
+    Array.isArray(response.content) &&
+    (value.betas === undefined ||
+      (Array.isArray(value.betas) && value.betas.every((b) => typeof b === "string")))
   );
 }

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import {
+  CONTEXT_1M_BETA,
+  contextWindowTokens,
+  DEFAULT_CONTEXT_WINDOW_TOKENS,
+  MODEL_FACTS,
+  minCacheableTokens,
+  modelFacts,
+  normaliseModelId,
+} from "./model-facts.js";
+
+describe("model facts", () => {
+  it("find a model by its longest id prefix, so point releases are told apart from their family", () => {
+    expect(modelFacts("claude-opus-5-5")?.family).toBe("claude-opus-5-5");
+    expect(modelFacts("claude-opus-5")?.family).toBe("claude-opus-5");
+    expect(modelFacts("claude-opus-5-7-20270101")?.family).toBe("claude-opus-5");
+    expect(modelFacts("claude-opus-4-5-20251101")?.family).toBe("claude-opus-4-5");
+    expect(modelFacts("claude-opus-4-1")?.family).toBe("claude-opus-4");
+    expect(modelFacts("gpt-5")).toBeUndefined();
+  });
+
+  it("name provider-qualified ids by the Anthropic model", () => {
+    expect(normaliseModelId(" us.anthropic.claude-sonnet-4-6-v1:0")).toBe("claude-sonnet-4-6-v1:0");
+    expect(normaliseModelId("claude-sonnet-4-6@20250929")).toBe("claude-sonnet-4-6");
+    expect(normaliseModelId("Anthropic/Claude-Haiku-4-5")).toBe("claude-haiku-4-5");
+    expect(modelFacts("us.anthropic.claude-haiku-4-5-20251001-v1:0")?.family).toBe("claude-haiku-4-5");
+  });
+
+  it("have one row per family, output at five times input, and sane numbers", () => {
+    expect(new Set(MODEL_FACTS.map((row) => row.family)).size).toBe(MODEL_FACTS.length);
+    for (const row of MODEL_FACTS) {
+      expect(row.outputUsdPerMTok, row.family).toBe(row.inputUsdPerMTok * 5);
+      expect(row.minCacheableTokens, row.family).toBeGreaterThanOrEqual(512);
+      expect(row.contextWindowTokens, row.family).toBeGreaterThanOrEqual(200_000);
+    }
+  });
+
+  it("give the minimum cacheable length, overrides first by the longest prefix", () => {
+    expect(minCacheableTokens("claude-opus-4-6")).toBe(4096);
+    expect(minCacheableTokens("claude-opus-5-5")).toBe(512);
+    expect(minCacheableTokens("some-unknown-model")).toBe(1024);
+    expect(minCacheableTokens("claude-opus-4-6", { claude: 10, "claude-opus": 20 })).toBe(20);
+  });
+
+  it("give the context window, opened to 1M only by the beta and only where the model has it", () => {
+    expect(contextWindowTokens("claude-sonnet-4-6")).toBe(200_000);
+    expect(contextWindowTokens("claude-sonnet-4-6", [CONTEXT_1M_BETA])).toBe(1_000_000);
+    expect(contextWindowTokens("claude-sonnet-4-6", ["context-1m"])).toBe(200_000);
+    expect(contextWindowTokens("claude-haiku-4-5", [CONTEXT_1M_BETA])).toBe(200_000);
+    expect(contextWindowTokens("claude-opus-4-7")).toBe(1_000_000);
+    expect(contextWindowTokens("claude-opus-4-6")).toBe(200_000);
+    expect(contextWindowTokens("some-unknown-model", [CONTEXT_1M_BETA])).toBe(DEFAULT_CONTEXT_WINDOW_TOKENS);
+  });
+});
