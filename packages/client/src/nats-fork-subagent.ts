@@ -7,6 +7,7 @@ import {
   type ForkParams,
   type ForkSubagent,
   forkOutcomeFromTerminalEvent,
+  newRunId,
 } from "@forkd/core";
 import {
   abortProof,
@@ -15,7 +16,9 @@ import {
   type ForkPrefix,
   type ForkSpecInput,
   forkSpecCodec,
+  INLINE_PREFIX_THRESHOLD_BYTES,
   isTerminalEvent,
+  isTerminalRunStatus,
   newSecret,
   ownerToken,
   type PermissionRequest,
@@ -25,6 +28,7 @@ import {
   permissionProof,
   permissionRequestCodec,
   permissionResponseCodec,
+  queuedRunState,
   type RunState,
   runStateCodec,
   type ToolHostRef,
@@ -33,7 +37,6 @@ import type { PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
-import { v7 as uuidv7 } from "uuid";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
@@ -59,7 +62,7 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
    * @default "auto"
    */
   prefixTransport?: "auto" | "inline" | "ref";
-  /** @unit bytes @default 32768 */
+  /** @unit bytes @default INLINE_PREFIX_THRESHOLD_BYTES (32 KiB) */
   inlineThresholdBytes?: number;
   /** Answers permission requests of forks launched with `permissions.mode: "ask"`. Without it they time out (deny). */
   onPermission?: PermissionHandler;
@@ -204,7 +207,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   }
 
   #fork(params: ForkParams, releaseAfter: Promise<void>): NatsForkHandle {
-    const runId = params.runId ?? uuidv7();
+    const runId = params.runId ?? newRunId();
     // Everything but the prefix is checked before fork() returns (a bad param throws here); the
     // prefix (already validated by createForkPrefix) is encoded and hashed in the background, so
     // fork() returns at once even for the first fork of a 300k-token parent.
@@ -278,7 +281,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       encoded = encodeStoredPrefix(prefix);
       this.#encodedPrefixes.set(prefix, encoded);
     }
-    if (transport === "auto" && encoded.ref.size <= (this.#options.inlineThresholdBytes ?? 32 * 1024)) {
+    if (
+      transport === "auto" &&
+      encoded.ref.size <= (this.#options.inlineThresholdBytes ?? INLINE_PREFIX_THRESHOLD_BYTES)
+    ) {
       return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
     }
     const { bytes, ref } = encoded;
@@ -297,19 +303,14 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
 
   // The registry shows the run as queued until a daemon claims it; a daemon's claim wins if first.
   async #registerQueued(spec: ForkSpecInput, specSeq: number): Promise<void> {
-    const now = Date.now();
-    const queued: RunState = {
-      v: PROTOCOL_VERSION,
-      run_id: spec.run_id,
-      status: "queued",
-      attempt: 0,
-      last_seq: 0,
-      spec_seq: specSeq,
-      created_at: spec.created_at,
-      updated_at: now,
-      parent_agent_id: spec.parent.agent_id,
-    };
-    if (spec.label !== undefined) queued.label = spec.label;
+    const queued = queuedRunState({
+      runId: spec.run_id,
+      createdAt: spec.created_at,
+      now: Date.now(),
+      specSeq,
+      parentAgentId: spec.parent.agent_id,
+      label: spec.label,
+    });
     try {
       await this.resources.runs.create(spec.run_id, runStateCodec.encode(queued));
     } catch {
@@ -318,7 +319,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   }
 
   #servePermissions(handler: PermissionHandler): void {
-    const subscription = this.resources.nc.subscribe(`${this.resources.subjects.prefix}.fork.*.permission`, {
+    const subscription = this.resources.nc.subscribe(this.resources.subjects.allPermissions, {
       callback: (error, message) => {
         if (error) return;
         void (async () => {
@@ -435,22 +436,11 @@ export class NatsForkHandle implements ForkHandle {
     resources.nc.publish(subject, bytes);
     // Then the registry flag, for a spec picked up or redelivered later.
     await updateRunState(resources, this.runId, (current) => {
-      if (
-        current &&
-        (current.status === "completed" || current.status === "failed" || current.status === "aborted")
-      ) {
+      if (current && isTerminalRunStatus(current.status)) {
         return "unchanged";
       }
       const now = Date.now();
-      const base: RunState = current ?? {
-        v: PROTOCOL_VERSION,
-        run_id: this.runId,
-        status: "queued",
-        attempt: 0,
-        last_seq: 0,
-        created_at: now,
-        updated_at: now,
-      };
+      const base = current ?? queuedRunState({ runId: this.runId, createdAt: now, now });
       return { ...base, updated_at: now, abort: { reason, requested_at: requestedAt, proof } };
     });
     // Again, for a daemon that claimed the run between the first publish and the flag.

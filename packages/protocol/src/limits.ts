@@ -16,5 +16,9 @@ export const MAX_CONTROL_BYTES = 32 * 1024;
 export const MAX_JSON_DEPTH = 128;
 /** Longest run id: a single NATS subject token that is also a valid JetStream KV key. */
 export const MAX_RUN_ID_LENGTH = 128;
-/** Inline prefixes larger than this are better uploaded once to the object store. @unit bytes */
-export const INLINE_PREFIX_THRESHOLD_BYTES = 256 * 1024;
+/**
+ * A client's default choice between an inline prefix and a reference: above this, the prefix is
+ * uploaded once to the object store and every spec references it, so N forks of a 48k-token parent
+ * (~190 KB) move it once, not N times, and specs stay small. @unit bytes
+ */
+export const INLINE_PREFIX_THRESHOLD_BYTES = 32 * 1024;
