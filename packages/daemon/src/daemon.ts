@@ -16,13 +16,7 @@ import type { DaemonConfig } from "./config.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
-import {
-  type ActiveRun,
-  type RunContext,
-  RunExecutor,
-  type RunExecutorDeps,
-  runIdFromSubject,
-} from "./run-executor.js";
+import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 
 /** The daemon's lifecycle. */
 export type DaemonState = "starting" | "running" | "draining" | "stopped";
@@ -248,7 +242,7 @@ export class ForkDaemon {
       message.nak(); // arrived while draining: another daemon takes it at once
       return;
     }
-    const runId = runIdFromSubject(message.subject, this.#config.prefix);
+    const runId = this.#resources?.subjects.runIdOf(message.subject) ?? "";
     const active = this.#active.get(runId);
     if (active) {
       if (message.seq === active.specSeq) {

@@ -10,9 +10,9 @@ import {
   type ForkEventBody,
   type ForkSubjects,
   forkEventCodec,
+  isTerminalEventType,
   PROTOCOL_VERSION,
   ProtocolError,
-  TERMINAL_EVENT_TYPES,
 } from "@forkd/protocol";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
@@ -102,7 +102,7 @@ export class RunEventPublisher {
         ),
       );
     }
-    if ((TERMINAL_EVENT_TYPES as readonly string[]).includes(body.type)) this.#ended = true;
+    if (isTerminalEventType(body.type)) this.#ended = true;
     const next = this.#chain.then(() => this.#publishNow(body));
     this.#chain = next.catch(() => undefined);
     return next;

@@ -2,11 +2,10 @@
 // daemons share the consumer's advisory (one of them, by queue group) and end the run as failed.
 import type { ForkResources } from "@forkd/client";
 import { getRunState } from "@forkd/client";
-import { createCodec, MAX_CONTROL_BYTES } from "@forkd/protocol";
+import { createCodec, isValidRunId, MAX_CONTROL_BYTES } from "@forkd/protocol";
 import { z } from "zod";
 import type { DaemonLogger } from "./logger.js";
 import { failUnclaimedRun } from "./run-ending.js";
-import { runIdFromSubject } from "./run-executor.js";
 
 // The fields forkd reads of the server's advisory (it has more). Decoded like any wire message: the
 // subject is the server's, but an account without permissions lets anyone publish on it.
@@ -30,7 +29,12 @@ export async function handleMaxDeliveries(
   const stream = resources.subjects.streams.specs;
   const stored = await resources.jsm.streams.getMessage(stream, { seq: advisory.stream_seq });
   if (!stored) return;
-  const runId = runIdFromSubject(stored.subject, resources.subjects.prefix);
+  const runId = resources.subjects.runIdOf(stored.subject);
+  if (runId === undefined || !isValidRunId(runId)) {
+    // No run to fail: the spec only leaves the queue.
+    await resources.jsm.streams.deleteMessage(stream, advisory.stream_seq).catch(() => false);
+    return;
+  }
   const owner = (await getRunState(resources, runId))?.state.spec_seq;
   if (owner !== undefined && owner !== advisory.stream_seq) {
     // Not the spec that owns the run: its failure to deliver says nothing about the run.

@@ -5,7 +5,7 @@ import {
   emptyUsageTotals,
   type ForkEvent,
   isTerminalEvent,
-  PROTOCOL_VERSION,
+  queuedRunState,
   type RunState,
   type WireError,
 } from "@forkd/protocol";
@@ -25,13 +25,7 @@ export async function recordTerminal(
   await updateRunState(resources, runId, (current) => {
     if (current && current.attempt > attempt) return "unchanged";
     const next: RunState = {
-      ...(current ?? {
-        v: PROTOCOL_VERSION,
-        run_id: runId,
-        created_at: now,
-        attempt,
-        ...(specSeq === undefined ? {} : { spec_seq: specSeq }),
-      }),
+      ...(current ?? queuedRunState({ runId, createdAt: now, now, specSeq })),
       status: event.type,
       attempt: Math.max(current?.attempt ?? 0, attempt),
       last_seq: event.seq,

@@ -21,11 +21,12 @@ import {
   type ForkSpec,
   forkSpecCodec,
   isTerminalEvent,
+  isTerminalEventType,
+  isTerminalRunStatus,
   isValidRunId,
-  PROTOCOL_VERSION,
   ProtocolError,
   proofMatches,
-  type RunState,
+  queuedRunState,
   type UsageTotals,
   type WireError,
 } from "@forkd/protocol";
@@ -100,13 +101,6 @@ function abortAuthorized(
   return proofMatches(abortProof(token, runId), proof);
 }
 
-const TERMINAL_STATUSES: ReadonlySet<RunState["status"]> = new Set(["completed", "failed", "aborted"]);
-
-/** Extracts the run id from a spec subject `<prefix>.fork.<run_id>`. */
-export function runIdFromSubject(subject: string, prefix: string): string {
-  return subject.slice(prefix.length + ".fork.".length);
-}
-
 type StopReason =
   | { kind: "abort"; reason: string; requestedAt: number | undefined }
   | { kind: "release" }
@@ -126,7 +120,9 @@ export class RunExecutor {
   start(context: RunContext): ActiveRun {
     const deps = this.#deps;
     const message = context.message;
-    const runId = runIdFromSubject(message.subject, deps.resources.subjects.prefix);
+    // A subject that is no run's (the consumer's filter makes it impossible) is refused below like an
+    // invalid run id.
+    const runId = deps.resources.subjects.runIdOf(message.subject) ?? "";
     const controller = new AbortController();
     let stop: StopReason | undefined;
     let publisher: RunEventPublisher | undefined;
@@ -205,12 +201,12 @@ export class RunExecutor {
           await publisher.publish({ type: "heartbeat", daemon_id: deps.config.daemonId, turn });
           const now = Date.now();
           const seen = await updateRunState(deps.resources, runId, (current) => {
-            if (!current || current.attempt !== attempt || TERMINAL_STATUSES.has(current.status))
+            if (!current || current.attempt !== attempt || isTerminalRunStatus(current.status))
               return "unchanged";
             return { ...current, heartbeat_at: now, updated_at: now, last_seq: publisher!.lastSeq, turn };
           });
           if (seen && seen.state.attempt > attempt) stopWith({ kind: "fenced" });
-          if (seen?.state.abort && !TERMINAL_STATUSES.has(seen.state.status)) requestAbort(seen.state.abort);
+          if (seen?.state.abort && !isTerminalRunStatus(seen.state.status)) requestAbort(seen.state.abort);
         } catch (error) {
           if (error instanceof DaemonError && error.code === "fenced") stopWith({ kind: "fenced" });
           else logger.warn({ err: error }, "run heartbeat failed");
@@ -258,7 +254,7 @@ export class RunExecutor {
       getRunState(resources, runId),
       lastLoggedEvent(resources, runId),
     ]);
-    if (registered && TERMINAL_STATUSES.has(registered.state.status)) {
+    if (registered && isTerminalRunStatus(registered.state.status)) {
       await message.ackAck().catch(() => false);
       return;
     }
@@ -308,14 +304,14 @@ export class RunExecutor {
           // Another spec became the owner between the read and this write.
           if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
           return {
-            ...(current ?? {
-              v: PROTOCOL_VERSION,
-              run_id: runId,
-              created_at: spec.created_at,
-              last_seq: 0,
-              parent_agent_id: spec.parent.agent_id,
-              ...(spec.label !== undefined ? { label: spec.label } : {}),
-            }),
+            ...(current ??
+              queuedRunState({
+                runId,
+                createdAt: spec.created_at,
+                now,
+                parentAgentId: spec.parent.agent_id,
+                label: spec.label,
+              })),
             spec_seq: message.seq,
             status: "running",
             attempt: (current?.attempt ?? 0) + 1,
@@ -378,7 +374,7 @@ export class RunExecutor {
     let tracedError: string | undefined;
     const publish = (body: ForkEventBody) => {
       tracing.observe(body);
-      if (body.type === "completed" || body.type === "failed" || body.type === "aborted") traced = body.type;
+      if (isTerminalEventType(body.type)) traced = body.type;
       if (body.type === "failed") tracedError = body.error.message;
       return publisher.publish(body);
     };

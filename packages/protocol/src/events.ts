@@ -310,5 +310,10 @@ export function isForkEventType(type: unknown): type is ForkEventType {
 
 /** True for `completed`, `failed` and `aborted`. */
 export function isTerminalEvent(event: ForkEvent): event is TerminalForkEvent {
-  return (TERMINAL_EVENT_TYPES as readonly string[]).includes(event.type);
+  return isTerminalEventType(event.type);
+}
+
+/** True for the type of an event that ends a run (`completed`, `failed`, `aborted`). */
+export function isTerminalEventType(type: string): type is TerminalForkEvent["type"] {
+  return (TERMINAL_EVENT_TYPES as readonly string[]).includes(type);
 }

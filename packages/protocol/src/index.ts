@@ -94,6 +94,7 @@ export {
   HeartbeatEventSchema,
   isForkEventType,
   isTerminalEvent,
+  isTerminalEventType,
   LlmDeltaEventSchema,
   LlmMessageEventSchema,
   LlmRequestEventSchema,
@@ -128,8 +129,15 @@ export {
   modelFacts,
   normaliseModelId,
 } from "./model-facts.js";
-export type { DaemonInfo, RunState, RunStatus } from "./registry.js";
-export { DaemonInfoSchema, RunStateSchema, RunStatusSchema } from "./registry.js";
+export type { DaemonInfo, QueuedRunInit, RunState, RunStatus } from "./registry.js";
+export {
+  DaemonInfoSchema,
+  isTerminalRunStatus,
+  queuedRunState,
+  RunStateSchema,
+  RunStatusSchema,
+  TERMINAL_RUN_STATUSES,
+} from "./registry.js";
 export type {
   ForkCall,
   ForkPrefix,

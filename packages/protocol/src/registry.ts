@@ -1,11 +1,18 @@
 // What the JetStream KV buckets hold: one entry per run, one per live daemon.
 import { z } from "zod";
 import { HexSecretSchema } from "./control-proof.js";
-import { WireErrorSchema } from "./events.js";
+import { TERMINAL_EVENT_TYPES, WireErrorSchema } from "./events.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 import { UsageTotalsSchema } from "./usage.js";
 
 export const RunStatusSchema = z.enum(["queued", "running", "completed", "failed", "aborted"]);
+/** The statuses a run never leaves: the types of its terminal events. */
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = TERMINAL_EVENT_TYPES;
+
+/** True for a status a run never leaves (`completed`, `failed`, `aborted`). */
+export function isTerminalRunStatus(status: RunStatus): boolean {
+  return TERMINAL_RUN_STATUSES.includes(status);
+}
 
 /** Key `<run_id>` in the runs bucket. */
 export const RunStateSchema = z.object({
@@ -78,6 +85,41 @@ export const DaemonInfoSchema = z.object({
   metrics_url: z.string().optional().describe("Prometheus endpoint, when served."),
 });
 
+/** Where a run is. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 export type RunState = z.infer<typeof RunStateSchema>;
 export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
+
+/** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */
+export interface QueuedRunInit {
+  runId: string;
+  /** The spec's `created_at`. @unit epoch ms */
+  createdAt: number;
+  /** The time of this write. @unit epoch ms */
+  now: number;
+  /** The stream sequence of the spec that owns the run, when known. */
+  specSeq?: number | undefined;
+  parentAgentId?: string | undefined;
+  label?: string | undefined;
+}
+
+/**
+ * A run's registry entry before any daemon claimed it: queued, attempt 0, nothing published. The
+ * one constructor of a first entry, for the client that queues a run, an abort that flags one not
+ * yet registered, and a daemon that claims or ends one without an entry.
+ */
+export function queuedRunState(init: QueuedRunInit): RunState {
+  const state: RunState = {
+    v: PROTOCOL_VERSION,
+    run_id: init.runId,
+    status: "queued",
+    attempt: 0,
+    last_seq: 0,
+    created_at: init.createdAt,
+    updated_at: init.now,
+  };
+  if (init.specSeq !== undefined) state.spec_seq = init.specSeq;
+  if (init.parentAgentId !== undefined) state.parent_agent_id = init.parentAgentId;
+  if (init.label !== undefined) state.label = init.label;
+  return state;
+}

@@ -69,6 +69,7 @@ describe("forkSubjects()", () => {
     expect(s.allSpecs).toBe("agent.fork.*");
     expect(s.allEvents).toBe("agent.fork.*.events");
     expect(s.allAborts).toBe("agent.fork.*.abort");
+    expect(s.allPermissions).toBe("agent.fork.*.permission");
     expect(s.streams).toEqual({ specs: "AGENT_FORK_SPECS", events: "AGENT_FORK_EVENTS" });
     expect(s.specsConsumer).toBe("agent_fork_daemons");
     expect(s.buckets).toEqual({
@@ -76,6 +77,34 @@ describe("forkSubjects()", () => {
       daemons: "agent_fork_daemons",
       prefixes: "agent_fork_prefixes",
     });
+    // The names JetStream gives the streams behind a KV bucket and an object store.
+    expect(s.bucketStreams).toEqual({
+      runs: "KV_agent_fork_runs",
+      daemons: "KV_agent_fork_daemons",
+      prefixes: "OBJ_agent_fork_prefixes",
+    });
+  });
+
+  it("reads the run back from each of its subjects, and nothing from any other", () => {
+    const t = forkSubjects("acme.prod-1");
+    for (const subject of [t.spec("r-1"), t.events("r-1"), t.abort("r-1"), t.permission("r-1")]) {
+      expect(t.runIdOf(subject), subject).toBe("r-1");
+    }
+    for (const subject of [
+      "acme.prod-1.fork",
+      "acme.prod-1.fork.",
+      "acme.prod-1.fork.r-1.other",
+      "acme.prod-1.fork.r-1.events.x",
+      "acme.prod-1.toolhost.h",
+      "agent.fork.r-1",
+      "acme.prod-1.forked.r-1",
+      "acme.prod-1x.fork.r-1",
+    ]) {
+      expect(t.runIdOf(subject), subject).toBeUndefined();
+    }
+    // An invalid run token is still named, so that its spec can be refused and removed.
+    expect(t.runIdOf("acme.prod-1.fork.a~b")).toBe("a~b");
+    fc.assert(fc.property(runIdArb, (runId) => t.runIdOf(t.events(runId)) === runId));
   });
 
   it("uses a custom prefix everywhere; resource names replace dots and dashes", () => {

@@ -56,11 +56,24 @@ export interface ForkSubjects {
   readonly allEvents: string;
   /** `agent.fork.*.abort`: every abort; each daemon holds one wildcard subscription on it. */
   readonly allAborts: string;
+  /** `agent.fork.*.permission`: every permission request; a parent answers those of its own runs. */
+  readonly allPermissions: string;
+  /**
+   * The run token of one of this prefix's run subjects (`agent.fork.<run_id>` or
+   * `agent.fork.<run_id>.events|abort|permission`), or `undefined` for any other subject. The token
+   * is not checked with {@link isValidRunId}: a spec stored under an invalid one must still be
+   * named, to be refused and removed.
+   */
+  runIdOf(subject: string): string | undefined;
   readonly streams: { readonly specs: string; readonly events: string };
   /** Durable consumer shared by every daemon on the specs stream. */
   readonly specsConsumer: string;
   readonly buckets: { readonly runs: string; readonly daemons: string; readonly prefixes: string };
+  /** The streams JetStream keeps the buckets in (`KV_<bucket>`, `OBJ_<store>`), for limits and purges. */
+  readonly bucketStreams: { readonly runs: string; readonly daemons: string; readonly prefixes: string };
 }
+
+const RUN_SUBJECT_KINDS = new Set(["events", "abort", "permission"]);
 
 /**
  * Builds the subject and resource names for `prefix`.
@@ -89,12 +102,25 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
     allSpecs: `${prefix}.fork.*`,
     allEvents: `${prefix}.fork.*.events`,
     allAborts: `${prefix}.fork.*.abort`,
+    allPermissions: `${prefix}.fork.*.permission`,
+    runIdOf: (subject) => {
+      const head = `${prefix}.fork.`;
+      if (!subject.startsWith(head)) return undefined;
+      const [runId, kind, ...rest] = subject.slice(head.length).split(".");
+      if (runId === undefined || runId === "" || rest.length > 0) return undefined;
+      return kind === undefined || RUN_SUBJECT_KINDS.has(kind) ? runId : undefined;
+    },
     streams: { specs: `${upper}_FORK_SPECS`, events: `${upper}_FORK_EVENTS` },
     specsConsumer: `${name}_fork_daemons`,
     buckets: {
       runs: `${name}_fork_runs`,
       daemons: `${name}_fork_daemons`,
       prefixes: `${name}_fork_prefixes`,
+    },
+    bucketStreams: {
+      runs: `KV_${name}_fork_runs`,
+      daemons: `KV_${name}_fork_daemons`,
+      prefixes: `OBJ_${name}_fork_prefixes`,
     },
   };
 }

@@ -7,7 +7,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline/promises";
 import type { NatsForkSubagent } from "@forkd/client";
-import { buildForkedRequest, defaultPricingTable, type LlmClient, type LlmRequest } from "@forkd/core";
+import {
+  buildForkedRequest,
+  costOfTokens,
+  defaultPricingTable,
+  type LlmClient,
+  type LlmRequest,
+} from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
 import { forkSubjects, newSecret, type ProviderUsage } from "@forkd/protocol";
@@ -89,13 +95,19 @@ function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSe
 function estimateRealCost(turn: ParentTurn, children: number): number | null {
   const pricing = defaultPricingTable.lookup(turn.prefix.params.model);
   if (pricing === undefined) return null;
-  const input = pricing.inputUsdPerMTok / 1e6;
-  const output = pricing.outputUsdPerMTok / 1e6;
   const tokens = turn.approxTokens;
-  const parent = tokens * input * 1.25 + 500 * output;
-  const forked = children * (tokens * input * 0.1 + 1000 * input + 300 * output);
-  const unforked = children * ((tokens + 1000) * input + 300 * output);
-  return parent + forked + unforked;
+  const none = { input_tokens: 0, cache_write_5m_tokens: 0, cache_write_1h_tokens: 0, cache_read_tokens: 0 };
+  // The parent writes its prefix; each child reads it and adds a ~1k directive; each unforked
+  // comparison request sends it all again.
+  const parent = costOfTokens(pricing, { ...none, cache_write_5m_tokens: tokens, output_tokens: 500 });
+  const forked = costOfTokens(pricing, {
+    ...none,
+    cache_read_tokens: tokens,
+    input_tokens: 1000,
+    output_tokens: 300,
+  });
+  const unforked = costOfTokens(pricing, { ...none, input_tokens: tokens + 1000, output_tokens: 300 });
+  return parent + children * (forked + unforked);
 }
 
 async function confirmReal(context: CommandContext, turn: ParentTurn, children: number, yes: boolean) {
@@ -195,9 +207,9 @@ async function startStack(
       const streams = [
         subjects.streams.specs,
         subjects.streams.events,
-        `KV_${subjects.buckets.runs}`,
-        `KV_${subjects.buckets.daemons}`,
-        `OBJ_${subjects.buckets.prefixes}`,
+        subjects.bucketStreams.runs,
+        subjects.bucketStreams.daemons,
+        subjects.bucketStreams.prefixes,
       ];
       for (const stream of streams) await forks.resources.jsm.streams.delete(stream).catch(() => false);
     });

@@ -1,0 +1,50 @@
+// The registry's one constructor of a first entry, and which statuses are final.
+import { describe, expect, it } from "vitest";
+import { TERMINAL_EVENT_TYPES } from "./events.js";
+import {
+  isTerminalRunStatus,
+  queuedRunState,
+  RunStateSchema,
+  RunStatusSchema,
+  TERMINAL_RUN_STATUSES,
+} from "./registry.js";
+
+describe("queuedRunState", () => {
+  it("is a valid entry: queued, never claimed, nothing published", () => {
+    const state = queuedRunState({ runId: "r1", createdAt: 1000, now: 2000 });
+    expect(state).toEqual({
+      v: 1,
+      run_id: "r1",
+      status: "queued",
+      attempt: 0,
+      last_seq: 0,
+      created_at: 1000,
+      updated_at: 2000,
+    });
+    expect(RunStateSchema.parse(state)).toEqual(state);
+  });
+
+  it("records what the spec says of the run, and leaves out what it does not say", () => {
+    const state = queuedRunState({
+      runId: "r1",
+      createdAt: 1000,
+      now: 2000,
+      specSeq: 7,
+      parentAgentId: "parent",
+      label: "child",
+    });
+    expect(state).toMatchObject({ spec_seq: 7, parent_agent_id: "parent", label: "child" });
+    const bare = queuedRunState({ runId: "r1", createdAt: 1, now: 1, specSeq: undefined, label: undefined });
+    expect(Object.keys(bare)).not.toContain("spec_seq");
+    expect(Object.keys(bare)).not.toContain("label");
+  });
+});
+
+describe("terminal run statuses", () => {
+  it("are exactly the types of the terminal events", () => {
+    expect([...TERMINAL_RUN_STATUSES]).toEqual([...TERMINAL_EVENT_TYPES]);
+    expect(RunStatusSchema.options.filter(isTerminalRunStatus)).toEqual(["completed", "failed", "aborted"]);
+    expect(isTerminalRunStatus("queued")).toBe(false);
+    expect(isTerminalRunStatus("running")).toBe(false);
+  });
+});
