@@ -12,13 +12,12 @@ import {
   type TerminalForkEvent,
 } from "@forkd/protocol";
 import { describeAbortReason, raceAbort } from "./abort.js";
-import { computeCacheKey } from "./cache-key.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { WorktreeMapping } from "./directive.js";
 import { CoreError, InvalidForkParamsError, WorkspaceError } from "./errors.js";
 import { type DeltaBatchOptions, EventSequencer } from "./events.js";
+import { prepareForkRun } from "./fork-run-plan.js";
 import type { ForkHandle, ForkOutcome, ForkParams, ForkSubagent } from "./fork-subagent.js";
-import { buildForkedRequest } from "./forked-request.js";
 import type { LlmClient } from "./llm-client.js";
 import { type Logger, silentLogger } from "./logger.js";
 import type { PricingTable } from "./pricing.js";
@@ -334,27 +333,19 @@ export class InProcessForkSubagent implements ForkSubagent {
           });
         }
       }
-      const overrides = params.overrides ?? {};
-      const forked = buildForkedRequest(prefix, {
+      const plan = prepareForkRun({
         runId,
+        prefix,
+        cacheShared: compiled.cacheShared,
         directive: params.directive,
-        ...(params.forkCall === undefined ? {} : { forkCall: params.forkCall }),
-        ...(worktree === undefined ? {} : { worktree }),
-        ...(overrides.model === undefined ? {} : { model: overrides.model }),
-        ...(overrides.max_tokens === undefined ? {} : { maxTokens: overrides.max_tokens }),
-        ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
-        ...(this.#options.strictAlternation === undefined
-          ? {}
-          : { strictAlternation: this.#options.strictAlternation }),
+        forkCall: params.forkCall,
+        worktree,
+        overrides: params.overrides,
+        strictAlternation: this.#options.strictAlternation,
       });
-      const parentKey = compiled.cacheShared ? computeCacheKey(prefix.params, prefix.betas) : null;
-      const childKey =
-        parentKey !== null && overrides.model !== undefined
-          ? computeCacheKey({ ...prefix.params, model: overrides.model }, prefix.betas)
-          : parentKey;
       const outcome = await runTurnLoop({
+        ...plan,
         runId,
-        request: forked.request,
         llm: this.#options.llm,
         dispatcher: this.#options.dispatcherFactory({ runId, cwd, params, signal: runController.signal }),
         cwd,
@@ -362,13 +353,7 @@ export class InProcessForkSubagent implements ForkSubagent {
         ...(compiled.permissions === undefined ? {} : { permissions: compiled.permissions }),
         limits: params.limits ?? {},
         ...(params.deadlineAt === undefined ? {} : { deadlineAt: params.deadlineAt }),
-        ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
         ...(this.#options.forkToolNames === undefined ? {} : { forkToolNames: this.#options.forkToolNames }),
-        forkBreakpoint: forked.breakpoint,
-        ...(parentKey === null || childKey === null
-          ? {}
-          : { cacheCheck: { parentLayers: parentKey.layers, prefixLayers: childKey.layers } }),
-        prefixHash: parentKey?.hash ?? null,
         signal: runController.signal,
         emit,
         ...(this.#options.pricing === undefined ? {} : { pricing: this.#options.pricing }),

@@ -65,6 +65,8 @@ export {
 } from "./errors.js";
 export type { DeltaBatchOptions, EventSequencerOptions } from "./events.js";
 export { EventSequencer, LlmDeltaBatcher } from "./events.js";
+export type { ForkRunInput, ForkRunPlan } from "./fork-run-plan.js";
+export { prepareForkRun } from "./fork-run-plan.js";
 export type { ForkHandle, ForkOutcome, ForkParams, ForkSubagent } from "./fork-subagent.js";
 export type {
   ForkCallDescription,

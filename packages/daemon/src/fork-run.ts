@@ -3,11 +3,9 @@
 import { join, resolve } from "node:path";
 import {
   assertMayFork,
-  buildForkedRequest,
-  type CacheKey,
-  computeCacheKey,
   type LlmClient,
   outcomeToTerminalEvent,
+  prepareForkRun,
   rebuildRunState,
   runTurnLoop,
   type ToolDispatcher,
@@ -91,27 +89,21 @@ export async function executeForkRun(
   const tools = await options.tools({ spec, signal: options.signal });
   try {
     const overrides = spec.overrides;
-    const forked = buildForkedRequest(prefix, {
+    const plan = prepareForkRun({
       runId: spec.run_id,
+      prefix,
+      cacheShared,
       directive: spec.directive,
-      ...(spec.fork_call === undefined ? {} : { forkCall: spec.fork_call }),
-      ...(tools.worktree === undefined ? {} : { worktree: tools.worktree.mapping }),
-      ...(overrides.model === undefined ? {} : { model: overrides.model }),
-      maxTokens: Math.min(
-        overrides.max_tokens ?? prefix.params.max_tokens ?? config.defaultMaxTokens,
-        config.ceilings.maxOutputTokens,
-      ),
-      ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
+      forkCall: spec.fork_call,
+      worktree: tools.worktree?.mapping,
+      overrides,
+      defaultMaxTokens: config.defaultMaxTokens,
+      maxTokensCeiling: config.ceilings.maxOutputTokens,
     });
-    const parentKey = cacheShared ? cacheKeyOf(prefix) : null;
-    const childKey =
-      parentKey !== null && overrides.model !== undefined
-        ? computeCacheKey({ ...prefix.params, model: overrides.model }, prefix.betas)
-        : parentKey;
     const resume =
       options.priorEvents.length > 0
         ? rebuildRunState(
-            forked.request,
+            plan.request,
             options.priorEvents,
             overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder },
           )
@@ -138,8 +130,8 @@ export async function executeForkRun(
         : undefined;
     const metrics = options.metrics;
     const outcome = await runTurnLoop({
+      ...plan,
       runId: spec.run_id,
-      request: forked.request,
       llm: options.llm,
       dispatcher: metrics ? countingDispatcher(tools.dispatcher, metrics) : tools.dispatcher,
       cwd: tools.cwd,
@@ -149,12 +141,6 @@ export async function executeForkRun(
         : {}),
       limits: { ...spec.limits, max_turns: Math.min(spec.limits.max_turns, config.ceilings.maxTurns) },
       deadlineAt: Math.min(spec.deadline_at ?? Number.POSITIVE_INFINITY, options.runDeadlineAt),
-      ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
-      forkBreakpoint: forked.breakpoint,
-      ...(parentKey === null || childKey === null
-        ? {}
-        : { cacheCheck: { parentLayers: parentKey.layers, prefixLayers: childKey.layers } }),
-      prefixHash: parentKey?.hash ?? null,
       ...(resume === undefined ? {} : { resume }),
       signal: options.signal,
       emit: (body) => {
@@ -178,18 +164,6 @@ export async function executeForkRun(
       ?.dispose()
       .catch((error) => options.logger.warn({ err: error }, "worktree cleanup failed"));
   }
-}
-
-// Siblings share one prefix object (the daemon's prefix cache hands out the same one), so the cache
-// key of a 48k-token parent is computed once, not once per child.
-const cacheKeys = new WeakMap<ForkPrefix, CacheKey>();
-function cacheKeyOf(prefix: ForkPrefix): CacheKey {
-  let key = cacheKeys.get(prefix);
-  if (!key) {
-    key = computeCacheKey(prefix.params, prefix.betas);
-    cacheKeys.set(prefix, key);
-  }
-  return key;
 }
 
 function observeLlmMessage(

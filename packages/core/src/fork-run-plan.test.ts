@@ -1,0 +1,72 @@
+// One child's run, as the in-process fork and the daemon both start it.
+import { describe, expect, it } from "vitest";
+import { computeCacheKey } from "./cache-key.js";
+import { createForkPrefix } from "./cache-safe-params.js";
+import { prepareForkRun } from "./fork-run-plan.js";
+import { buildForkedRequest, DEFAULT_MAX_TOKENS } from "./forked-request.js";
+import { loadFixture } from "./test-support/fixtures.js";
+
+function prefixOf(maxTokens?: number) {
+  const fixture = loadFixture("4k");
+  const request = { ...fixture.request };
+  if (maxTokens === undefined) delete request.max_tokens;
+  else request.max_tokens = maxTokens;
+  return createForkPrefix(request, fixture.response);
+}
+
+const base = { runId: "r1", directive: "Look at the tests.", cacheShared: true };
+
+describe("prepareForkRun", () => {
+  it("builds the same request buildForkedRequest does, breakpoint included", () => {
+    const prefix = prefixOf(4000);
+    const plan = prepareForkRun({ ...base, prefix });
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "Look at the tests." });
+    expect(plan.request).toEqual(forked.request);
+    expect(plan.forkBreakpoint).toEqual(forked.breakpoint);
+  });
+
+  it("takes max_tokens from the overrides, else the parent, else the default — and caps it", () => {
+    expect(
+      prepareForkRun({ ...base, prefix: prefixOf(4000), overrides: { max_tokens: 100 } }).request.max_tokens,
+    ).toBe(100);
+    expect(prepareForkRun({ ...base, prefix: prefixOf(4000) }).request.max_tokens).toBe(4000);
+    expect(prepareForkRun({ ...base, prefix: prefixOf(), defaultMaxTokens: 1234 }).request.max_tokens).toBe(
+      1234,
+    );
+    expect(prepareForkRun({ ...base, prefix: prefixOf() }).request.max_tokens).toBe(DEFAULT_MAX_TOKENS);
+    const capped = { ...base, prefix: prefixOf(4000), maxTokensCeiling: 3999 };
+    expect(prepareForkRun(capped).request.max_tokens).toBe(3999);
+    expect(prepareForkRun({ ...capped, maxTokensCeiling: 4000 }).request.max_tokens).toBe(4000);
+    expect(prepareForkRun({ ...capped, overrides: { max_tokens: 50_000 } }).request.max_tokens).toBe(3999);
+  });
+
+  it("checks the child's first turn against the parent's cache key, a model override's layers apart", () => {
+    const prefix = prefixOf(4000);
+    const parentKey = computeCacheKey(prefix.params, prefix.betas);
+    const same = prepareForkRun({ ...base, prefix });
+    expect(same.prefixHash).toBe(parentKey.hash);
+    expect(same.cacheCheck).toEqual({ parentLayers: parentKey.layers, prefixLayers: parentKey.layers });
+    const other = prepareForkRun({ ...base, prefix, overrides: { model: "claude-opus-4-7" } });
+    expect(other.request.model).toBe("claude-opus-4-7");
+    expect(other.prefixHash).toBe(parentKey.hash);
+    expect(other.cacheCheck?.prefixLayers.model).not.toBe(parentKey.layers.model);
+    expect(other.cacheCheck?.prefixLayers.messages).toBe(parentKey.layers.messages);
+  });
+
+  it("claims no cache when the prefix is not the parent's", () => {
+    const plan = prepareForkRun({ ...base, prefix: prefixOf(4000), cacheShared: false });
+    expect(plan.prefixHash).toBeNull();
+    expect(plan.cacheCheck).toBeUndefined();
+  });
+
+  it("hands the system reminder to the turn loop as well as to the request", () => {
+    const plan = prepareForkRun({
+      ...base,
+      prefix: prefixOf(4000),
+      overrides: { system_reminder: "Be brief." },
+    });
+    expect(plan.systemReminder).toBe("Be brief.");
+    expect(JSON.stringify(plan.request.messages.at(-1))).toContain("Be brief.");
+    expect(prepareForkRun({ ...base, prefix: prefixOf(4000) }).systemReminder).toBeUndefined();
+  });
+});

@@ -1,0 +1,94 @@
+// From a fork's inputs to what its turn loop needs: the child's request, where its breakpoint is,
+// and the cache keys that tell a cache break from a cold start. The in-process fork and the daemon
+// both start a run here, so a child is the same request wherever it runs.
+import type { ForkCall, ForkPrefix } from "@forkd/protocol";
+import type { MessageBlockLocation } from "./breakpoints.js";
+import type { CacheBreakCheck } from "./cache-break.js";
+import { type CacheKey, computeCacheKey } from "./cache-key.js";
+import type { WorktreeMapping } from "./directive.js";
+import { buildForkedRequest, DEFAULT_MAX_TOKENS } from "./forked-request.js";
+import type { LlmRequest } from "./llm-client.js";
+
+/** What the parent (or its spec) asks of one child. */
+export interface ForkRunInput {
+  runId: string;
+  /** The inherited prefix, or a default request's when the parent shared none. */
+  prefix: ForkPrefix;
+  /** True when {@link prefix} is the parent's own, so the child can read the parent's cache. */
+  cacheShared: boolean;
+  directive: string;
+  forkCall?: ForkCall | undefined;
+  worktree?: WorktreeMapping | undefined;
+  /** The spec's overrides: another model, output budget or system reminder for this child. */
+  overrides?:
+    | { model?: string | undefined; max_tokens?: number | undefined; system_reminder?: string | undefined }
+    | undefined;
+  /**
+   * Output tokens when neither the overrides nor the parent's request name them.
+   * @default DEFAULT_MAX_TOKENS
+   */
+  defaultMaxTokens?: number | undefined;
+  /** The most output tokens the runner allows, whatever was asked. @default no ceiling */
+  maxTokensCeiling?: number | undefined;
+  /** See `BuildForkedRequestOptions.strictAlternation`. */
+  strictAlternation?: boolean | undefined;
+}
+
+/** What {@link prepareForkRun} derives: the turn loop's request and cache options. */
+export interface ForkRunPlan {
+  request: LlmRequest;
+  /** Where the fork's breakpoint went; the turn loop moves it as the conversation grows. */
+  forkBreakpoint: MessageBlockLocation | null;
+  /** Set when the child shares the parent's cache: what its first turn must read. */
+  cacheCheck?: CacheBreakCheck;
+  /** The parent prefix's cache key, recorded on `started`; null when nothing is shared. */
+  prefixHash: string | null;
+  systemReminder?: string;
+}
+
+/**
+ * Builds one child's run: its request (the parent's prefix, the reply, the directive), the output
+ * budget (`overrides.max_tokens`, else the parent's, else the default, capped by the ceiling) and
+ * the cache keys of the parent's prefix and of the child's (a model override changes the latter).
+ */
+export function prepareForkRun(input: ForkRunInput): ForkRunPlan {
+  const { prefix, overrides = {} } = input;
+  const maxTokens = Math.min(
+    overrides.max_tokens ?? prefix.params.max_tokens ?? input.defaultMaxTokens ?? DEFAULT_MAX_TOKENS,
+    input.maxTokensCeiling ?? Number.POSITIVE_INFINITY,
+  );
+  const forked = buildForkedRequest(prefix, {
+    runId: input.runId,
+    directive: input.directive,
+    maxTokens,
+    ...(input.forkCall === undefined ? {} : { forkCall: input.forkCall }),
+    ...(input.worktree === undefined ? {} : { worktree: input.worktree }),
+    ...(overrides.model === undefined ? {} : { model: overrides.model }),
+    ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
+    ...(input.strictAlternation === undefined ? {} : { strictAlternation: input.strictAlternation }),
+  });
+  const plan: ForkRunPlan = { request: forked.request, forkBreakpoint: forked.breakpoint, prefixHash: null };
+  if (overrides.system_reminder !== undefined) plan.systemReminder = overrides.system_reminder;
+  if (input.cacheShared) {
+    const parentKey = cacheKeyOf(prefix);
+    const childKey =
+      overrides.model === undefined
+        ? parentKey
+        : computeCacheKey({ ...prefix.params, model: overrides.model }, prefix.betas);
+    plan.prefixHash = parentKey.hash;
+    plan.cacheCheck = { parentLayers: parentKey.layers, prefixLayers: childKey.layers };
+  }
+  return plan;
+}
+
+// Siblings share one prefix object (a fan-out passes the same one; the daemon's prefix cache hands
+// out the same one), so the cache key of a 48k-token parent is computed once, not once per child.
+const cacheKeys = new WeakMap<ForkPrefix, CacheKey>();
+function cacheKeyOf(prefix: ForkPrefix): CacheKey {
+  let key = cacheKeys.get(prefix);
+  if (key === undefined) {
+    key = computeCacheKey(prefix.params, prefix.betas);
+    cacheKeys.set(prefix, key);
+  }
+  return key;
+}
