@@ -1,5 +1,6 @@
 // The CLI's errors and exit codes: every failure a user can cause or meet becomes one CliError with
 // a string-literal code, and each code has one documented exit code (docs/cli.md).
+import { ForkdError } from "@forkd/protocol";
 
 /** Exit codes of every `forkd` command. */
 export const EXIT_CODES = {
@@ -44,9 +45,10 @@ const EXIT_CODE_OF: Record<CliErrorCode, number> = {
 };
 
 /** A failure reported as one line (`forkd <command>: <message>`) and an exit code. */
-export class CliError extends Error {
+export class CliError extends ForkdError<CliErrorCode> {
   override readonly name: string = "CliError";
   readonly code: CliErrorCode;
+  readonly retryable = false;
   /** A second line for the user: what to do about it. */
   readonly hint: string | undefined;
 

@@ -1,5 +1,6 @@
 // Ctrl-C and SIGTERM as an AbortSignal: the first one asks the command to stop and clean up, a second
 // one ends the process at once (exit 130). Handlers are installed only by commands that ask for them.
+import { ForkdError } from "@forkd/protocol";
 
 /** The interruption of one command. */
 export class Interruption implements Disposable {
@@ -42,8 +43,10 @@ export class Interruption implements Disposable {
 }
 
 /** The abort reason of an {@link Interruption}. */
-export class InterruptedError extends Error {
+export class InterruptedError extends ForkdError<"interrupted"> {
   override readonly name = "InterruptedError";
+  readonly code = "interrupted" as const;
+  readonly retryable = false;
   readonly signal: NodeJS.Signals;
   constructor(signal: NodeJS.Signals) {
     super(`interrupted by ${signal}`);

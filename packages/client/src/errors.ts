@@ -1,4 +1,5 @@
 // Errors of the parent side of forkd over NATS.
+import { ForkdError } from "@forkd/protocol";
 
 /** Why a client operation failed. */
 export type ClientErrorCode =
@@ -13,7 +14,7 @@ export type ClientErrorCode =
   | "tool_host";
 
 /** A failure of the client library itself (not of a run: a run's failure is a {@link ForkOutcome}). */
-export class ClientError extends Error {
+export class ClientError extends ForkdError<ClientErrorCode> {
   override readonly name = "ClientError";
   readonly code: ClientErrorCode;
   readonly retryable: boolean;

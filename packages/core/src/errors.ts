@@ -1,6 +1,6 @@
 // The errors of @forkd/core: one base class, one subclass per kind of failure, each with a string
 // literal `code`, structured fields and a serialisable wire form (a `failed` event carries it).
-import type { WireError } from "@forkd/protocol";
+import { ForkdError } from "@forkd/protocol";
 
 /** Why a core operation failed. String literals so callers can `switch` exhaustively. */
 export type CoreErrorCode =
@@ -15,20 +15,13 @@ export type CoreErrorCode =
   | "internal";
 
 /** Base class of every error @forkd/core throws. */
-export abstract class CoreError extends Error {
-  /** What kind of failure this is. */
-  abstract readonly code: CoreErrorCode;
+export abstract class CoreError extends ForkdError<CoreErrorCode> {
   /** Whether the same operation may succeed if tried again unchanged. */
   readonly retryable: boolean;
 
   protected constructor(message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.retryable = options.retryable ?? false;
-  }
-
-  /** The form a `failed` event carries. */
-  toWire(): WireError {
-    return { code: this.code, message: this.message, retryable: this.retryable };
   }
 }
 

@@ -10,11 +10,12 @@ import {
   isTerminalEvent,
   isValidRunId,
   type TerminalForkEvent,
+  toWireError,
 } from "@forkd/protocol";
 import { describeAbortReason, raceAbort } from "./abort.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { WorktreeMapping } from "./directive.js";
-import { CoreError, InvalidForkParamsError, WorkspaceError } from "./errors.js";
+import { InvalidForkParamsError, WorkspaceError } from "./errors.js";
 import { type DeltaBatchOptions, EventSequencer } from "./events.js";
 import { prepareForkRun } from "./fork-run-plan.js";
 import type { ForkHandle, ForkOutcome, ForkParams, ForkSubagent } from "./fork-subagent.js";
@@ -202,7 +203,7 @@ export class InProcessForkSubagent implements ForkSubagent {
           resolve({
             status: "failed",
             runId: compiled.runId,
-            error: { code: "internal", message: String(error), retryable: false },
+            error: toWireError(error),
             usage: emptyUsageTotals(),
           });
         });
@@ -371,15 +372,7 @@ export class InProcessForkSubagent implements ForkSubagent {
         });
       }
       this.#logger.warn({ err: error, run_id: runId }, "in-process fork failed before its turn loop");
-      const wire =
-        error instanceof CoreError
-          ? error.toWire()
-          : {
-              code: "internal",
-              message: error instanceof Error ? error.message : String(error),
-              retryable: false,
-            };
-      return finish({ type: "failed", error: wire, usage: emptyUsageTotals() });
+      return finish({ type: "failed", error: toWireError(error), usage: emptyUsageTotals() });
     } finally {
       signal.removeEventListener("abort", onAbort);
       runController.abort("run ended");

@@ -1,6 +1,6 @@
 // The one seam between fork semantics and a model provider. The turn loop calls it; @forkd/llm
 // implements it on the Anthropic SDK; tests and the in-process fork can use any implementation.
-import type { AssistantMessage, CacheSafeParams, ProviderUsage } from "@forkd/protocol";
+import { type AssistantMessage, type CacheSafeParams, ForkdError, type ProviderUsage } from "@forkd/protocol";
 
 /** A full Messages API request: the cache-safe params plus what a request needs on top. */
 export type LlmRequest = CacheSafeParams & {
@@ -69,7 +69,7 @@ export type LlmErrorCode =
   | "unknown";
 
 /** A failed model call, with whatever usage the provider had already reported. */
-export class LlmError extends Error {
+export class LlmError extends ForkdError<LlmErrorCode> {
   override readonly name = "LlmError";
   readonly code: LlmErrorCode;
   readonly retryable: boolean;

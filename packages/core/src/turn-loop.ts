@@ -1,13 +1,15 @@
 // The turn loop of a fork: call the model, answer its tool calls (through the recursion guard, the
 // tool filter, the permission asker and the dispatcher), append, repeat until the model ends its turn
 // or a limit, a timeout or an abort stops it. Transport-free: the daemon runs exactly this code.
-import type {
-  AssistantMessage,
-  ForkEventBody,
-  Limits,
-  MessageParam,
-  UsageTotals,
-  WireError,
+import {
+  type AssistantMessage,
+  ForkdError,
+  type ForkEventBody,
+  type Limits,
+  type MessageParam,
+  toWireError,
+  type UsageTotals,
+  type WireError,
 } from "@forkd/protocol";
 import { describeAbortReason, raceAbort } from "./abort.js";
 import {
@@ -21,7 +23,7 @@ import {
 import { lastBreakpointCandidate, type MessageBlockLocation, placeBreakpoint } from "./breakpoints.js";
 import { type CacheBreakCheck, detectCacheBreak } from "./cache-break.js";
 import { type Clock, systemClock } from "./clock.js";
-import { CoreError, EventLogError, RunTimeoutError } from "./errors.js";
+import { EventLogError, RunTimeoutError } from "./errors.js";
 import { type DeltaBatchOptions, LlmDeltaBatcher } from "./events.js";
 import { type LlmClient, LlmError, type LlmRequest } from "./llm-client.js";
 import { type Logger, silentLogger } from "./logger.js";
@@ -415,14 +417,8 @@ function overBudget(totals: UsageTotals, budget: NonNullable<Limits["budget"]>, 
 }
 
 function wireErrorOf(error: unknown, logger: Logger): WireError {
-  if (error instanceof LlmError) {
-    const wire: WireError = { code: error.code, message: error.message, retryable: error.retryable };
-    return wire;
-  }
-  if (error instanceof CoreError) return error.toWire();
-  logger.error({ err: error }, "turn loop failed unexpectedly");
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: "internal", message, retryable: false };
+  if (!(error instanceof ForkdError)) logger.error({ err: error }, "turn loop failed unexpectedly");
+  return toWireError(error);
 }
 
 // Answers one tool call: guard, filter, permission, dispatcher; each step raced against the run's signal.

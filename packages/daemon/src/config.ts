@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MAX_PREFIX_BYTES } from "@forkd/protocol";
+import { ForkdError, MAX_PREFIX_BYTES } from "@forkd/protocol";
 import { z } from "zod";
 
 const positiveInt = z.coerce.number().int().positive();
@@ -105,9 +105,10 @@ export type DaemonConfig = z.infer<typeof DaemonConfigSchema>;
 export type DaemonConfigInput = z.input<typeof DaemonConfigSchema>;
 
 /** A configuration problem, reported as one clear line. */
-export class DaemonConfigError extends Error {
+export class DaemonConfigError extends ForkdError<"invalid_config"> {
   override readonly name = "DaemonConfigError";
   readonly code = "invalid_config" as const;
+  readonly retryable = false;
 }
 
 /** Flags understood by `forkd daemon` (and `node packages/daemon/dist/main.js`). */

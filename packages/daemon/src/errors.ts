@@ -1,4 +1,5 @@
 // Errors of the daemon. Those that end a run are published in its `failed` event.
+import { ForkdError } from "@forkd/protocol";
 
 /** Why the daemon, or one of its runs, failed. */
 export type DaemonErrorCode =
@@ -18,7 +19,7 @@ export type DaemonErrorCode =
   | "internal";
 
 /** A daemon failure with a wire form (code, message, retryable). */
-export class DaemonError extends Error {
+export class DaemonError extends ForkdError<DaemonErrorCode> {
   override readonly name = "DaemonError";
   readonly code: DaemonErrorCode;
   readonly retryable: boolean;

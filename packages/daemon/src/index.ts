@@ -21,7 +21,7 @@ export { natsPermissionAsker, toolHostDispatcher } from "./remote-tools.js";
 export type { RunningDaemon } from "./run-daemon.js";
 export { runDaemonProcess, startDaemon } from "./run-daemon.js";
 export type { ActiveRun, RunContext, RunExecutorDeps } from "./run-executor.js";
-export { RunExecutor, toWireError } from "./run-executor.js";
+export { RunExecutor } from "./run-executor.js";
 export { daemonRunTools, requireSandbox } from "./run-tools.js";
 export type { BashPolicy } from "./tools/bash.js";
 export { MAX_BASH_TIMEOUT_MS, minimalShellEnv } from "./tools/bash.js";

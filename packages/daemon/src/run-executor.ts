@@ -27,8 +27,8 @@ import {
   ProtocolError,
   proofMatches,
   queuedRunState,
+  toWireError,
   type UsageTotals,
-  type WireError,
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { DaemonConfig } from "./config.js";
@@ -557,26 +557,4 @@ function isStopReason(value: unknown): value is StopReason {
     "kind" in value &&
     ["abort", "release", "fenced", "failed"].includes((value as StopReason).kind)
   );
-}
-
-/** The wire form of any error that ends a run. */
-export function toWireError(error: unknown): WireError {
-  if (error instanceof ProtocolError)
-    return { code: error.code, message: error.message, retryable: false, path: error.path };
-  if (error instanceof DaemonError)
-    return { code: error.code, message: error.message, retryable: error.retryable };
-  if (
-    error &&
-    typeof error === "object" &&
-    "code" in error &&
-    typeof (error as { code: unknown }).code === "string"
-  ) {
-    const coded = error as { code: string; message?: string; retryable?: boolean };
-    return { code: coded.code, message: coded.message ?? String(error), retryable: coded.retryable ?? false };
-  }
-  return {
-    code: "internal",
-    message: error instanceof Error ? error.message : String(error),
-    retryable: false,
-  };
 }

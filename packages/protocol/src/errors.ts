@@ -1,4 +1,37 @@
-// Typed errors for everything that can go wrong between bytes on the wire and a validated message.
+// The base of every error forkd throws, its one conversion to the wire, and the typed errors for
+// everything that can go wrong between bytes on the wire and a validated message.
+import type { WireError } from "./events.js";
+
+/**
+ * Base class of every error a forkd package throws (`ProtocolError`, `CoreError`, `LlmError`,
+ * `DaemonError`, `ClientError`, `CliError`, `SimError`, …): a string-literal `code` callers can
+ * `switch` on, whether the same operation may succeed if tried again, and the form a `failed` event
+ * carries ({@link ForkdError.toWire}).
+ */
+export abstract class ForkdError<Code extends string = string> extends Error {
+  /** What kind of failure this is; stable across releases. */
+  abstract readonly code: Code;
+  /** Whether the same operation may succeed if tried again unchanged. */
+  abstract readonly retryable: boolean;
+
+  /** The form a `failed` event carries. */
+  toWire(): WireError {
+    return { code: this.code, message: this.message, retryable: this.retryable };
+  }
+}
+
+/**
+ * The wire form of anything thrown: a {@link ForkdError}'s own, anything else `internal` with its
+ * message. The one place an error becomes a `failed` event's `error`.
+ */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof ForkdError) return error.toWire();
+  return {
+    code: "internal",
+    message: error instanceof Error ? error.message : String(error),
+    retryable: false,
+  };
+}
 
 /** Every {@link ProtocolErrorCode}, in the order the codec's checks run. */
 export const PROTOCOL_ERROR_CODES = [
@@ -35,7 +68,7 @@ export interface ProtocolErrorJSON {
 /**
  * A message on the wire that cannot be accepted. Never retryable: the same bytes fail the same way.
  */
-export class ProtocolError extends Error {
+export class ProtocolError extends ForkdError<ProtocolErrorCode> {
   override readonly name = "ProtocolError";
   readonly code: ProtocolErrorCode;
   readonly path: (string | number)[];
@@ -49,6 +82,10 @@ export class ProtocolError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.path = options.path ?? [];
+  }
+
+  override toWire(): WireError {
+    return { code: this.code, message: this.message, retryable: false, path: [...this.path] };
   }
 
   toJSON(): ProtocolErrorJSON {

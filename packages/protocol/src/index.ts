@@ -68,7 +68,13 @@ export {
   toolHostProof,
 } from "./control-proof.js";
 export type { ProtocolErrorCode, ProtocolErrorJSON } from "./errors.js";
-export { isProtocolErrorCode, PROTOCOL_ERROR_CODES, ProtocolError } from "./errors.js";
+export {
+  ForkdError,
+  isProtocolErrorCode,
+  PROTOCOL_ERROR_CODES,
+  ProtocolError,
+  toWireError,
+} from "./errors.js";
 export type {
   ForkEvent,
   ForkEventBody,

@@ -1,3 +1,4 @@
+import { ForkdError } from "@forkd/protocol";
 /**
  * Errors of `@forkd/sim`. {@link SimError} is the base; {@link SimApiError} is an error that the
  * server turns into an Anthropic-shaped error response; {@link SimOptionsError} rejects bad options.
@@ -54,8 +55,8 @@ export function apiErrorBody(type: ApiErrorType, message: string, requestId?: st
 export type SimErrorCode = "api_error_response" | "invalid_options";
 
 /** Base class of every error `@forkd/sim` throws. */
-export abstract class SimError extends Error {
-  abstract readonly code: SimErrorCode;
+export abstract class SimError extends ForkdError<SimErrorCode> {
+  readonly retryable: boolean = false;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;

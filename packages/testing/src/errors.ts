@@ -1,4 +1,5 @@
 // Typed errors of the test harness: one base class, one subclass per failure, each with a string-literal code.
+import { ForkdError } from "@forkd/protocol";
 
 /** Why the harness failed. String literals so callers can `switch` exhaustively. */
 export type NatsTestingErrorCode =
@@ -10,10 +11,11 @@ export type NatsTestingErrorCode =
   | "invalid_fixture";
 
 /** Base class of every error thrown by `@forkd/testing`. */
-export class NatsTestingError extends Error {
+export class NatsTestingError extends ForkdError<NatsTestingErrorCode> {
   override readonly name: string = "NatsTestingError";
   /** What went wrong, stable across releases. */
   readonly code: NatsTestingErrorCode;
+  readonly retryable = false;
 
   /**
    * @param code - the failure's {@link NatsTestingErrorCode}.
