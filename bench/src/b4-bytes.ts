@@ -1,7 +1,7 @@
 // #4 Bytes through NATS for 100 forks of the 48k prefix: by reference (stored once in the object
 // store) against inline prefixes (in every spec), counted by the server per connection.
 import { randomUUID } from "node:crypto";
-import { encodeStoredPrefix } from "@forkd/client";
+import { encodeStoredPrefix } from "@forkd/client/internal";
 import { forkSpecCodec, PROTOCOL_VERSION } from "@forkd/protocol";
 import { startCluster } from "./cluster.js";
 import { parentTurn, taggedDirective } from "./fixtures.js";

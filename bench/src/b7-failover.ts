@@ -1,6 +1,6 @@
 // #7 Failover: SIGKILL the daemon process running a fork in the middle of a slow model turn; measure
 // the kill to the run's completion on another daemon, and check its event log for loss or duplicates.
-import { readStoredEvents } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
 import type { ForkEvent } from "@forkd/protocol";
 import type { DaemonProcess } from "../../test/harness/daemons.js";
 import { startCluster, within } from "./cluster.js";

@@ -1,7 +1,8 @@
 // What parents and observers see across the cluster: a late observer replays a finished run
 // completely, the 300k-token fixture (over NATS's 1 MB max_payload) forks through the object
 // store, and a tool that exists only where the parent runs is served to the remote fork over NATS.
-import { NatsForkSubagent, readStoredEvents, serveTools } from "@forkd/client";
+import { NatsForkSubagent, serveTools } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { type ForkEvent, forkSpecCodec } from "@forkd/protocol";
 import { loadFixture } from "@forkd/testing";

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { readStoredEvents } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { loadFixture } from "@forkd/testing";
 import { describe, expect, it } from "vitest";

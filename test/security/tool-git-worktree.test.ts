@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSyn
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createBuiltinToolDispatcher, createRunWorktree, probeSandbox, type Sandbox } from "@forkd/daemon";
+import { createBuiltinToolDispatcher, probeSandbox, type Sandbox } from "@forkd/daemon";
+import { createRunWorktree } from "@forkd/daemon/internal";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 const SECRET_VARIABLE = "FORKD_WORKTREE_TEST_TOKEN";

@@ -11,10 +11,9 @@ import {
   DaemonConfigError,
   loadDaemonConfig,
   probeSandbox,
-  requireSandbox,
   type Sandbox,
-  sandboxedShell,
 } from "@forkd/daemon";
+import { requireSandbox, sandboxedShell } from "@forkd/daemon/internal";
 import { waitFor } from "@forkd/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 

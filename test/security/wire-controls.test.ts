@@ -2,7 +2,8 @@
 // registry's abort flag, and answer on the permission and tool-host subjects. None of it may stop a
 // run it does not own or decide for it: the daemon wants the owner's proof (an HMAC keyed with the
 // spec's owner token, or with the tool host's reply key) and keeps waiting for the real answer.
-import { NatsForkSubagent, readStoredEvents, serveTools, updateRunState } from "@forkd/client";
+import { NatsForkSubagent, serveTools } from "@forkd/client";
+import { readStoredEvents, updateRunState } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import {
   abortRequestCodec,

@@ -1,7 +1,9 @@
 // Finding 6 of issue #11: the attempt fence must hold even when JetStream's deduplication answers
 // before its expected-sequence check. Two attempts of one run race on a real nats-server.
-import { ensureForkResources, type ForkResources, readStoredEvents } from "@forkd/client";
-import { DaemonError, RunEventPublisher } from "@forkd/daemon";
+import { ensureForkResources, type ForkResources } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
+import { DaemonError } from "@forkd/daemon";
+import { RunEventPublisher } from "@forkd/daemon/internal";
 import {
   emptyUsageTotals,
   eventMsgId,

@@ -1,8 +1,10 @@
 // What a hostile parent sends a daemon, on a real nats-server with a daemon in this process: specs
 // on subjects that are no run id (finding 13), prefix objects larger than their reference says
 // (finding 9), tool-host replies and events too large to publish (finding 11).
-import { NatsForkSubagent, readStoredEvents, serveTools } from "@forkd/client";
-import { DaemonError, RunEventPublisher } from "@forkd/daemon";
+import { NatsForkSubagent, serveTools } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
+import { DaemonError } from "@forkd/daemon";
+import { RunEventPublisher } from "@forkd/daemon/internal";
 import { PROTOCOL_VERSION } from "@forkd/protocol";
 import { waitFor } from "@forkd/testing";
 import { describe, expect, it } from "vitest";

@@ -2,7 +2,8 @@
 // publishes `{}` or a valid spec of its own on a live run's subject neither fails, fences nor resumes
 // it — refused by the server (one spec per subject, the second discarded), and by the daemon where
 // the specs stream predates that setting.
-import { type ForkResources, NatsForkSubagent, readStoredEvents } from "@forkd/client";
+import { type ForkResources, NatsForkSubagent } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
 import { type ForkEvent, forkSubjects, PROTOCOL_VERSION } from "@forkd/protocol";
 import { waitFor } from "@forkd/testing";
 import {

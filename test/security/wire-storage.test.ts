@@ -1,7 +1,8 @@
 // Findings 10 and 14 of issue #11: nothing bounded storage, and a full JetStream left a run with no
 // terminal event and its spec stuck in the queue. Every stream, bucket and object store now has
 // limits, and a write JetStream has no room for is a typed, visible outcome.
-import { ClientError, ensureForkResources, NatsForkSubagent, readStoredEvents } from "@forkd/client";
+import { ClientError, ensureForkResources, NatsForkSubagent } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
 import { waitFor } from "@forkd/testing";
 import { describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";

@@ -5,7 +5,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NatsForkSubagent, readStoredEvents, serveTools } from "@forkd/client";
+import { NatsForkSubagent, serveTools } from "@forkd/client";
+import { readStoredEvents } from "@forkd/client/internal";
 import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
 import { type ForkEvent, forkSubjects, PROTOCOL_VERSION, permissionResponseCodec } from "@forkd/protocol";

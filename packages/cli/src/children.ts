@@ -2,12 +2,8 @@
 // a terminal, one line per event otherwise, or NDJSON. Shared by `forkd fork` and `forkd demo`.
 
 import type { FanOutChild, NatsForkHandle } from "@forkd/client";
-import {
-  type ForkOutcome,
-  forkOutcomeFromTerminalEvent,
-  renderTaskNotification,
-  taskNotificationFromOutcome,
-} from "@forkd/core";
+import { type ForkOutcome, renderTaskNotification, taskNotificationFromOutcome } from "@forkd/core";
+import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
 import {
   emptyUsageTotals,
   type ForkCall,

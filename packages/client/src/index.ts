@@ -1,8 +1,23 @@
-// @forkd/client: the parent side of forkd over NATS.
+/**
+ * The parent's side of forkd over NATS: fork children onto a cluster of daemons, fan out
+ * warm-first, follow their events, abort them, and serve tools the children call back.
+ *
+ * @example
+ * ```ts
+ * import { NatsForkSubagent } from "@forkd/client";
+ * import { createForkPrefix } from "@forkd/core";
+ *
+ * const forks = await NatsForkSubagent.create(nc);
+ * const prefix = createForkPrefix(lastRequest, lastReply);
+ * const handle = forks.fork({ prefix, directive: "Check the tests.", parent: { agent_id: "me" } });
+ * for await (const event of handle.events()) console.log(event.type);
+ * ```
+ * @module
+ */
 export type { ClientErrorCode } from "./errors.js";
 export { ClientError } from "./errors.js";
 export type { LoggedEvent, ReadEventLogOptions } from "./event-log.js";
-export { lastLoggedEvent, readEventLog, readStoredEvents } from "./event-log.js";
+export { lastLoggedEvent, readEventLog } from "./event-log.js";
 export type {
   ClientLogger,
   FanOutChild,
@@ -11,17 +26,9 @@ export type {
   PermissionHandler,
 } from "./nats-fork-subagent.js";
 export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
-export type { StoredPrefixRef } from "./prefix-store.js";
-export {
-  downloadPrefix,
-  encodeStoredPrefix,
-  PrefixCache,
-  uploadPrefix,
-  uploadPrefixBytes,
-} from "./prefix-store.js";
-export type { ForkResourceOptions, ForkResources, ResolvedForkResourceOptions } from "./resources.js";
-export { ensureForkResources, resolveResourceOptions } from "./resources.js";
-export type { RunStateEntry, RunStateMutation } from "./run-registry.js";
-export { getRunState, isStorageFull, isWrongLastSequence, updateRunState } from "./run-registry.js";
+export type { ForkResourceOptions, ForkResources } from "./resources.js";
+export { ensureForkResources } from "./resources.js";
+export type { RunStateEntry } from "./run-registry.js";
+export { getRunState } from "./run-registry.js";
 export type { ServeToolsOptions, ToolHandler, ToolHost } from "./tool-host.js";
 export { serveTools } from "./tool-host.js";

@@ -1,14 +1,8 @@
 // The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
 
-import {
-  type ForkHandle,
-  type ForkOutcome,
-  type ForkParams,
-  type ForkSubagent,
-  forkOutcomeFromTerminalEvent,
-  newRunId,
-} from "@forkd/core";
+import { type ForkHandle, type ForkOutcome, type ForkParams, type ForkSubagent, newRunId } from "@forkd/core";
+import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
 import {
   abortProof,
   abortRequestCodec,

@@ -1,55 +1,29 @@
-// @forkd/core: what a fork is, free of any transport. Cache-safe params and their hash, the forked
-// request, the child directive, the recursion guard, tool filters, the turn loop, resume, events,
-// task notifications, and the in-process fork.
-export { describeAbortReason, raceAbort } from "./abort.js";
-export type { AssistantTurnAction, ForkStopReason, ToolAnswer } from "./assistant-turn.js";
-export {
-  INTERRUPTED_TOOL_RESULT,
-  nextAction,
-  textOf,
-  toolCallsOf,
-  toolResultsMessage,
-} from "./assistant-turn.js";
-export type {
-  BlockLocation,
-  Breakpoint,
-  MessageBlockLocation,
-  PlaceBreakpointOptions,
-} from "./breakpoints.js";
-export {
-  canCarryBreakpoint,
-  lastBreakpointCandidate,
-  listBreakpoints,
-  MAX_CACHE_BREAKPOINTS,
-  placeBreakpoint,
-} from "./breakpoints.js";
+/**
+ * What a fork is, free of any transport: cache-safe params and their hash, the child's request, the
+ * directive, the recursion guard, tool filters, pricing, task notifications and the in-process fork.
+ * The turn loop, resume and the shell classifier that runners build on are in `@forkd/core/internal`.
+ *
+ * @example
+ * ```ts
+ * import { createForkPrefix, InProcessForkSubagent } from "@forkd/core";
+ *
+ * const prefix = createForkPrefix(lastRequest, lastReply, { betas });
+ * const forks = new InProcessForkSubagent({ llm, dispatcherFactory });
+ * const outcome = await forks.forkAndWait({ prefix, directive: "Check the tests.", parent: { agent_id: "me" } });
+ * ```
+ * @module
+ */
+export type { ForkStopReason } from "./assistant-turn.js";
 export type { CacheBreakCheck } from "./cache-break.js";
 export { detectCacheBreak } from "./cache-break.js";
 export type { CacheKey, CacheLayer, CacheLayerHashes } from "./cache-key.js";
-export {
-  CACHE_KEY_VERSION,
-  CACHE_LAYERS,
-  canonicalCacheJson,
-  computeCacheKey,
-  firstChangedLayer,
-} from "./cache-key.js";
+export { computeCacheKey, firstChangedLayer } from "./cache-key.js";
 export type { ForkPrefixOptions } from "./cache-safe-params.js";
 export { createForkPrefix, snapshotCacheSafeParams } from "./cache-safe-params.js";
 export type { Clock } from "./clock.js";
 export { systemClock } from "./clock.js";
-export type { DirectiveBlockOptions, ParsedDirectiveBlock, WorktreeMapping } from "./directive.js";
-export {
-  FORK_BOILERPLATE_OPENING,
-  FORK_BOILERPLATE_RULES,
-  FORK_BOILERPLATE_TAG,
-  FORK_BOILERPLATE_VERSION,
-  FORK_PLACEHOLDER_RESULT,
-  FORK_REPORT_FORMAT,
-  FORK_REPORT_MAX_WORDS,
-  parseDirectiveBlock,
-  renderDirectiveBlock,
-  renderWorktreeNotice,
-} from "./directive.js";
+export type { WorktreeMapping } from "./directive.js";
+export { FORK_PLACEHOLDER_RESULT } from "./directive.js";
 export type { CoreErrorCode, RecursionGuardCheck } from "./errors.js";
 export {
   CoreError,
@@ -63,10 +37,6 @@ export {
   RunTimeoutError,
   WorkspaceError,
 } from "./errors.js";
-export type { DeltaBatchOptions, EventSequencerOptions } from "./events.js";
-export { EventSequencer, LlmDeltaBatcher } from "./events.js";
-export type { ForkRunInput, ForkRunPlan } from "./fork-run-plan.js";
-export { prepareForkRun } from "./fork-run-plan.js";
 export type { ForkHandle, ForkOutcome, ForkParams, ForkSubagent } from "./fork-subagent.js";
 export type {
   ForkCallDescription,
@@ -76,12 +46,7 @@ export type {
 } from "./fork-tool-bridge.js";
 export { describeForkCall, ForkToolBridge } from "./fork-tool-bridge.js";
 export type { BuildForkedRequestOptions, ForkedRequest, ForkShape } from "./forked-request.js";
-export {
-  buildForkedRequest,
-  DEFAULT_MAX_TOKENS,
-  FORK_ACKNOWLEDGEMENT,
-  placeholderToolResults,
-} from "./forked-request.js";
+export { buildForkedRequest, DEFAULT_MAX_TOKENS, FORK_ACKNOWLEDGEMENT } from "./forked-request.js";
 export type {
   DefaultForkRequest,
   DispatcherContext,
@@ -119,14 +84,10 @@ export {
   FORK_QUERY_SOURCE_PREFIX,
   findForkMarker,
   forkQuerySource,
-  isForkQuerySource,
 } from "./recursion-guard.js";
 export { parseForkReport } from "./report.js";
 export { findRequestProblems } from "./request-shape.js";
-export type { LedgerEntry, PendingTurn, RebuildOptions, ResumeState, TurnUsage } from "./resume.js";
-export { rebuildRunState } from "./resume.js";
 export { newRunId } from "./run-id.js";
-export { renderSystemReminder } from "./system-reminder.js";
 export type {
   NotificationContext,
   TaskNotification,
@@ -139,8 +100,6 @@ export {
   taskNotificationFromOutcome,
   taskNotificationMessage,
 } from "./task-notification.js";
-export type { TerminalEventContext } from "./terminal.js";
-export { forkOutcomeFromTerminalEvent, forkResultOf, outcomeToTerminalEvent } from "./terminal.js";
 export type {
   PermissionAsker,
   PermissionDecision,
@@ -150,25 +109,6 @@ export type {
   ToolOutcome,
 } from "./tool-dispatcher.js";
 export type {
-  ConfinedPathFailureCode,
-  ConfinedPathResult,
-  ResolveConfinedPathOptions,
-} from "./tools/path-confinement.js";
-export { resolveConfinedPath } from "./tools/path-confinement.js";
-export type {
-  HostileShellClass,
-  HostileShellPayload,
-  ShellClassification,
-  ShellCorpusEntry,
-} from "./tools/shell/index.js";
-export {
-  classifyShellCommand,
-  HOSTILE_SHELL_CORPUS,
-  READ_ONLY_SHELL_COMMANDS,
-  SHELL_CORPUS,
-  splitShellWords,
-} from "./tools/shell/index.js";
-export type {
   MemoryToolFilterOptions,
   ToolDenialCode,
   ToolFilter,
@@ -177,7 +117,6 @@ export type {
   ToolFilterDenial,
 } from "./tools/tool-filter.js";
 export {
-  ARGUMENT_ENVELOPE_KEYS,
   allowAllTools,
   allowListTools,
   denialToolResultText,
@@ -185,21 +124,7 @@ export {
   MEMORY_SHELL_TOOL,
   MEMORY_WRITE_TOOLS,
   memoryToolFilter,
-  toolFilterFromSpec,
 } from "./tools/tool-filter.js";
-export type { TurnLoopOptions, TurnLoopOutcome, TurnLoopPermissions, TurnLoopStats } from "./turn-loop.js";
-export {
-  DEFAULT_FORK_TOOL_NAMES,
-  DEFAULT_MAX_TURNS,
-  DEFAULT_PERMISSION_TIMEOUT_MS,
-  runTurnLoop,
-} from "./turn-loop.js";
-export {
-  addUsageTotals,
-  promptTokensOf,
-  tokenCountsOf,
-  totalTokensOf,
-  UsageAccumulator,
-  usagePricer,
-} from "./usage.js";
-export { escapeXml, unescapeXml } from "./xml.js";
+export type { TurnLoopOutcome } from "./turn-loop.js";
+export { DEFAULT_FORK_TOOL_NAMES } from "./turn-loop.js";
+export { addUsageTotals, tokenCountsOf, totalTokensOf, UsageAccumulator } from "./usage.js";

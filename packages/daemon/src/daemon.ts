@@ -2,7 +2,8 @@
 // slot from the shared durable consumer, runs it, keeps its claim alive, obeys aborts, and on drain
 // hands unfinished runs to other daemons.
 import { hostname } from "node:os";
-import { ensureForkResources, type ForkResources, PrefixCache } from "@forkd/client";
+import { ensureForkResources, type ForkResources } from "@forkd/client";
+import { PrefixCache } from "@forkd/client/internal";
 import {
   abortRequestCodec,
   type DaemonInfo,

@@ -3,7 +3,7 @@
 // superseded by a redelivery) fails that check on its next publish and stops, so two attempts can
 // never interleave and the log stays contiguous from seq 1 with no duplicate.
 
-import { isWrongLastSequence } from "@forkd/client";
+import { isWrongLastSequence } from "@forkd/client/internal";
 import {
   eventMsgId,
   type ForkEvent,

@@ -1,17 +1,14 @@
 // One spec through the core: rebuild the child's request, resume from earlier attempts' events,
 // run the turn loop with the run's tools, filter and permissions, and say how it ended.
 import { join, resolve } from "node:path";
+import { assertMayFork, type LlmClient, type ToolDispatcher, type WorktreeMapping } from "@forkd/core";
 import {
-  assertMayFork,
-  type LlmClient,
   outcomeToTerminalEvent,
   prepareForkRun,
   rebuildRunState,
   runTurnLoop,
-  type ToolDispatcher,
   toolFilterFromSpec,
-  type WorktreeMapping,
-} from "@forkd/core";
+} from "@forkd/core/internal";
 import type {
   ForkEvent,
   ForkEventBody,

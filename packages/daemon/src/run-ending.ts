@@ -1,6 +1,7 @@
 // Ending a run in the registry, and failing a run that no attempt has claimed (a spec that cannot
 // be decoded, a spec that exhausted max_deliver): both the executor and the advisory handler do it.
-import { type ForkResources, getRunState, lastLoggedEvent, updateRunState } from "@forkd/client";
+import { type ForkResources, getRunState, lastLoggedEvent } from "@forkd/client";
+import { updateRunState } from "@forkd/client/internal";
 import {
   emptyUsageTotals,
   type ForkEvent,

@@ -1,16 +1,14 @@
 // Runs one delivered spec: validate, claim, resume from the log if an earlier attempt left one,
 // run the core turn loop, publish every event in order, end the run and settle the spec.
 
+import { type ForkResources, getRunState, lastLoggedEvent } from "@forkd/client";
 import {
   downloadPrefix,
-  type ForkResources,
-  getRunState,
   isStorageFull,
-  lastLoggedEvent,
   type PrefixCache,
   readStoredEvents,
   updateRunState,
-} from "@forkd/client";
+} from "@forkd/client/internal";
 import type { LlmClient } from "@forkd/core";
 import {
   abortProof,

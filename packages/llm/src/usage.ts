@@ -1,12 +1,7 @@
 // Token usage of a streamed response (message_start merged with message_delta, as Anthropic
 // documents it) and its accounting into a run's UsageTotals, priced with core's pricing table.
-import {
-  addUsageTotals,
-  defaultPricingTable,
-  type PricingTable,
-  tokenCountsOf,
-  usagePricer,
-} from "@forkd/core";
+import { addUsageTotals, defaultPricingTable, type PricingTable, tokenCountsOf } from "@forkd/core";
+import { usagePricer } from "@forkd/core/internal";
 import type { ProviderUsage, UsageTotals } from "@forkd/protocol";
 
 /**

@@ -2,7 +2,8 @@
 // kills everything it started; a minimal environment (no daemon secrets); bounded output.
 import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
-import { classifyShellCommand, type ToolOutcome } from "@forkd/core";
+import type { ToolOutcome } from "@forkd/core";
+import { classifyShellCommand } from "@forkd/core/internal";
 import { ABORTED, describeError, fail, type ToolRun } from "./context.js";
 import { SAFE_GIT_ENV } from "./git-safety.js";
 import { HeadTailBuffer } from "./output.js";

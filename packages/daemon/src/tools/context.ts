@@ -1,7 +1,8 @@
 // What every built-in tool receives for one call, and the two things they all do: answer with an
 // outcome (never throw) and turn a path the model wrote into a real path inside the workspace.
 import { isAbsolute, sep } from "node:path";
-import { resolveConfinedPath, type ToolOutcome } from "@forkd/core";
+import type { ToolOutcome } from "@forkd/core";
+import { resolveConfinedPath } from "@forkd/core/internal";
 
 /**
  * An absolute directory that stands for one inside the workspace: a path the model copied from the

@@ -1,0 +1,15 @@
+// @forkd/client/internal: what forkd's own packages and tests need of @forkd/client beyond its public
+// API (see index.ts). Not covered by semver; applications import from @forkd/client.
+export { readStoredEvents } from "./event-log.js";
+export type { StoredPrefixRef } from "./prefix-store.js";
+export {
+  downloadPrefix,
+  encodeStoredPrefix,
+  PrefixCache,
+  uploadPrefix,
+  uploadPrefixBytes,
+} from "./prefix-store.js";
+export type { ResolvedForkResourceOptions } from "./resources.js";
+export { resolveResourceOptions } from "./resources.js";
+export type { RunStateMutation } from "./run-registry.js";
+export { isStorageFull, isWrongLastSequence, updateRunState } from "./run-registry.js";
