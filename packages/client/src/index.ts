@@ -19,7 +19,6 @@ export { ClientError } from "./errors.js";
 export type { LoggedEvent, ReadEventLogOptions } from "./event-log.js";
 export { lastLoggedEvent, readEventLog } from "./event-log.js";
 export type {
-  ClientLogger,
   FanOutChild,
   FanOutOptions,
   NatsForkSubagentOptions,

@@ -1,7 +1,15 @@
 // The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
 
-import { type ForkHandle, type ForkOutcome, type ForkParams, type ForkSubagent, newRunId } from "@forkd/core";
+import {
+  type ForkHandle,
+  type ForkOutcome,
+  type ForkParams,
+  type ForkSubagent,
+  type Logger,
+  newRunId,
+  silentLogger,
+} from "@forkd/core";
 import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
 import {
   abortProof,
@@ -33,15 +41,10 @@ import { headers as natsHeaders } from "@nats-io/transport-node";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
+import { isStorageFull } from "./jetstream-errors.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
 import { ensureForkResources, type ForkResourceOptions, type ForkResources } from "./resources.js";
-import { getRunState, isStorageFull, updateRunState } from "./run-registry.js";
-
-/** Structural logger; pass pino or console. */
-export interface ClientLogger {
-  debug(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-}
+import { getRunState, updateRunState } from "./run-registry.js";
 
 /** Answers a daemon that asks whether a tool call of one of this parent's forks may run. */
 export type PermissionHandler = (
@@ -70,7 +73,7 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
    * @default a new random key per subagent
    */
   ownerKey?: string;
-  logger?: ClientLogger;
+  logger?: Logger;
 }
 
 /** One child of a fan-out. */
@@ -93,8 +96,6 @@ export interface FanOutOptions {
   /** Release the others anyway after this long. @unit ms @default 120000 */
   warmTimeoutMs?: number;
 }
-
-const noopLogger: ClientLogger = { debug() {}, warn() {} };
 
 /**
  * W3C trace context of the active OpenTelemetry span, if an SDK is installed. Written in W3C form
@@ -119,7 +120,7 @@ function activeTraceContext(): ForkSpecInput["trace"] {
 export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly resources: ForkResources;
   readonly #options: NatsForkSubagentOptions;
-  readonly #logger: ClientLogger;
+  readonly #logger: Logger;
   // Encoded prefixes by object identity: N forks of one parent encode, hash and upload once.
   readonly #encodedPrefixes = new WeakMap<ForkPrefix, { bytes: Uint8Array; ref: StoredPrefixRef }>();
   // Uploads by prefix hash, with when they were made: past half the store's TTL the object may be
@@ -133,7 +134,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     this.resources = resources;
     this.#options = options;
     this.#ownerKey = options.ownerKey ?? newSecret();
-    this.#logger = options.logger ?? noopLogger;
+    this.#logger = options.logger ?? silentLogger;
     if (options.onPermission) this.#servePermissions(options.onPermission);
   }
 
@@ -349,7 +350,7 @@ export class NatsForkHandle implements ForkHandle {
   readonly runId: string;
   readonly #resources: ForkResources;
   readonly #launch: Promise<void>;
-  readonly #logger: ClientLogger;
+  readonly #logger: Logger;
   readonly #ownerKey: string;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
@@ -359,7 +360,7 @@ export class NatsForkHandle implements ForkHandle {
     resources: ForkResources,
     runId: string,
     launch: Promise<void>,
-    logger: ClientLogger,
+    logger: Logger,
     ownerKey: string,
   ) {
     this.#resources = resources;

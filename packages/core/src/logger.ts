@@ -1,9 +1,10 @@
-// The structural logger @forkd/core accepts; pino satisfies it. Libraries never create their own.
+// The one structural logger every forkd library accepts; pino satisfies it. Libraries never create
+// their own: the daemon and the CLI make pino loggers and pass them down.
 
 /** A log method: structured fields first, then a message (the pino convention). */
-export type LogFn = (fields: Record<string, unknown>, message: string) => void;
+export type LogFn = (fields: Record<string, unknown>, message?: string) => void;
 
-/** What @forkd/core logs to. */
+/** What forkd's libraries log to (the daemon's logger adds `trace` and `child`). */
 export interface Logger {
   debug: LogFn;
   info: LogFn;

@@ -1,14 +1,11 @@
 // The daemon's logger: pino, JSON by default, readable on a terminal.
+import type { LogFn, Logger } from "@forkd/core";
 import pino from "pino";
 import { redactCredentials } from "./redact.js";
 
 /** The structural logger the daemon's modules take (pino satisfies it). */
-export interface DaemonLogger {
-  trace(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
+export interface DaemonLogger extends Logger {
+  trace: LogFn;
   child(bindings: Record<string, unknown>): DaemonLogger;
 }
 
