@@ -1,6 +1,7 @@
 // @forkd/client/internal: what forkd's own packages and tests need of @forkd/client beyond its public
 // API (see index.ts). Not covered by semver; applications import from @forkd/client.
 export { readStoredEvents } from "./event-log.js";
+export { isAlreadyExists, isStorageFull, isWrongLastSequence } from "./jetstream-errors.js";
 export type { StoredPrefixRef } from "./prefix-store.js";
 export {
   downloadPrefix,
@@ -12,4 +13,4 @@ export {
 export type { ResolvedForkResourceOptions } from "./resources.js";
 export { resolveResourceOptions } from "./resources.js";
 export type { RunStateMutation } from "./run-registry.js";
-export { isStorageFull, isWrongLastSequence, updateRunState } from "./run-registry.js";
+export { updateRunState } from "./run-registry.js";

@@ -22,6 +22,7 @@ import { type KV, Kvm } from "@nats-io/kv";
 import { type ObjectStore, Objm } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ClientError } from "./errors.js";
+import { isAlreadyExists } from "./jetstream-errors.js";
 
 const nanos = (ms: number) => ms * 1_000_000;
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
@@ -99,11 +100,6 @@ export function resolveResourceOptions(
     prefixesTtlMs: options.prefixesTtlMs ?? WEEK_MS,
     prefixesMaxBytes: options.prefixesMaxBytes ?? 2 * 1024 ** 3,
   };
-}
-
-function isAlreadyExists(error: unknown): boolean {
-  const text = String((error as Error)?.message ?? error);
-  return /already in use|already exists|10058|10148|10013/.test(text);
 }
 
 async function ensureStream(

@@ -1,7 +1,8 @@
 // The run registry (JetStream KV): one entry per run, changed only by compare-and-set so that
 // concurrent writers (a parent's abort, a daemon's claim, a stale daemon's heartbeat) never lose updates.
+
 import { type RunState, runStateCodec } from "@forkd/protocol";
-import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
+import { isWrongLastSequence } from "./jetstream-errors.js";
 import type { ForkResources } from "./resources.js";
 
 /** A registry entry with the revision to compare against. */
@@ -52,31 +53,3 @@ export async function updateRunState(
     }
   }
 }
-
-/**
- * True when JetStream refused a write because another writer got there first: a KV update or create
- * (expected revision 0) whose revision no longer matches, or a publish whose
- * `Nats-Expected-Last-Subject-Sequence` does. Decided on the API error's code, never on its text.
- */
-export function isWrongLastSequence(error: unknown): boolean {
-  return (
-    error instanceof JetStreamApiError &&
-    (error.code === JetStreamApiCodes.StreamWrongLastSequence ||
-      error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown)
-  );
-}
-
-/**
- * True when JetStream could not store a write for lack of room: the stream or bucket reached its
- * `max_bytes` (a store failure, 10077) or the account or server has no storage left (10047).
- */
-export function isStorageFull(error: unknown): boolean {
-  return (
-    error instanceof JetStreamApiError &&
-    (error.code === STREAM_STORE_FAILED || error.code === INSUFFICIENT_RESOURCES)
-  );
-}
-
-// JetStream API error codes that nats.js does not name.
-const STREAM_STORE_FAILED = 10077;
-const INSUFFICIENT_RESOURCES = 10047;
