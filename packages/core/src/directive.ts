@@ -59,9 +59,9 @@ export interface DirectiveBlockOptions {
   /** What the child is asked to do. */
   directive: string;
   /** Which of the parent's fork calls is this child's; absent for a programmatic fork. */
-  forkCall?: ForkCall;
+  forkCall?: ForkCall | undefined;
   /** Set when the child runs in its own worktree. */
-  worktree?: WorktreeMapping;
+  worktree?: WorktreeMapping | undefined;
 }
 
 /** A directive block found in a conversation and verified. */

@@ -61,11 +61,11 @@ export function prepareForkRun(input: ForkRunInput): ForkRunPlan {
     runId: input.runId,
     directive: input.directive,
     maxTokens,
-    ...(input.forkCall === undefined ? {} : { forkCall: input.forkCall }),
-    ...(input.worktree === undefined ? {} : { worktree: input.worktree }),
-    ...(overrides.model === undefined ? {} : { model: overrides.model }),
-    ...(overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder }),
-    ...(input.strictAlternation === undefined ? {} : { strictAlternation: input.strictAlternation }),
+    forkCall: input.forkCall,
+    worktree: input.worktree,
+    model: overrides.model,
+    systemReminder: overrides.system_reminder,
+    strictAlternation: input.strictAlternation,
   });
   const plan: ForkRunPlan = { request: forked.request, forkBreakpoint: forked.breakpoint, prefixHash: null };
   if (overrides.system_reminder !== undefined) plan.systemReminder = overrides.system_reminder;

@@ -42,17 +42,17 @@ export interface BuildForkedRequestOptions extends DirectiveBlockOptions {
    * `user(results, directive)`. Both are valid Anthropic requests.
    * @default false
    */
-  strictAlternation?: boolean;
+  strictAlternation?: boolean | undefined;
   /** Replaces the parent's model. Changes the cache key: the child misses the parent's cache. */
-  model?: string;
+  model?: string | undefined;
   /** Replaces the parent's `max_tokens`. Does not change the cache key. @default the parent's, else {@link DEFAULT_MAX_TOKENS} */
-  maxTokens?: number;
+  maxTokens?: number | undefined;
   /** TTL of the fork's breakpoint. @default "5m" */
-  breakpointTtl?: "5m" | "1h";
+  breakpointTtl?: "5m" | "1h" | undefined;
   /** A `critical_system_reminder`, appended after the directive: after the cache boundary. */
-  systemReminder?: string;
+  systemReminder?: string | undefined;
   /** The placeholder `tool_result` text. @default FORK_PLACEHOLDER_RESULT */
-  placeholderText?: string;
+  placeholderText?: string | undefined;
 }
 
 /** A child's first request and where its parts are. */

@@ -351,16 +351,16 @@ export class InProcessForkSubagent implements ForkSubagent {
         dispatcher: this.#options.dispatcherFactory({ runId, cwd, params, signal: runController.signal }),
         cwd,
         toolFilter: toolFilterFromSpec(params.toolFilter ?? { kind: "all" }),
-        ...(compiled.permissions === undefined ? {} : { permissions: compiled.permissions }),
+        permissions: compiled.permissions,
         limits: params.limits ?? {},
-        ...(params.deadlineAt === undefined ? {} : { deadlineAt: params.deadlineAt }),
-        ...(this.#options.forkToolNames === undefined ? {} : { forkToolNames: this.#options.forkToolNames }),
+        deadlineAt: params.deadlineAt,
+        forkToolNames: this.#options.forkToolNames,
         signal: runController.signal,
         emit,
-        ...(this.#options.pricing === undefined ? {} : { pricing: this.#options.pricing }),
+        pricing: this.#options.pricing,
         clock: this.#clock,
         logger: this.#logger,
-        ...(this.#options.deltaBatch === undefined ? {} : { deltaBatch: this.#options.deltaBatch }),
+        deltaBatch: this.#options.deltaBatch,
       });
       return finish(outcomeToTerminalEvent(outcome, { cacheShared: compiled.cacheShared }));
     } catch (error) {

@@ -67,52 +67,52 @@ export interface TurnLoopOptions {
   /** Working directory of the run, for tools and the tool filter. Absolute. */
   cwd: string;
   /** Decides which calls may run. @default every call may run */
-  toolFilter?: ToolFilter;
+  toolFilter?: ToolFilter | undefined;
   /** When set, calls the asker says need approval wait for it. */
-  permissions?: TurnLoopPermissions;
+  permissions?: TurnLoopPermissions | undefined;
   /** `max_turns` (0 returns at once), `timeout_ms`, `budget`. @default { max_turns: 200 } */
-  limits?: Partial<Limits>;
+  limits?: Partial<Limits> | undefined;
   /** Absolute deadline, in addition to `limits.timeout_ms`. @unit ms since epoch */
-  deadlineAt?: number;
+  deadlineAt?: number | undefined;
   /** A `critical_system_reminder`, appended to every tool-results message (pass it to `buildForkedRequest` too, for the first). */
-  systemReminder?: string;
+  systemReminder?: string | undefined;
   /** Tool names that start forks; a fork's calls to them are refused by the recursion guard. @default DEFAULT_FORK_TOOL_NAMES */
-  forkToolNames?: readonly string[];
+  forkToolNames?: readonly string[] | undefined;
   /** The fork's own breakpoint (`ForkedRequest.breakpoint`): kept when later turns place theirs. */
-  forkBreakpoint?: MessageBlockLocation | null;
+  forkBreakpoint?: MessageBlockLocation | null | undefined;
   /**
    * From the second turn on, put a breakpoint on the last tool result, so each turn reads the one
    * before it from the cache. Within the limit of four, the earliest other breakpoint makes room.
    * @default true
    */
-  rollingBreakpoint?: boolean;
+  rollingBreakpoint?: boolean | undefined;
   /** Checks the first turn's cache reads; a `cache.break` event reports a break. */
-  cacheCheck?: CacheBreakCheck;
+  cacheCheck?: CacheBreakCheck | undefined;
   /** Cache key hash of the inherited prefix for the `started` event; `null` when nothing is shared. @default null */
-  prefixHash?: string | null;
+  prefixHash?: string | null | undefined;
   /** Continue a run rebuilt by `rebuildRunState` instead of starting it. No `started` event is emitted. */
-  resume?: ResumeState;
+  resume?: ResumeState | undefined;
   /** Stops the run; it ends `aborted` with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Receives every event body in order; the caller stamps and publishes them (see `EventSequencer`). */
-  emit?: (event: ForkEventBody) => void;
+  emit?: ((event: ForkEventBody) => void) | undefined;
   /**
    * Resolves once every event emitted so far is stored. Awaited before a tool runs, and before a
    * model call that builds on tool results not yet stored, so that after a crash the log always shows
    * a started tool call (the ledger then knows it may have run) and every result the next turn was
    * built on.
    */
-  durable?: () => Promise<void>;
+  durable?: (() => Promise<void>) | undefined;
   /** Observes every message appended to the conversation. */
-  onMessage?: (message: MessageParam) => void;
+  onMessage?: ((message: MessageParam) => void) | undefined;
   /** @default defaultPricingTable */
-  pricing?: PricingTable;
+  pricing?: PricingTable | undefined;
   /** @default systemClock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** @default silentLogger */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Batching of `llm.delta` events. */
-  deltaBatch?: DeltaBatchOptions;
+  deltaBatch?: DeltaBatchOptions | undefined;
 }
 
 /** What every outcome reports. */

@@ -138,14 +138,14 @@ export async function executeForkRun(
         : {}),
       limits: { ...spec.limits, max_turns: Math.min(spec.limits.max_turns, config.ceilings.maxTurns) },
       deadlineAt: Math.min(spec.deadline_at ?? Number.POSITIVE_INFINITY, options.runDeadlineAt),
-      ...(resume === undefined ? {} : { resume }),
+      resume,
       signal: options.signal,
       emit: (body) => {
         if (metrics && body.type === "llm.message") observeLlmMessage(metrics, body);
         if (metrics && body.type === "tool.denied") metrics.toolCalls.inc({ result: "denied" });
         options.emit(body);
       },
-      ...(options.durable === undefined ? {} : { durable: options.durable }),
+      durable: options.durable,
       logger: options.logger,
     });
     options.onUsage?.(outcome.usage);
