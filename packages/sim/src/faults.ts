@@ -133,3 +133,10 @@ export class FaultInjector {
     this.#seenOnce.clear();
   }
 }
+
+/** What the simulated API says with each fault it injects. */
+export const FAULT_MESSAGES: Partial<Record<ApiErrorType, string>> = {
+  rate_limit_error: "This request would exceed your rate limit (simulated fault).",
+  overloaded_error: "Overloaded",
+  api_error: "Internal server error (simulated fault)",
+};

@@ -10,123 +10,24 @@ import { createHash, randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { z } from "zod";
-import {
-  type Breakpoint,
-  type CachePlan,
-  LOOKBACK_BLOCKS,
-  PromptCache,
-  type PromptCacheStats,
-  resolveBreakpoints,
-} from "./cache.js";
-import { type Clock, hiResNow, systemClock } from "./clock.js";
-import {
-  type ApiErrorType,
-  apiErrorBody,
-  invalidRequest,
-  SimApiError,
-  SimOptionsError,
-  statusOfErrorType,
-} from "./errors.js";
-import { describeFault, FaultInjector, type FaultSpec, parseFault } from "./faults.js";
-import { RequestLog, type RequestLogEntry, type RequestTotals, setBody, withoutBody } from "./log.js";
+import { type Breakpoint, LOOKBACK_BLOCKS, PromptCache, resolveBreakpoints } from "./cache.js";
+import { hiResNow, systemClock } from "./clock.js";
+import { apiErrorBody, invalidRequest, SimApiError, SimOptionsError, statusOfErrorType } from "./errors.js";
+import { apiKeyOf, betasOf, type Exchange, GONE, parseJson, readBody, sendJson, sleep } from "./exchange.js";
+import { describeFault, FAULT_MESSAGES, FaultInjector, type FaultSpec, parseFault } from "./faults.js";
+import { RequestLog, type RequestLogEntry, withoutBody } from "./log.js";
 import { runScriptedModel } from "./model.js";
 import { contextWindowTokens, minCacheableTokens } from "./models.js";
+import { optionsSchema, type SimOptions } from "./options.js";
 import { layoutPrompt } from "./prompt.js";
-import { type Frame, messageFrames, sseEvent } from "./sse.js";
-import type { InputUsage, MessageResponse, Usage } from "./types.js";
+import type { AcceptedEvent, DisconnectEvent, FirstByteEvent, SimEvents, SimStats } from "./sim-events.js";
+import { messageFrames } from "./sse.js";
+import { streamFrames } from "./stream-response.js";
+import type { MessageResponse, Usage } from "./types.js";
 import { validateRequest } from "./validate.js";
 
-/** Latency applied to every `/v1/messages` request unless its script says otherwise. */
-export interface LatencyOptions {
-  /** Time to first token (before `message_start`, or before the whole non-streaming body). @default 0 @unit milliseconds */
-  ttftMs?: number;
-  /** Output speed; 0 means as fast as possible. @default 0 @unit tokens per second */
-  tokensPerSecond?: number;
-}
-
-/** Random faults at a rate (seeded, deterministic in request order). */
-export interface SimFaultOptions {
-  /** Probability that a `/v1/messages` request gets a fault, 0..1. */
-  rate: number;
-  /** @default 1 */
-  seed?: number;
-  /** Faults to choose from, as objects or as written in scripts (`"429 retry-after=1"`). @default 429, 529, 500 */
-  kinds?: ReadonlyArray<FaultSpec | string>;
-}
-
-/** Options of {@link startSim}. */
-export interface SimOptions {
-  /** @default 0 (any free port) */
-  port?: number;
-  /** @default "127.0.0.1" */
-  host?: string;
-  latency?: LatencyOptions;
-  faults?: SimFaultOptions;
-  /** Append the request log here as JSON lines. */
-  logFile?: string;
-  /** Log entries kept in memory, bodies included (mind the memory with large prompts). @default 500 */
-  logLimit?: number;
-  /** Clock of the prompt cache (TTLs). @default the system clock */
-  clock?: Clock;
-  /** Accept only these API keys (others get 401). @default any non-empty key */
-  apiKeys?: readonly string[];
-  /** Maps an API key to its cache scope (keys of one workspace share entries). @default every key its own scope */
-  cacheScope?: (apiKey: string) => string;
-  /** Minimum cacheable tokens by model name prefix, checked before the built-in table. */
-  minCacheableTokens?: Readonly<Record<string, number>>;
-  /** Cache lookback window. @default 20 @unit blocks */
-  lookbackBlocks?: number;
-  /** Largest request body. @default 33554432 (32 MiB) @unit bytes */
-  maxBodyBytes?: number;
-}
-
-/** Statistics of a running simulator. */
-export interface SimStats extends RequestTotals {
-  cache: PromptCacheStats;
-}
-
-/** Emitted when a `/v1/messages` request is accepted: valid, not refused by a fault, cache read and writes decided. */
-export interface AcceptedEvent {
-  seq: number;
-  id: string;
-  /** @unit ms since epoch (high resolution) */
-  at: number;
-  stream: boolean;
-  /** The input side of the usage it will be charged. */
-  usage: InputUsage;
-}
-
-/** Emitted when a response's first byte is sent; its cache writes are readable from then. */
-export interface FirstByteEvent {
-  seq: number;
-  id: string;
-  /** @unit ms since epoch (high resolution) */
-  at: number;
-  stream: boolean;
-  usage: Usage;
-}
-
-/** Emitted when a client closes the connection before its response is complete. */
-export interface DisconnectEvent {
-  seq: number;
-  id: string;
-  /** When the simulator saw the connection close. @unit ms since epoch (high resolution) */
-  at: number;
-  /** The response had started. */
-  afterFirstByte: boolean;
-  /** @unit tokens */
-  outputTokensSent: number;
-}
-
-/** Events of a {@link Sim}. */
-export interface SimEvents {
-  accepted: AcceptedEvent;
-  /** A request is over (answered, failed, cut or abandoned) and logged. */
-  request: RequestLogEntry;
-  firstByte: FirstByteEvent;
-  disconnect: DisconnectEvent;
-}
+export type { LatencyOptions, SimFaultOptions, SimOptions } from "./options.js";
+export type { AcceptedEvent, DisconnectEvent, FirstByteEvent, SimEvents, SimStats } from "./sim-events.js";
 
 /** A running simulator. */
 export interface Sim extends AsyncDisposable {
@@ -148,88 +49,6 @@ export interface Sim extends AsyncDisposable {
   reset(): void;
   /** Stops listening, ends in-flight requests, flushes the log file. */
   close(): Promise<void>;
-}
-
-const optionsSchema = z
-  .object({
-    port: z.number().int().min(0).max(65535).optional(),
-    host: z.string().min(1).optional(),
-    latency: z
-      .object({ ttftMs: z.number().min(0).optional(), tokensPerSecond: z.number().min(0).optional() })
-      .strict()
-      .optional(),
-    faults: z
-      .object({
-        rate: z.number().min(0).max(1),
-        seed: z.number().int().optional(),
-        kinds: z.array(z.union([z.string(), z.object({ kind: z.string() }).passthrough()])).optional(),
-      })
-      .strict()
-      .optional(),
-    logFile: z.string().min(1).optional(),
-    logLimit: z.number().int().min(0).optional(),
-    clock: z
-      .custom<Clock>((v) => typeof (v as Clock | undefined)?.now === "function", "clock must have now()")
-      .optional(),
-    apiKeys: z.array(z.string().min(1)).optional(),
-    cacheScope: z
-      .custom<(k: string) => string>((v) => typeof v === "function", "cacheScope must be a function")
-      .optional(),
-    minCacheableTokens: z.record(z.string(), z.number().int().min(0)).optional(),
-    lookbackBlocks: z.number().int().min(0).optional(),
-    maxBodyBytes: z.number().int().min(1).optional(),
-  })
-  .strict();
-
-const FAULT_MESSAGES: Partial<Record<ApiErrorType, string>> = {
-  rate_limit_error: "This request would exceed your rate limit (simulated fault).",
-  overloaded_error: "Overloaded",
-  api_error: "Internal server error (simulated fault)",
-};
-
-/** Abort reason of a finished exchange (one shared object: creating a DOMException per request shows in profiles). */
-const GONE = new Error("exchange over");
-
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  if (ms <= 0) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-function apiKeyOf(req: IncomingMessage): string | undefined {
-  const key = req.headers["x-api-key"];
-  if (typeof key === "string" && key !== "") return key;
-  const auth = req.headers.authorization;
-  if (typeof auth === "string") {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
-    if (m !== null) return m[1];
-  }
-  return undefined;
-}
-
-/** State of one HTTP exchange. */
-interface Exchange {
-  readonly seq: number;
-  readonly id: string;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly abort: AbortController;
-  readonly entry: RequestLogEntry;
-  plan: CachePlan | undefined;
-  /** Input usage decided at accept time, charged at first byte. */
-  inputUsage: Omit<Usage, "output_tokens"> | undefined;
-  outputTokens: number;
-  logged: boolean;
 }
 
 /**
@@ -313,24 +132,6 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     return id;
   };
 
-  const sendJson = (
-    ex: Exchange,
-    status: number,
-    body: unknown,
-    headers: Record<string, string> = {},
-  ): void => {
-    const { res } = ex;
-    if (res.headersSent || res.destroyed) return;
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-      ...headers,
-    });
-    res.end(text);
-    ex.entry.status = status;
-  };
-
   const sendError = (ex: Exchange, err: SimApiError): void => {
     ex.entry.errorType = err.errorType;
     ex.entry.errorMessage = err.message;
@@ -368,36 +169,6 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     }
   };
 
-  /** Reads the body; the log keeps the bytes (off the JS heap) and decodes them only when read. */
-  const readBody = (ex: Exchange): Promise<{ bytes: Buffer; text: string } | undefined> =>
-    new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let tooBig = false;
-      ex.req.on("data", (c: Buffer) => {
-        size += c.length;
-        if (size > maxBody) tooBig = true;
-        else chunks.push(c);
-      });
-      ex.req.on("end", () => {
-        if (tooBig) {
-          reject(
-            new SimApiError("request_too_large", `Request exceeds the maximum size of ${maxBody} bytes.`),
-          );
-          return;
-        }
-        try {
-          const bytes = Buffer.concat(chunks, size);
-          setBody(ex.entry, bytes);
-          resolve({ bytes, text: bytes.toString("utf8") });
-        } catch (e) {
-          reject(e);
-        }
-      });
-      ex.req.on("error", () => resolve(undefined));
-      ex.req.on("aborted", () => resolve(undefined));
-    });
-
   const authenticate = (ex: Exchange): string => {
     const key = apiKeyOf(ex.req);
     if (key === undefined) throw new SimApiError("authentication_error", "x-api-key header is required");
@@ -407,30 +178,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     return key;
   };
 
-  const parseJson = (body: string): unknown => {
-    try {
-      return JSON.parse(body);
-    } catch (e) {
-      throw new SimApiError(
-        "invalid_request_error",
-        `There was an issue with the request body: invalid JSON (${(e as Error).message})`,
-      );
-    }
-  };
-
-  /** The `anthropic-beta` list of the request (the header may repeat and holds comma-separated names); logged with it. */
-  const betasOf = (ex: Exchange): string[] => {
-    const header = ex.req.headers["anthropic-beta"];
-    const betas = (Array.isArray(header) ? header : header === undefined ? [] : [header])
-      .flatMap((value) => value.split(","))
-      .map((name) => name.trim())
-      .filter((name) => name !== "");
-    ex.entry.betas = betas;
-    return betas;
-  };
-
   const countTokensRoute = async (ex: Exchange): Promise<void> => {
-    const body = await readBody(ex);
+    const body = await readBody(ex, maxBody);
     if (body === undefined) return;
     authenticate(ex);
     const request = validateRequest(parseJson(body.text), "count_tokens", betasOf(ex));
@@ -441,61 +190,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     sendJson(ex, 200, { input_tokens: layout.totalTokens });
   };
 
-  const streamFrames = async (
-    ex: Exchange,
-    frames: Frame[],
-    tps: number,
-    fault: FaultSpec | null,
-  ): Promise<void> => {
-    const { res } = ex;
-    const signal = ex.abort.signal;
-    const cutAt = fault !== null && fault.kind !== "status" ? fault : null;
-    const t0 = hiResNow();
-    let sent = 0;
-    let buf = "";
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
-    ex.entry.status = 200;
-    firstByte(ex, true);
-    if (tps <= 0 && cutAt === null) {
-      // Nothing to pace or cut: one write (the cache entry is already readable).
-      for (const f of frames) sent += f.tokens;
-      ex.entry.outputTokensSent = sent;
-      res.end(frames.map((f) => f.data).join(""));
-      return;
-    }
-    res.write(frames[0]!.data);
-    for (let j = 1; j < frames.length; j++) {
-      const f = frames[j]!;
-      if (cutAt !== null && (sent >= cutAt.afterTokens || f.final === true)) {
-        if (cutAt.kind === "cut") {
-          if (buf !== "") res.write(buf);
-          ex.entry.cut = true;
-          res.destroy();
-        } else {
-          const msg = FAULT_MESSAGES[cutAt.errorType] ?? "Simulated fault";
-          res.end(buf + sseEvent("error", apiErrorBody(cutAt.errorType, msg, ex.id)));
-          ex.entry.errorType = cutAt.errorType;
-          ex.entry.errorMessage = msg;
-        }
-        return;
-      }
-      if (tps > 0 && (f.tokens > 0 || f.final === true)) {
-        const wait = t0 + (sent / tps) * 1000 - hiResNow();
-        if (wait >= 1) {
-          if (buf !== "") res.write(buf);
-          buf = "";
-          if (!(await sleep(wait, signal))) return;
-        }
-      }
-      buf += f.data;
-      sent += f.tokens;
-      ex.entry.outputTokensSent = sent;
-    }
-    res.end(buf);
-  };
-
   const messagesRoute = async (ex: Exchange): Promise<void> => {
-    const body = await readBody(ex);
+    const body = await readBody(ex, maxBody);
     if (body === undefined) return;
     const entry = ex.entry;
     const apiKey = authenticate(ex);
@@ -577,7 +273,7 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       if (!(await sleep(ttft, signal))) return;
       const boundaries = fault !== null ? [fault.afterTokens] : [];
       const chunkTokens = tps > 0 ? Math.max(1, Math.ceil(tps / 50)) : 16;
-      await streamFrames(ex, messageFrames(message, { chunkTokens, boundaries }), tps, fault);
+      await streamFrames(ex, messageFrames(message, { chunkTokens, boundaries }), tps, fault, firstByte);
       return;
     }
     const generation = tps > 0 ? (reply.outputTokens / tps) * 1000 : 0;

@@ -1,0 +1,126 @@
+// One HTTP exchange of the simulator: its state, and the helpers that read its request and write
+// its response without touching the server's shared state.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { CachePlan } from "./cache.js";
+import { SimApiError } from "./errors.js";
+import { type RequestLogEntry, setBody } from "./log.js";
+import type { Usage } from "./types.js";
+
+/** Abort reason of a finished exchange (one shared object: creating a DOMException per request shows in profiles). */
+export const GONE = new Error("exchange over");
+
+export function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  if (ms <= 0) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+export function apiKeyOf(req: IncomingMessage): string | undefined {
+  const key = req.headers["x-api-key"];
+  if (typeof key === "string" && key !== "") return key;
+  const auth = req.headers.authorization;
+  if (typeof auth === "string") {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    if (m !== null) return m[1];
+  }
+  return undefined;
+}
+
+/** State of one HTTP exchange. */
+export interface Exchange {
+  readonly seq: number;
+  readonly id: string;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly abort: AbortController;
+  readonly entry: RequestLogEntry;
+  plan: CachePlan | undefined;
+  /** Input usage decided at accept time, charged at first byte. */
+  inputUsage: Omit<Usage, "output_tokens"> | undefined;
+  outputTokens: number;
+  logged: boolean;
+}
+
+/** Answers with a JSON body, unless the response already started or its connection is gone. */
+export function sendJson(
+  ex: Exchange,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const { res } = ex;
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+  ex.entry.status = status;
+}
+
+/** Reads the body; the log keeps the bytes (off the JS heap) and decodes them only when read. */
+export function readBody(
+  ex: Exchange,
+  maxBody: number,
+): Promise<{ bytes: Buffer; text: string } | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooBig = false;
+    ex.req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > maxBody) tooBig = true;
+      else chunks.push(c);
+    });
+    ex.req.on("end", () => {
+      if (tooBig) {
+        reject(new SimApiError("request_too_large", `Request exceeds the maximum size of ${maxBody} bytes.`));
+        return;
+      }
+      try {
+        const bytes = Buffer.concat(chunks, size);
+        setBody(ex.entry, bytes);
+        resolve({ bytes, text: bytes.toString("utf8") });
+      } catch (e) {
+        reject(e);
+      }
+    });
+    ex.req.on("error", () => resolve(undefined));
+    ex.req.on("aborted", () => resolve(undefined));
+  });
+}
+
+/** The request body as JSON, or the API's 400 for a body that is not. */
+export function parseJson(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch (e) {
+    throw new SimApiError(
+      "invalid_request_error",
+      `There was an issue with the request body: invalid JSON (${(e as Error).message})`,
+    );
+  }
+}
+
+/** The `anthropic-beta` list of the request (the header may repeat and holds comma-separated names); logged with it. */
+export function betasOf(ex: Exchange): string[] {
+  const header = ex.req.headers["anthropic-beta"];
+  const betas = (Array.isArray(header) ? header : header === undefined ? [] : [header])
+    .flatMap((value) => value.split(","))
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  ex.entry.betas = betas;
+  return betas;
+}
