@@ -159,8 +159,12 @@ describe("Bash", () => {
     expect(out.isError).toBe(true);
     expect(out.content).toContain("Aborted");
     expect(out.content).not.toContain("COMPLETED");
-    expect(isRunning(shellPid!)).toBe(false);
-    expect(isRunning(childPid!)).toBe(false);
+    // The group was SIGKILLed before the tool returned; delivery is asynchronous, so both are gone a
+    // moment later (left alone, they would sleep for 30 s).
+    await waitFor(() => !isRunning(shellPid!) && !isRunning(childPid!), {
+      timeoutMs: 2_000,
+      message: `shell ${shellPid} and its child ${childPid} to be killed`,
+    });
   });
 
   it("kills what a finished command left running in the background", async () => {
