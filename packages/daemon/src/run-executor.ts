@@ -1,7 +1,13 @@
 // Runs one delivered spec: validate, claim, resume from the log if an earlier attempt left one,
 // run the core turn loop, publish every event in order, end the run and settle the spec.
 
-import { type ForkResources, getRunState, lastLoggedEvent } from "@forkd/client";
+import {
+  type ForkResources,
+  getRunState,
+  type LoggedEvent,
+  lastLoggedEvent,
+  type RunStateEntry,
+} from "@forkd/client";
 import {
   downloadPrefix,
   isStorageFull,
@@ -233,120 +239,14 @@ export class RunExecutor {
     const delivery = message.info.deliveryCount;
     if (delivery > 1) metrics?.redeliveries.inc();
 
-    // 0. A subject token that is not a run id has no event subject and no registry key: nothing can
-    // be published for it, so the spec is refused where it is, and leaves the queue for good.
-    if (!isValidRunId(runId)) {
-      logger.warn(
-        { code: "invalid_run_id", subject: message.subject },
-        "spec on a subject that is not a valid run id: removed from the queue",
-      );
-      await removeSpec(resources, message);
-      metrics?.runsEnded.inc({ outcome: "refused" });
-      return;
-    }
-
-    // 1. Ownership. A run belongs to the first spec stored for its id (the registry names it by its
-    // stream sequence): any other spec for that id, valid or not, is refused and removed, and never
-    // fails, fences or resumes the run. An ended run is not run again.
-    const [registered, last] = await Promise.all([
-      getRunState(resources, runId),
-      lastLoggedEvent(resources, runId),
-    ]);
-    if (registered && isTerminalRunStatus(registered.state.status)) {
-      await message.ackAck().catch(() => false);
-      return;
-    }
-    const ownerSeq = registered?.state.spec_seq;
-    if (ownerSeq !== undefined && ownerSeq !== message.seq) {
-      await this.refuseSpec(message, ownerSeq, logger);
-      return;
-    }
-
-    // 2. Validate. A malformed spec fails its own run, never the daemon.
-    let spec: ForkSpec;
-    try {
-      spec = forkSpecCodec.decode(message.data);
-      if (spec.run_id !== runId) {
-        throw new ProtocolError(
-          "invalid_spec",
-          `spec run_id ${spec.run_id} does not match its subject's ${runId}`,
-          {
-            path: ["run_id"],
-          },
-        );
-      }
-    } catch (error) {
-      const wire = toWireError(error);
-      logger.warn({ err: error }, "malformed spec: failing its run");
-      await failUnclaimedRun(resources, runId, wire, message.seq);
-      message.term();
-      metrics?.runsEnded.inc({ outcome: "failed" });
-      return;
-    }
-
+    const admitted = await this.#admit(runId, message, logger);
+    if (admitted === null) return;
+    const { spec, registered, last } = admitted;
     hooks.onSpec(spec);
 
-    // 3. Claim, recording this spec as the run's owner. An aborted run ends `aborted` without running.
-    if (last && isTerminalEvent(last.event)) {
-      await recordTerminal(resources, runId, last.event, last.event.attempt);
-      await message.ackAck().catch(() => false);
-      return;
-    }
-    const now = Date.now();
-    let claimed: Awaited<ReturnType<typeof updateRunState>>;
-    try {
-      claimed = await updateRunState(
-        resources,
-        runId,
-        (current) => {
-          // Another spec became the owner between the read and this write.
-          if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
-          return {
-            ...(current ??
-              queuedRunState({
-                runId,
-                createdAt: spec.created_at,
-                now,
-                parentAgentId: spec.parent.agent_id,
-                label: spec.label,
-              })),
-            spec_seq: message.seq,
-            status: "running",
-            attempt: (current?.attempt ?? 0) + 1,
-            daemon_id: config.daemonId,
-            updated_at: now,
-            heartbeat_at: now,
-            started_at: current?.started_at ?? now,
-          };
-        },
-        { known: registered },
-      );
-    } catch (error) {
-      if (!isStorageFull(error)) throw error;
-      // JetStream has no room for the claim: rather than wait in the queue until max_deliver and stay
-      // there, the run fails now, visibly (the events stream makes room by dropping its oldest events).
-      logger.error(
-        { err: error, code: "storage_full" },
-        "JetStream cannot store the run's claim: failing it",
-      );
-      await failUnclaimedRun(
-        resources,
-        runId,
-        {
-          code: "storage_full",
-          message: `JetStream cannot store the run's claim: ${(error as Error).message}`,
-          retryable: true,
-        },
-        message.seq,
-      ).catch((failure: unknown) => logger.error({ err: failure }, "could not record the storage failure"));
-      await removeSpec(resources, message);
-      metrics?.runsEnded.inc({ outcome: "failed" });
-      return;
-    }
-    if (claimed?.state.spec_seq !== message.seq) {
-      await this.refuseSpec(message, claimed?.state.spec_seq, logger);
-      return;
-    }
+    const claim = await this.#claim(runId, message, spec, registered, last, logger);
+    if (claim === null) return;
+    const { claimed, now } = claim;
     const attempt = claimed.state.attempt;
     const position: EventLogPosition = { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 };
     const publisher = new RunEventPublisher({
@@ -387,7 +287,7 @@ export class RunExecutor {
         delivery,
         resumed,
       }).catch((error: unknown) => hooks.onPublishError(error));
-      const abortFlag = claimed!.state.abort;
+      const abortFlag = claimed.state.abort;
       if (abortFlag && hooks.abortAuthorized(abortFlag.proof)) {
         await this.#end(
           publish,
@@ -427,12 +327,12 @@ export class RunExecutor {
       });
       await publisher.flush();
       const stop = hooks.stopReason();
-      if (stop && stop.kind !== "abort") throw stop;
+      if (stop && stop.kind !== "abort") throw new RunStopped(stop);
       await this.#end(publish, runId, result, attempt, message, logger);
       if (stop?.requestedAt !== undefined)
         metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
     } catch (error) {
-      const stop = hooks.stopReason() ?? (isStopReason(error) ? error : undefined);
+      const stop = hooks.stopReason() ?? (error instanceof RunStopped ? error.stop : undefined);
       if (stop?.kind === "release") {
         await publisher.flush().catch(() => undefined);
         message.nak();
@@ -483,6 +383,148 @@ export class RunExecutor {
     } finally {
       tracing.end(traced, tracedError);
     }
+  }
+
+  /**
+   * Step 3: claims the run for this attempt, recording this spec as its owner (compare-and-set on the
+   * registry). Returns null when the delivery ends here: the log had already ended, JetStream had no
+   * room for the claim (the run fails visibly), or another spec became the owner.
+   */
+  async #claim(
+    runId: string,
+    message: JsMsg,
+    spec: ForkSpec,
+    registered: RunStateEntry | null,
+    last: LoggedEvent | null,
+    logger: DaemonLogger,
+  ): Promise<{ claimed: RunStateEntry; now: number } | null> {
+    const { resources, config, metrics } = this.#deps;
+    // 3. Claim, recording this spec as the run's owner. An aborted run ends `aborted` without running.
+    if (last && isTerminalEvent(last.event)) {
+      await recordTerminal(resources, runId, last.event, last.event.attempt);
+      await message.ackAck().catch(() => false);
+      return null;
+    }
+    const now = Date.now();
+    let claimed: Awaited<ReturnType<typeof updateRunState>>;
+    try {
+      claimed = await updateRunState(
+        resources,
+        runId,
+        (current) => {
+          // Another spec became the owner between the read and this write.
+          if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
+          return {
+            ...(current ??
+              queuedRunState({
+                runId,
+                createdAt: spec.created_at,
+                now,
+                parentAgentId: spec.parent.agent_id,
+                label: spec.label,
+              })),
+            spec_seq: message.seq,
+            status: "running",
+            attempt: (current?.attempt ?? 0) + 1,
+            daemon_id: config.daemonId,
+            updated_at: now,
+            heartbeat_at: now,
+            started_at: current?.started_at ?? now,
+          };
+        },
+        { known: registered },
+      );
+    } catch (error) {
+      if (!isStorageFull(error)) throw error;
+      // JetStream has no room for the claim: rather than wait in the queue until max_deliver and stay
+      // there, the run fails now, visibly (the events stream makes room by dropping its oldest events).
+      logger.error(
+        { err: error, code: "storage_full" },
+        "JetStream cannot store the run's claim: failing it",
+      );
+      await failUnclaimedRun(
+        resources,
+        runId,
+        {
+          code: "storage_full",
+          message: `JetStream cannot store the run's claim: ${(error as Error).message}`,
+          retryable: true,
+        },
+        message.seq,
+      ).catch((failure: unknown) => logger.error({ err: failure }, "could not record the storage failure"));
+      await removeSpec(resources, message);
+      metrics?.runsEnded.inc({ outcome: "failed" });
+      return null;
+    }
+    if (claimed?.state.spec_seq !== message.seq) {
+      await this.refuseSpec(message, claimed?.state.spec_seq, logger);
+      return null;
+    }
+    return { claimed, now };
+  }
+
+  /**
+   * Steps 0–2 of a delivery: a valid run id, the spec that owns the run, a spec that decodes. Returns
+   * null when the delivery ends here (refused, removed, already ended, or failed as malformed).
+   */
+  async #admit(
+    runId: string,
+    message: JsMsg,
+    logger: DaemonLogger,
+  ): Promise<{ spec: ForkSpec; registered: RunStateEntry | null; last: LoggedEvent | null } | null> {
+    const { resources, metrics } = this.#deps;
+    // 0. A subject token that is not a run id has no event subject and no registry key: nothing can
+    // be published for it, so the spec is refused where it is, and leaves the queue for good.
+    if (!isValidRunId(runId)) {
+      logger.warn(
+        { code: "invalid_run_id", subject: message.subject },
+        "spec on a subject that is not a valid run id: removed from the queue",
+      );
+      await removeSpec(resources, message);
+      metrics?.runsEnded.inc({ outcome: "refused" });
+      return null;
+    }
+
+    // 1. Ownership. A run belongs to the first spec stored for its id (the registry names it by its
+    // stream sequence): any other spec for that id, valid or not, is refused and removed, and never
+    // fails, fences or resumes the run. An ended run is not run again.
+    const [registered, last] = await Promise.all([
+      getRunState(resources, runId),
+      lastLoggedEvent(resources, runId),
+    ]);
+    if (registered && isTerminalRunStatus(registered.state.status)) {
+      await message.ackAck().catch(() => false);
+      return null;
+    }
+    const ownerSeq = registered?.state.spec_seq;
+    if (ownerSeq !== undefined && ownerSeq !== message.seq) {
+      await this.refuseSpec(message, ownerSeq, logger);
+      return null;
+    }
+
+    // 2. Validate. A malformed spec fails its own run, never the daemon.
+    let spec: ForkSpec;
+    try {
+      spec = forkSpecCodec.decode(message.data);
+      if (spec.run_id !== runId) {
+        throw new ProtocolError(
+          "invalid_spec",
+          `spec run_id ${spec.run_id} does not match its subject's ${runId}`,
+          {
+            path: ["run_id"],
+          },
+        );
+      }
+    } catch (error) {
+      const wire = toWireError(error);
+      logger.warn({ err: error }, "malformed spec: failing its run");
+      await failUnclaimedRun(resources, runId, wire, message.seq);
+      message.term();
+      metrics?.runsEnded.inc({ outcome: "failed" });
+      return null;
+    }
+
+    return { spec, registered, last };
   }
 
   /** Refuses a spec for a run that another spec owns: recorded (log, metric) and removed, the run untouched. */
@@ -548,11 +590,9 @@ async function removeSpec(resources: ForkResources, message: JsMsg): Promise<voi
   await resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, message.seq).catch(() => false);
 }
 
-function isStopReason(value: unknown): value is StopReason {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    "kind" in value &&
-    ["abort", "release", "fenced", "failed"].includes((value as StopReason).kind)
-  );
+/** Unwinds a run whose stop reason (release, fence, failure) was set while it ran. */
+class RunStopped extends Error {
+  constructor(readonly stop: StopReason) {
+    super(`run stopped: ${stop.kind}`);
+  }
 }
