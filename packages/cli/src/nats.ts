@@ -5,7 +5,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { ensureForkResources, type ForkResources, NatsForkSubagent } from "@forkd/client";
 import { DAEMON_FLAGS, natsConnectionOptions, redactCredentials } from "@forkd/daemon";
-import { HexSecretSchema, newSecret } from "@forkd/protocol";
+import { HexSecretSchema, newSecret } from "@forkd/protocol/internal";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { NatsUnavailableError, UsageError } from "./errors.js";
 

@@ -12,7 +12,6 @@ import {
 } from "@forkd/core";
 import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
 import {
-  abortProof,
   abortRequestCodec,
   type ForkEvent,
   type ForkPrefix,
@@ -21,13 +20,10 @@ import {
   INLINE_PREFIX_THRESHOLD_BYTES,
   isTerminalEvent,
   isTerminalRunStatus,
-  newSecret,
-  ownerToken,
   type PermissionRequest,
   type PermissionResponse,
   PROTOCOL_VERSION,
   type PrefixSource,
-  permissionProof,
   permissionRequestCodec,
   permissionResponseCodec,
   queuedRunState,
@@ -35,6 +31,7 @@ import {
   runStateCodec,
   type ToolHostRef,
 } from "@forkd/protocol";
+import { abortProof, newSecret, ownerToken, permissionProof } from "@forkd/protocol/internal";
 import type { PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";

@@ -4,14 +4,13 @@
 import {
   DEFAULT_SUBJECT_PREFIX,
   forkSubjects,
-  newSecret,
   PROTOCOL_VERSION,
   type ToolHostRef,
   type ToolHostRequest,
-  toolHostProof,
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "@forkd/protocol";
+import { newSecret, toolHostProof } from "@forkd/protocol/internal";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 
 /** Runs one tool for a remote fork. Throwing is reported to the model as an error result. */

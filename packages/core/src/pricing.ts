@@ -1,7 +1,8 @@
 // The price of a set of tokens. The prices themselves are rows of @forkd/protocol's model facts table,
 // the one place to update when they change; @forkd/llm prices with this module too.
 import { readFileSync } from "node:fs";
-import { longestPrefixLookup, MODEL_FACTS, type ModelFacts } from "@forkd/protocol";
+import { MODEL_FACTS, type ModelFacts } from "@forkd/protocol";
+import { longestPrefixLookup } from "@forkd/protocol/internal";
 import { InvalidPricingError } from "./errors.js";
 
 /** Price multiplier of input tokens written to the cache with the 5-minute TTL. */

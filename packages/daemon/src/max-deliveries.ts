@@ -2,7 +2,8 @@
 // daemons share the consumer's advisory (one of them, by queue group) and end the run as failed.
 import type { ForkResources } from "@forkd/client";
 import { getRunState } from "@forkd/client";
-import { createCodec, isValidRunId, MAX_CONTROL_BYTES } from "@forkd/protocol";
+import { isValidRunId, MAX_CONTROL_BYTES } from "@forkd/protocol";
+import { createCodec } from "@forkd/protocol/internal";
 import { z } from "zod";
 import type { DaemonLogger } from "./logger.js";
 import { failUnclaimedRun } from "./run-ending.js";

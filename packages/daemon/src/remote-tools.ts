@@ -14,15 +14,13 @@ import {
   type PermissionPolicy,
   type PermissionRequest,
   PROTOCOL_VERSION,
-  permissionProof,
   permissionRequestCodec,
   permissionResponseCodec,
-  proofMatches,
   type ToolHostRef,
-  toolHostProof,
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "@forkd/protocol";
+import { permissionProof, proofMatches, toolHostProof } from "@forkd/protocol/internal";
 import { type NatsConnection, NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { capOutput } from "./tools/output.js";
 

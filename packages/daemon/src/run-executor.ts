@@ -17,7 +17,6 @@ import {
 } from "@forkd/client/internal";
 import type { LlmClient } from "@forkd/core";
 import {
-  abortProof,
   emptyUsageTotals,
   type ForkEvent,
   type ForkEventBody,
@@ -29,11 +28,11 @@ import {
   isTerminalRunStatus,
   isValidRunId,
   ProtocolError,
-  proofMatches,
   queuedRunState,
   toWireError,
   type UsageTotals,
 } from "@forkd/protocol";
+import { abortProof, proofMatches } from "@forkd/protocol/internal";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { DaemonConfig } from "./config.js";
 import { DaemonError } from "./errors.js";

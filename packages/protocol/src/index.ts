@@ -1,4 +1,18 @@
-// @forkd/protocol: the wire protocol of forkd. Subjects, schemas, codec, limits.
+/**
+ * The wire protocol of forkd: subjects and resource names, the zod schemas of every message (and
+ * their JSON Schemas), the hardened codec, size limits, registry entries, model facts and the error
+ * base every package's errors extend. The control-proof helpers and codec internals the daemon and
+ * client share are in `@forkd/protocol/internal`.
+ *
+ * @example
+ * ```ts
+ * import { forkEventCodec, forkSubjects } from "@forkd/protocol";
+ *
+ * const subjects = forkSubjects("agent");
+ * nc.subscribe(subjects.allEvents, { callback: (_e, m) => console.log(forkEventCodec.decode(m.data).type) });
+ * ```
+ * @module
+ */
 export type {
   AssistantMessage,
   CacheControl,
@@ -26,17 +40,14 @@ export {
   ToolResultBlockSchema,
   ToolUseBlockSchema,
 } from "./anthropic.js";
-export type { Codec, CodecOptions, LenientForkEvent } from "./codec.js";
+export type { Codec } from "./codec.js";
 export {
   abortRequestCodec,
-  createCodec,
   createForkSpecCodec,
   daemonInfoCodec,
-  decodeEventLenient,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
-  parseWireJson,
   permissionRequestCodec,
   permissionResponseCodec,
   runStateCodec,
@@ -58,15 +69,6 @@ export {
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
-export {
-  abortProof,
-  HexSecretSchema,
-  newSecret,
-  ownerToken,
-  permissionProof,
-  proofMatches,
-  toolHostProof,
-} from "./control-proof.js";
 export type { ProtocolErrorCode, ProtocolErrorJSON } from "./errors.js";
 export {
   ForkdError,
@@ -129,11 +131,9 @@ export {
   contextWindowTokens,
   DEFAULT_CONTEXT_WINDOW_TOKENS,
   DEFAULT_MIN_CACHEABLE_TOKENS,
-  longestPrefixLookup,
   MODEL_FACTS,
   minCacheableTokens,
   modelFacts,
-  normaliseModelId,
 } from "./model-facts.js";
 export type { DaemonInfo, QueuedRunInit, RunState, RunStatus } from "./registry.js";
 export {

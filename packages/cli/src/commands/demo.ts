@@ -16,7 +16,8 @@ import {
 } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
-import { forkSubjects, newSecret, type ProviderUsage } from "@forkd/protocol";
+import { forkSubjects, type ProviderUsage } from "@forkd/protocol";
+import { newSecret } from "@forkd/protocol/internal";
 import type { Sim } from "@forkd/sim";
 import {
   type Child,

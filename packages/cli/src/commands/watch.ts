@@ -2,7 +2,8 @@
 // (`<prefix>.fork.*.events`), from the start of the stream or --since, grouped by run, until Ctrl-C.
 // One run: its log from seq 1 until its terminal event.
 import { type ForkResources, getRunState, lastLoggedEvent, readEventLog } from "@forkd/client";
-import { decodeEventLenient, type ForkEvent, isTerminalEvent, isValidRunId } from "@forkd/protocol";
+import { type ForkEvent, isTerminalEvent, isValidRunId } from "@forkd/protocol";
+import { decodeEventLenient } from "@forkd/protocol/internal";
 import { DeliverPolicy, type OrderedConsumerOptions } from "@nats-io/jetstream";
 import type { CommandContext } from "../context.js";
 import { CliError, UsageError } from "../errors.js";

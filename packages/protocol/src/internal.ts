@@ -1,0 +1,14 @@
+// @forkd/protocol/internal: what forkd's own packages and tests need of @forkd/protocol beyond its public
+// API (see index.ts). Not covered by semver; applications import from @forkd/protocol.
+export type { CodecOptions, LenientForkEvent } from "./codec.js";
+export { createCodec, decodeEventLenient, parseWireJson } from "./codec.js";
+export {
+  abortProof,
+  HexSecretSchema,
+  newSecret,
+  ownerToken,
+  permissionProof,
+  proofMatches,
+  toolHostProof,
+} from "./control-proof.js";
+export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";
