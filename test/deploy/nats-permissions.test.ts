@@ -221,7 +221,7 @@ describe("deploy/nats/accounts.conf on one node", () => {
     expect(await nextMessage(aborts)).toEqual({ subject: subjects.abort("run-2"), data: "stop" });
 
     // The parent answers with allow_responses: it has no publish right on _INBOX.> at all.
-    const permissions = parent.nc.subscribe(`${subjects.prefix}.fork.*.permission`, {
+    const permissions = parent.nc.subscribe(subjects.allPermissions, {
       callback: (_error, message) => {
         message.respond(encoder.encode(`allow ${message.subject}`));
       },

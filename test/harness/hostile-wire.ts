@@ -145,7 +145,8 @@ export function hostileMessages(
     const pick = Math.floor(random() * 1_000_000);
     if (i % specEvery === specEvery - 1) {
       const spec = specCase(pick, runId);
-      const subject = spec.runId === undefined ? `${subjects.prefix}.fork.${tag}+${i}` : subjects.spec(runId);
+      const subject =
+        spec.runId === undefined ? `${subjects.subjectPrefix}.fork.${tag}+${i}` : subjects.spec(runId);
       messages.push({
         channel: "spec",
         subject,

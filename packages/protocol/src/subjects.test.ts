@@ -60,7 +60,7 @@ describe("forkSubjects()", () => {
   const s = forkSubjects();
 
   it("builds every subject and resource name for the default prefix", () => {
-    expect(s.prefix).toBe(DEFAULT_SUBJECT_PREFIX);
+    expect(s.subjectPrefix).toBe(DEFAULT_SUBJECT_PREFIX);
     expect(s.spec("r1")).toBe("agent.fork.r1");
     expect(s.events("r1")).toBe("agent.fork.r1.events");
     expect(s.abort("r1")).toBe("agent.fork.r1.abort");

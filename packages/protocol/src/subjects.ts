@@ -39,7 +39,8 @@ function assertToken(value: unknown, what: string): asserts value is string {
 
 /** Every subject and JetStream resource name forkd uses, for one prefix. */
 export interface ForkSubjects {
-  readonly prefix: string;
+  /** The subject prefix every name here starts with (`agent`): not to be confused with a fork's prefix, the parent conversation. */
+  readonly subjectPrefix: string;
   /** `agent.fork.<run_id>`: the fork spec (work-queue stream). */
   spec(runId: string): string;
   /** `agent.fork.<run_id>.events`: the run's event log (limits stream). */
@@ -90,7 +91,7 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
     return `${prefix}.fork.${runId}`;
   };
   return {
-    prefix,
+    subjectPrefix: prefix,
     spec: run,
     events: (runId) => `${run(runId)}.events`,
     abort: (runId) => `${run(runId)}.abort`,
