@@ -246,9 +246,10 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     const result = await runCli(forkArgs(["Nothing."], "--label", "zero", "--max-turns", "0", "--json"));
     const last = ndjson(result.stdout).at(-1)!;
     expect(last).toMatchObject({ kind: "result", label: "zero" });
-    const ps = JSON.parse((await runCli(["ps", "--json", ...natsArgs()])).stdout) as {
-      runs: { run_id: string; label?: string }[];
-    };
+    const listed = await runCli(["ps", "--json", ...natsArgs()]);
+    // Once seen with empty stdout: the exit code and stderr say why, should it happen again.
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 0, stderr: "" });
+    const ps = JSON.parse(listed.stdout) as { runs: { run_id: string; label?: string }[] };
     expect(ps.runs.find((run) => run.run_id === last.run_id)?.label).toBe("zero");
   });
 });
