@@ -24,15 +24,6 @@ export type { RequestLogEntry, RequestLogOptions, RequestTotals } from "./log.js
 export { RequestLog } from "./log.js";
 export type { ModelReply } from "./model.js";
 export { fillerText, runScriptedModel } from "./model.js";
-export type { ModelFacts } from "./models.js";
-export {
-  contextWindowTokens,
-  DEFAULT_CONTEXT_WINDOW_TOKENS,
-  DEFAULT_MIN_CACHEABLE_TOKENS,
-  MODEL_FACTS,
-  minCacheableTokens,
-  modelFacts,
-} from "./models.js";
 export type { BlockTokenCount, PromptBlock, PromptLayout, Segment, TokenCount } from "./prompt.js";
 export { countTokens, layoutPrompt } from "./prompt.js";
 export type { Script, ScriptToolCall, ScriptTurn } from "./script.js";

@@ -10,6 +10,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { contextWindowTokens, minCacheableTokens } from "@forkd/protocol";
 import { type Breakpoint, LOOKBACK_BLOCKS, PromptCache, resolveBreakpoints } from "./cache.js";
 import { hiResNow, systemClock } from "./clock.js";
 import { apiErrorBody, invalidRequest, SimApiError, SimOptionsError, statusOfErrorType } from "./errors.js";
@@ -17,7 +18,6 @@ import { apiKeyOf, betasOf, type Exchange, GONE, parseJson, readBody, sendJson, 
 import { describeFault, FAULT_MESSAGES, FaultInjector, type FaultSpec, parseFault } from "./faults.js";
 import { RequestLog, type RequestLogEntry, withoutBody } from "./log.js";
 import { runScriptedModel } from "./model.js";
-import { contextWindowTokens, minCacheableTokens } from "./models.js";
 import { optionsSchema, type SimOptions } from "./options.js";
 import { layoutPrompt } from "./prompt.js";
 import type { AcceptedEvent, DisconnectEvent, FirstByteEvent, SimEvents, SimStats } from "./sim-events.js";

@@ -1,11 +1,12 @@
 // Unit tests of the pure parts: tokenizer, model table, script, scripted model, faults, cache model.
+
+import { minCacheableTokens } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import { type Breakpoint, PromptCache, resolveBreakpoints } from "./cache.js";
 import { ManualClock } from "./clock.js";
 import { SimApiError } from "./errors.js";
 import { FaultInjector, parseFault } from "./faults.js";
 import { fillerText, runScriptedModel } from "./model.js";
-import { minCacheableTokens } from "./models.js";
 import { countTokens, layoutPrompt } from "./prompt.js";
 import { parseScript } from "./script.js";
 import { EPHEMERAL, loadFixture, tokensOf } from "./test-support.js";
