@@ -10,21 +10,17 @@ import { createHash, randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { contextWindowTokens, minCacheableTokens } from "@forkd/protocol";
-import { type Breakpoint, LOOKBACK_BLOCKS, PromptCache, resolveBreakpoints } from "./cache.js";
+import { minCacheableTokens } from "@forkd/protocol";
+import { LOOKBACK_BLOCKS, PromptCache } from "./cache.js";
 import { hiResNow, systemClock } from "./clock.js";
-import { apiErrorBody, invalidRequest, SimApiError, SimOptionsError, statusOfErrorType } from "./errors.js";
-import { apiKeyOf, betasOf, type Exchange, GONE, parseJson, readBody, sendJson, sleep } from "./exchange.js";
-import { describeFault, FAULT_MESSAGES, FaultInjector, type FaultSpec, parseFault } from "./faults.js";
+import { apiErrorBody, SimApiError, SimOptionsError } from "./errors.js";
+import { apiKeyOf, type Exchange, GONE, sendJson } from "./exchange.js";
+import { FaultInjector, type FaultSpec, parseFault } from "./faults.js";
 import { RequestLog, type RequestLogEntry, withoutBody } from "./log.js";
-import { runScriptedModel } from "./model.js";
 import { optionsSchema, type SimOptions } from "./options.js";
-import { layoutPrompt } from "./prompt.js";
-import type { AcceptedEvent, DisconnectEvent, FirstByteEvent, SimEvents, SimStats } from "./sim-events.js";
-import { messageFrames } from "./sse.js";
-import { streamFrames } from "./stream-response.js";
-import type { MessageResponse, Usage } from "./types.js";
-import { validateRequest } from "./validate.js";
+import { countTokensRoute, type MessagesRouteContext, messagesRoute } from "./routes/messages.js";
+import type { DisconnectEvent, FirstByteEvent, SimEvents, SimStats } from "./sim-events.js";
+import type { Usage } from "./types.js";
 
 export type { LatencyOptions, SimFaultOptions, SimOptions } from "./options.js";
 export type { AcceptedEvent, DisconnectEvent, FirstByteEvent, SimEvents, SimStats } from "./sim-events.js";
@@ -178,120 +174,18 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     return key;
   };
 
-  const countTokensRoute = async (ex: Exchange): Promise<void> => {
-    const body = await readBody(ex, maxBody);
-    if (body === undefined) return;
-    authenticate(ex);
-    const request = validateRequest(parseJson(body.text), "count_tokens", betasOf(ex));
-    ex.entry.model = request.model;
-    const layout = layoutPrompt(request);
-    resolveBreakpoints(layout, request.cache_control);
-    ex.entry.acceptedAt = hiResNow();
-    sendJson(ex, 200, { input_tokens: layout.totalTokens });
-  };
-
-  const messagesRoute = async (ex: Exchange): Promise<void> => {
-    const body = await readBody(ex, maxBody);
-    if (body === undefined) return;
-    const entry = ex.entry;
-    const apiKey = authenticate(ex);
-    const betas = betasOf(ex);
-    const request = validateRequest(parseJson(body.text), "messages", betas);
-    entry.model = request.model;
-    const stream = request.stream === true;
-    entry.stream = stream;
-    const layout = layoutPrompt(request);
-    // The API refuses a prompt longer than the model's window (the 1M window only with its beta).
-    const window = contextWindowTokens(request.model, betas);
-    if (layout.totalTokens > window) {
-      throw invalidRequest(`prompt is too long: ${layout.totalTokens} tokens > ${window} maximum`);
-    }
-    const breakpoints: Breakpoint[] = resolveBreakpoints(layout, request.cache_control);
-    const reply = runScriptedModel(request);
-    entry.turn = reply.turn;
-
-    let fault: FaultSpec | null = null;
-    if (reply.fault !== undefined) {
-      if (
-        !reply.fault.once ||
-        faults.firstTime(`${entry.keyId}\u0000${createHash("sha256").update(body.bytes).digest("base64url")}`)
-      ) {
-        fault = reply.fault.spec;
-      }
-    } else {
-      fault = faults.draw();
-    }
-    if (fault !== null && !stream && fault.kind === "stream-error") {
-      fault = { kind: "status", status: statusOfErrorType(fault.errorType), errorType: fault.errorType };
-    }
-    if (fault !== null) entry.fault = describeFault(fault);
-    if (fault?.kind === "status") {
-      const headers: Record<string, string> = {};
-      if (fault.retryAfterSeconds !== undefined) headers["retry-after"] = String(fault.retryAfterSeconds);
-      throw new SimApiError(
-        fault.errorType,
-        FAULT_MESSAGES[fault.errorType] ?? `Simulated fault (HTTP ${fault.status})`,
-        {
-          status: fault.status,
-          headers,
-        },
-      );
-    }
-
-    const scope =
-      options.cacheScope === undefined ? (entry.keyId as string) : `scope:${options.cacheScope(apiKey)}`;
-    const plan = cache.plan(layout, breakpoints, scope);
-    ex.plan = plan;
-    entry.acceptedAt = hiResNow();
-    ex.inputUsage = { ...plan.usage, service_tier: "standard" };
-    if (events.listenerCount("accepted") > 0) {
-      emit("accepted", {
-        seq: ex.seq,
-        id: ex.id,
-        at: entry.acceptedAt,
-        stream,
-        usage: plan.usage,
-      } satisfies AcceptedEvent);
-    }
-    ex.outputTokens = reply.outputTokens;
-    entry.stopReason = reply.stopReason;
-    const message: MessageResponse = {
-      id: `msg_sim${ex.id.slice(7)}`,
-      type: "message",
-      role: "assistant",
-      model: request.model,
-      content: reply.content,
-      stop_reason: reply.stopReason,
-      stop_sequence: reply.stopSequence,
-      usage: { ...plan.usage, output_tokens: reply.outputTokens, service_tier: "standard" },
-    };
-    const ttft = reply.ttftMs ?? ttftDefault;
-    const tps = reply.tokensPerSecond ?? tpsDefault;
-    const signal = ex.abort.signal;
-
-    if (stream) {
-      if (!(await sleep(ttft, signal))) return;
-      const boundaries = fault !== null ? [fault.afterTokens] : [];
-      const chunkTokens = tps > 0 ? Math.max(1, Math.ceil(tps / 50)) : 16;
-      await streamFrames(ex, messageFrames(message, { chunkTokens, boundaries }), tps, fault, firstByte);
-      return;
-    }
-    const generation = tps > 0 ? (reply.outputTokens / tps) * 1000 : 0;
-    if (!(await sleep(ttft + generation, signal))) return;
-    const text = JSON.stringify(message);
-    const { res } = ex;
-    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-    entry.status = 200;
-    firstByte(ex, false);
-    if (fault?.kind === "cut") {
-      res.write(text.slice(0, Math.floor(text.length / 2)));
-      entry.outputTokensSent = Math.min(fault.afterTokens, reply.outputTokens);
-      entry.cut = true;
-      res.destroy();
-      return;
-    }
-    entry.outputTokensSent = reply.outputTokens;
-    res.end(text);
+  const routeContext: MessagesRouteContext = {
+    maxBody,
+    authenticate,
+    cache,
+    faults,
+    cacheScope: options.cacheScope,
+    ttftMs: ttftDefault,
+    tokensPerSecond: tpsDefault,
+    firstByte,
+    accepted: (build) => {
+      if (events.listenerCount("accepted") > 0) emit("accepted", build());
+    },
   };
 
   const statsOf = (): SimStats => ({ ...log.stats(), cache: cache.stats() });
@@ -386,8 +280,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
       finish(ex);
     });
     let route: ((ex: Exchange) => Promise<void>) | undefined;
-    if (path === "/v1/messages") route = messagesRoute;
-    else if (path === "/v1/messages/count_tokens") route = countTokensRoute;
+    if (path === "/v1/messages") route = (exchange) => messagesRoute(routeContext, exchange);
+    else if (path === "/v1/messages/count_tokens")
+      route = (exchange) => countTokensRoute(routeContext, exchange);
     if (route === undefined) {
       sendError(ex, new SimApiError("not_found_error", `Not found: ${req.method} ${path}`));
       return;
