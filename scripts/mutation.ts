@@ -6,7 +6,7 @@
 //   pnpm mutation                          core and protocol, every source file
 //   pnpm mutation core src/pricing.ts      one file (globs relative to the package)
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { join, matchesGlob, relative, resolve } from "node:path";
 import { Stryker } from "@stryker-mutator/core";
 
 // @stryker-mutator/api holds these types; it is Stryker's dependency, not ours.
@@ -89,7 +89,11 @@ async function mutatePackage(name: string, files: readonly string[]): Promise<Fi
     ignoreStatic: true,
     cleanTempDir: "always",
   };
-  const results = await new Stryker(options).runMutationTest();
+  // Incremental mode also reports the files of earlier runs: keep the ones asked for.
+  const asked = (file: string) => files.length === 0 || files.some((glob) => matchesGlob(file, glob));
+  const results = (await new Stryker(options).runMutationTest()).filter((r) =>
+    asked(relative(dir, resolve(root, r.fileName))),
+  );
   const byFile = new Map<string, MutantResult[]>();
   for (const r of results) {
     const file = relative(dir, resolve(root, r.fileName));
