@@ -125,6 +125,12 @@ describe("placeBreakpoint", () => {
     ]);
   });
 
+  it("keeps 1h markers followed by 1h markers", () => {
+    const r = request([text("a", "1h"), text("b", "1h"), text("c")]);
+    placeBreakpoint(r, at(2), { ttl: "1h" });
+    expect(where(r).map((b) => b.ttl)).toEqual(["1h", "1h", "1h"]);
+  });
+
   it("never drops the new marker, even when a 1h marker follows it", () => {
     const r = request([text("a"), text("b", "1h")]);
     placeBreakpoint(r, at(0));

@@ -184,6 +184,9 @@ describe("canonicalCacheJson", () => {
     const sorted = [...keys, "B", "a", "_"].sort();
     expect(Object.keys(JSON.parse(canonicalCacheJson(shuffled)))).toEqual(sorted);
     expect(canonicalCacheJson({ a: 1, c: 3, b: 2 })).toBe('{"a":1,"b":2,"c":3}');
+    expect(canonicalCacheJson({ on: true, off: false, none: null })).toBe(
+      '{"none":null,"off":false,"on":true}',
+    );
   });
 });
 

@@ -165,6 +165,27 @@ describe("buildForkedRequest on other histories", () => {
     messages,
   });
 
+  it("answers tool calls with the placeholder text it is given", () => {
+    const reply: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: {} }],
+    };
+    const prefix = createForkPrefix(base([{ role: "user", content: "go" }]), reply);
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d", placeholderText: "elsewhere" });
+    expect((forked.request.messages[2]!.content as Block[])[0]).toMatchObject({
+      tool_use_id: "toolu_1",
+      content: "elsewhere",
+    });
+  });
+
+  it("appends the directive to a user turn with nothing that can carry a breakpoint", () => {
+    const prefix = createForkPrefix(base([{ role: "user", content: "" }]));
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d" });
+    const content = forked.request.messages[0]!.content as Block[];
+    expect(content).toHaveLength(1);
+    expect(parseDirectiveBlock(content[0]!.text as string)?.runId).toBe("r1");
+  });
+
   it("keeps a dangling, incomplete tool_use of the reply and answers it", () => {
     const reply: AssistantMessage = {
       role: "assistant",
