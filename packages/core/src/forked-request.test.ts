@@ -165,6 +165,53 @@ describe("buildForkedRequest on other histories", () => {
     messages,
   });
 
+  it("continues a prefilled assistant turn with the reply, as one turn", () => {
+    const reply: AssistantMessage = { role: "assistant", content: [{ type: "text", text: " and done." }] };
+    const prefix = createForkPrefix(
+      base([
+        { role: "user", content: "go" },
+        { role: "assistant", content: "Started" },
+      ]),
+      reply,
+    );
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d" });
+    expect(forked.request.messages).toHaveLength(3);
+    expect(forked.request.messages[1]!.content).toEqual([
+      { type: "text", text: "Started" },
+      { type: "text", text: " and done.", cache_control: { type: "ephemeral" } },
+    ]);
+  });
+
+  it("reports where it put the breakpoint", () => {
+    const userTail = buildForkedRequest(createForkPrefix(base([{ role: "user", content: "go" }])), {
+      runId: "r1",
+      directive: "d",
+    });
+    expect(userTail.breakpoint).toEqual({ area: "messages", messageIndex: 0, blockIndex: 0 });
+    const reply: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: {} }],
+    };
+    const strict = buildForkedRequest(createForkPrefix(base([{ role: "user", content: "go" }]), reply), {
+      runId: "r1",
+      directive: "d",
+      strictAlternation: true,
+    });
+    expect(strict.breakpoint).toEqual({ area: "messages", messageIndex: 3, blockIndex: 0 });
+  });
+
+  it("puts no breakpoint on an assistant tail that cannot carry one", () => {
+    const prefix = createForkPrefix(
+      base([
+        { role: "user", content: "go" },
+        { role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "sig" }] },
+      ]),
+    );
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d" });
+    expect(forked.breakpoint).toBeNull();
+    expect(listBreakpoints(forked.request)).toEqual([]);
+  });
+
   it("answers tool calls with the placeholder text it is given", () => {
     const reply: AssistantMessage = {
       role: "assistant",

@@ -176,6 +176,7 @@ describe("the specs stream and the events stream do not overlap", () => {
 describe("eventMsgId", () => {
   it("is <run_id>-<seq>", () => {
     expect(eventMsgId("run-1", 7)).toBe("run-1-7");
+    expect(eventMsgId("run-1", 1)).toBe("run-1-1");
   });
 
   it("is unique per (run, seq), even with dashes in run ids: the seq is after the last dash", () => {
