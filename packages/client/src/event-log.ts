@@ -67,7 +67,14 @@ export async function* readEventLog(
           : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: nextStreamSeq }),
       });
       // A short expiry means a short idle heartbeat: a consumer lost with a node is noticed in seconds.
-      messages = await consumer.consume({ max_messages: 256, expires: 5_000 });
+      // A lost consumer ends the iteration (abort_on_missing_resource) instead of being remade inside
+      // the client library: the new one is made here, after the last event read, where a test
+      // proves it (event-log.integration.test.ts).
+      messages = await consumer.consume({
+        max_messages: 256,
+        expires: 5_000,
+        abort_on_missing_resource: true,
+      });
     } catch (error) {
       signal?.throwIfAborted();
       if (Date.now() > retryUntil) throw error;
@@ -98,12 +105,19 @@ export async function* readEventLog(
       return;
     } catch (error) {
       signal?.throwIfAborted();
-      if (Date.now() > retryUntil) throw error;
+      // A reader idle for longer than the window still gets the whole window to replace a lost consumer.
+      if (isConsumerLoss(error)) retryUntil = Math.max(retryUntil, Date.now() + CONSUMER_RETRY_WINDOW_MS);
+      else if (Date.now() > retryUntil) throw error;
     } finally {
       signal?.removeEventListener("abort", stop);
       messages.stop();
     }
   }
+}
+
+/** The consumer was deleted, or is gone (with its node): 409 "consumer deleted" or "consumer not found". */
+function isConsumerLoss(error: unknown): boolean {
+  return error instanceof Error && /consumer (deleted|not found)/i.test(error.message);
 }
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {

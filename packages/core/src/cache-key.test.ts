@@ -151,4 +151,50 @@ describe("canonicalCacheJson", () => {
       '[{"text":"x","type":"text"},{"text":"x","type":"text"}]',
     );
   });
+
+  it("says what JSON cannot carry, and where", () => {
+    const refusal = (value: unknown) => {
+      try {
+        canonicalCacheJson(value);
+      } catch (error) {
+        if (error instanceof InvalidPrefixError) return { message: error.message, path: error.path };
+        throw error;
+      }
+      throw new Error("nothing was thrown");
+    };
+    expect(refusal({ messages: [{ n: 1 }, { n: Number.POSITIVE_INFINITY }] })).toEqual({
+      message: "Infinity is not a JSON number",
+      path: ["messages", 1, "n"],
+    });
+    expect(refusal({ tools: [() => 1] })).toEqual({
+      message: "a function cannot be part of a request",
+      path: ["tools", 0],
+    });
+    const cycle: Record<string, unknown> = {};
+    cycle.inner = { back: cycle };
+    expect(refusal({ system: cycle })).toEqual({
+      message: "the request contains a cycle",
+      path: ["system", "inner", "back"],
+    });
+  });
+
+  it("sorts many keys in code-unit order, whatever order they come in", () => {
+    const keys = Array.from({ length: 40 }, (_, i) => `k${String((i * 17) % 40).padStart(2, "0")}`);
+    const shuffled = Object.fromEntries([...keys, "B", "a", "_"].map((key) => [key, 0]));
+    const sorted = [...keys, "B", "a", "_"].sort();
+    expect(Object.keys(JSON.parse(canonicalCacheJson(shuffled)))).toEqual(sorted);
+    expect(canonicalCacheJson({ a: 1, c: 3, b: 2 })).toBe('{"a":1,"b":2,"c":3}');
+    expect(canonicalCacheJson({ on: true, off: false, none: null })).toBe(
+      '{"none":null,"off":false,"on":true}',
+    );
+  });
+});
+
+describe("computeCacheKey with betas", () => {
+  it("keeps the model in its layer beside the betas", () => {
+    const betas = ["context-management-2025-06-27"];
+    const sonnet = computeCacheKey({ ...params48k(), model: "claude-sonnet-4-5" }, betas);
+    const opus = computeCacheKey({ ...params48k(), model: "claude-opus-4-5" }, betas);
+    expect(firstChangedLayer(sonnet.layers, opus.layers)).toBe("model");
+  });
 });

@@ -68,4 +68,48 @@ describe("createForkPrefix", () => {
     expect(createForkPrefix(request).reply).toBeUndefined();
     expect(() => createForkPrefix(request, { role: "user", content: [] })).toThrow(InvalidPrefixError);
   });
+
+  it("keeps no beta list when the parent was sent with none, and its own copy of one it was", () => {
+    const { request } = loadFixture("4k");
+    expect("betas" in createForkPrefix(request, undefined, { betas: [] })).toBe(false);
+    const betas = ["context-management-2025-06-27"];
+    const prefix = createForkPrefix(request, undefined, { betas });
+    betas.push("later");
+    expect(prefix.betas).toEqual(["context-management-2025-06-27"]);
+  });
+});
+
+describe("InvalidPrefixError", () => {
+  const thrown = (fn: () => unknown): InvalidPrefixError => {
+    try {
+      fn();
+    } catch (error) {
+      if (error instanceof InvalidPrefixError) return error;
+      throw error;
+    }
+    throw new Error("nothing was thrown");
+  };
+
+  it("names what is invalid and where, numbers kept as indexes", () => {
+    const request = thrown(() =>
+      snapshotCacheSafeParams({ model: "m", messages: [{ role: "user", content: "x" }, { content: "y" }] }),
+    );
+    expect(request.path).toEqual(["messages", 1, "role"]);
+    expect(request.message).toMatch(/^the request is not valid at messages\.1\.role: ./);
+    const reply = thrown(() => createForkPrefix(loadFixture("4k").request, { role: "user", content: [] }));
+    expect(reply.path).toEqual(["role"]);
+    expect(reply.message).toMatch(/^the reply is not valid at role: ./);
+  });
+
+  it("says nothing of a place when the whole value is wrong", () => {
+    const error = thrown(() => snapshotCacheSafeParams("not a request"));
+    expect(error.path).toEqual([]);
+    expect(error.message).toMatch(/^the request is not valid: ./);
+  });
+
+  it("keeps the reason a value cannot be copied", () => {
+    const error = thrown(() => snapshotCacheSafeParams({ model: "m", messages: [], extra: () => 1 }));
+    expect(error.message).toMatch(/^the request cannot be copied: ./);
+    expect(error.cause).toBeInstanceOf(Error);
+  });
 });

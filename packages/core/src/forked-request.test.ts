@@ -165,6 +165,74 @@ describe("buildForkedRequest on other histories", () => {
     messages,
   });
 
+  it("continues a prefilled assistant turn with the reply, as one turn", () => {
+    const reply: AssistantMessage = { role: "assistant", content: [{ type: "text", text: " and done." }] };
+    const prefix = createForkPrefix(
+      base([
+        { role: "user", content: "go" },
+        { role: "assistant", content: "Started" },
+      ]),
+      reply,
+    );
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d" });
+    expect(forked.request.messages).toHaveLength(3);
+    expect(forked.request.messages[1]!.content).toEqual([
+      { type: "text", text: "Started" },
+      { type: "text", text: " and done.", cache_control: { type: "ephemeral" } },
+    ]);
+  });
+
+  it("reports where it put the breakpoint", () => {
+    const userTail = buildForkedRequest(createForkPrefix(base([{ role: "user", content: "go" }])), {
+      runId: "r1",
+      directive: "d",
+    });
+    expect(userTail.breakpoint).toEqual({ area: "messages", messageIndex: 0, blockIndex: 0 });
+    const reply: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: {} }],
+    };
+    const strict = buildForkedRequest(createForkPrefix(base([{ role: "user", content: "go" }]), reply), {
+      runId: "r1",
+      directive: "d",
+      strictAlternation: true,
+    });
+    expect(strict.breakpoint).toEqual({ area: "messages", messageIndex: 3, blockIndex: 0 });
+  });
+
+  it("puts no breakpoint on an assistant tail that cannot carry one", () => {
+    const prefix = createForkPrefix(
+      base([
+        { role: "user", content: "go" },
+        { role: "assistant", content: [{ type: "thinking", thinking: "hm", signature: "sig" }] },
+      ]),
+    );
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d" });
+    expect(forked.breakpoint).toBeNull();
+    expect(listBreakpoints(forked.request)).toEqual([]);
+  });
+
+  it("answers tool calls with the placeholder text it is given", () => {
+    const reply: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "Read", input: {} }],
+    };
+    const prefix = createForkPrefix(base([{ role: "user", content: "go" }]), reply);
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d", placeholderText: "elsewhere" });
+    expect((forked.request.messages[2]!.content as Block[])[0]).toMatchObject({
+      tool_use_id: "toolu_1",
+      content: "elsewhere",
+    });
+  });
+
+  it("appends the directive to a user turn with nothing that can carry a breakpoint", () => {
+    const prefix = createForkPrefix(base([{ role: "user", content: "" }]));
+    const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d" });
+    const content = forked.request.messages[0]!.content as Block[];
+    expect(content).toHaveLength(1);
+    expect(parseDirectiveBlock(content[0]!.text as string)?.runId).toBe("r1");
+  });
+
   it("keeps a dangling, incomplete tool_use of the reply and answers it", () => {
     const reply: AssistantMessage = {
       role: "assistant",

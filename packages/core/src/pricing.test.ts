@@ -1,4 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { InvalidPricingError } from "./errors.js";
 import {
   CACHE_READ_MULTIPLIER,
   CACHE_WRITE_1H_MULTIPLIER,
@@ -6,6 +10,7 @@ import {
   costOfTokens,
   createPricingTable,
   defaultPricingTable,
+  readPricingFile,
 } from "./pricing.js";
 
 describe("pricing", () => {
@@ -53,5 +58,101 @@ describe("pricing", () => {
     ]);
     expect(table.lookup("sim-fast")?.family).toBe("sim");
     expect(table.lookup("claude-sonnet-4-5")).toBeUndefined();
+  });
+});
+
+describe("price files (FORKD_PRICES)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "forkd-prices-"));
+  let files = 0;
+  const file = (content: string) => {
+    const path = join(dir, `prices-${++files}.json`);
+    writeFileSync(path, content);
+    return path;
+  };
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.resetModules();
+  });
+
+  it("reads one row per prefix, a zero price allowed", () => {
+    const path = file(
+      JSON.stringify({
+        "sim-": { inputUsdPerMTok: 0, outputUsdPerMTok: 0 },
+        "claude-sonnet-4-5": { inputUsdPerMTok: 1.5, outputUsdPerMTok: 7.5 },
+      }),
+    );
+    expect(readPricingFile(path)).toEqual([
+      { family: "sim-", prefixes: ["sim-"], inputUsdPerMTok: 0, outputUsdPerMTok: 0 },
+      {
+        family: "claude-sonnet-4-5",
+        prefixes: ["claude-sonnet-4-5"],
+        inputUsdPerMTok: 1.5,
+        outputUsdPerMTok: 7.5,
+      },
+    ]);
+  });
+
+  it("refuses a file it cannot read or parse, naming it", () => {
+    const missing = join(dir, "missing.json");
+    expect(() => readPricingFile(missing)).toThrow(InvalidPricingError);
+    expect(() => readPricingFile(missing)).toThrow(`cannot read the price file ${missing}: ENOENT`);
+    const broken = file("{ not json");
+    expect(() => readPricingFile(broken)).toThrow(`cannot read the price file ${broken}: `);
+    try {
+      readPricingFile(broken);
+    } catch (error) {
+      expect((error as Error).cause).toBeInstanceOf(SyntaxError);
+    }
+  });
+
+  it("refuses anything but an object of prefix → prices", () => {
+    for (const content of ["[]", "null", '"claude"', "3"]) {
+      const path = file(content);
+      expect(() => readPricingFile(path), content).toThrow(
+        new InvalidPricingError(`${path}: expected an object of model id prefix → prices`),
+      );
+    }
+  });
+
+  it("refuses a row without two finite non-negative prices, or with an empty prefix", () => {
+    const rows: [string, unknown][] = [
+      ["m", { inputUsdPerMTok: -1, outputUsdPerMTok: 1 }],
+      ["m", { inputUsdPerMTok: 1, outputUsdPerMTok: -0.01 }],
+      ["m", { inputUsdPerMTok: "3", outputUsdPerMTok: 15 }],
+      ["m", { inputUsdPerMTok: 3, outputUsdPerMTok: "15" }],
+      ["m", { inputUsdPerMTok: 3 }],
+      ["m", { outputUsdPerMTok: 15 }],
+      ["m", null],
+      ["", { inputUsdPerMTok: 3, outputUsdPerMTok: 15 }],
+    ];
+    for (const [prefix, row] of rows) {
+      const path = file(JSON.stringify({ [prefix]: row }));
+      expect(() => readPricingFile(path), JSON.stringify(row)).toThrow(
+        new InvalidPricingError(
+          `${path}: ${JSON.stringify(prefix)} needs non-negative inputUsdPerMTok and outputUsdPerMTok`,
+        ),
+      );
+    }
+    // JSON has no Infinity, but 1e999 parses to it.
+    const infinite = file('{ "m": { "inputUsdPerMTok": 1e999, "outputUsdPerMTok": 1 } }');
+    expect(() => readPricingFile(infinite)).toThrow(InvalidPricingError);
+  });
+
+  it("puts the file's rows before the defaults: new models priced, known ones repriced, the rest kept", async () => {
+    vi.stubEnv(
+      "FORKD_PRICES",
+      file(
+        JSON.stringify({
+          "sim-": { inputUsdPerMTok: 1, outputUsdPerMTok: 2 },
+          "claude-sonnet-4-5": { inputUsdPerMTok: 30, outputUsdPerMTok: 150 },
+        }),
+      ),
+    );
+    vi.resetModules();
+    const { defaultPricingTable: table } = await import("./pricing.js");
+    expect(table.lookup("sim-fast")).toMatchObject({ inputUsdPerMTok: 1, outputUsdPerMTok: 2 });
+    expect(table.lookup("claude-sonnet-4-5-20250929")).toMatchObject({ inputUsdPerMTok: 30 });
+    expect(table.lookup("claude-haiku-4-5")).toEqual(defaultPricingTable.lookup("claude-haiku-4-5"));
   });
 });

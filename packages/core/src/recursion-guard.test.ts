@@ -30,6 +30,7 @@ describe("the query source check", () => {
       expect(check.error).toBeInstanceOf(RecursionGuardError);
       expect(check.error.check).toBe("query_source");
       expect(check.error.toolResultText).toMatch(/^Fork refused: .*yourself/s);
+      expect(check.error.querySource).toBe("fork:run-7");
     }
   });
 });
@@ -123,6 +124,14 @@ describe("the history check", () => {
     }
   });
 
+  it("reads only text blocks with string text", () => {
+    const messages = [
+      { role: "user", content: [{ type: "document", text: directive }] },
+      { role: "user", content: [{ type: "text", text: 5 }] },
+    ] as unknown as MessageParam[];
+    expect(findForkMarker(messages)).toBeNull();
+  });
+
   it("reports which check refused", () => {
     const check = checkForkRecursion({
       querySource: "agent",
@@ -132,6 +141,7 @@ describe("the history check", () => {
     if (!check.allowed) {
       expect(check.error.check).toBe("history_marker");
       expect(check.error.forkRunId).toBe("run-7");
+      expect(check.error.message).toContain("the directive block of fork run-7 (message 0)");
       expect(check.error.toWire()).toEqual({
         code: "recursion_guard",
         message: check.error.message,

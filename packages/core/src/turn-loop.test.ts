@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import type { ForkEventBody, MessageParam } from "@forkd/protocol";
+import type { ForkEventBody, Limits, MessageParam, ProviderUsage } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import { listBreakpoints } from "./breakpoints.js";
 import { computeCacheKey } from "./cache-key.js";
@@ -21,6 +21,7 @@ import { denialToolResultText, toolFilterFromSpec } from "./tools/tool-filter.js
 import { runTurnLoop, type TurnLoopOptions } from "./turn-loop.js";
 
 type Block = Record<string, unknown>;
+type Budget = NonNullable<Limits["budget"]>;
 
 function forked48k(options: { systemReminder?: string } = {}) {
   const fixture = loadFixture("48k");
@@ -183,6 +184,71 @@ describe("runTurnLoop", () => {
     expect(await byCost.run()).toMatchObject({ stop: "budget", turns: 1, toolUses: 0 });
     const byInput = setup(steps(), { limits: { budget: { max_input_tokens: 15 } } });
     expect(await byInput.run()).toMatchObject({ stop: "budget", turns: 2 });
+  });
+
+  describe("stops at a budget's exact boundary, every input token kind counted", () => {
+    // docs/fork-semantics.md: input is uncached + written + read, and the run stops after the turn
+    // whose usage reaches (not only crosses) a limit. Each kind alone fills the budget: reaching it
+    // stops after turn 1; one token short lets the tools run and the second turn stop.
+    const kinds: [string, Partial<ProviderUsage>][] = [
+      ["uncached input", { input_tokens: 40 }],
+      ["cache writes (5m)", { cache_creation_input_tokens: 40 }],
+      [
+        "cache writes (1h)",
+        {
+          cache_creation_input_tokens: 40,
+          cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 40 },
+        },
+      ],
+      ["cache reads", { cache_read_input_tokens: 40 }],
+    ];
+    const turnUsing = (partial: Partial<ProviderUsage>, id: string) =>
+      toolReply([{ id, name: "Echo", input: {} }], {
+        usage: usage({ input_tokens: 0, output_tokens: 0, ...partial }),
+      });
+    const runWith = (partial: Partial<ProviderUsage>, budget: Budget) =>
+      setup([turnUsing(partial, "t1"), turnUsing(partial, "t2"), textReply("never")], {
+        limits: { budget },
+      }).run();
+
+    for (const [kind, partial] of kinds) {
+      it(`max_input_tokens: ${kind}`, async () => {
+        expect(await runWith(partial, { max_input_tokens: 40 })).toMatchObject({
+          stop: "budget",
+          turns: 1,
+          toolUses: 0,
+        });
+        expect(await runWith(partial, { max_input_tokens: 41 })).toMatchObject({
+          stop: "budget",
+          turns: 2,
+          toolUses: 1,
+        });
+      });
+    }
+
+    it("max_input_tokens sums the kinds", async () => {
+      const mixed = {
+        input_tokens: 10,
+        cache_creation_input_tokens: 20,
+        cache_creation: { ephemeral_5m_input_tokens: 5, ephemeral_1h_input_tokens: 15 },
+        cache_read_input_tokens: 30,
+      };
+      expect(await runWith(mixed, { max_input_tokens: 60 })).toMatchObject({ stop: "budget", turns: 1 });
+      expect(await runWith(mixed, { max_input_tokens: 61 })).toMatchObject({ stop: "budget", turns: 2 });
+    });
+
+    it("max_output_tokens", async () => {
+      const output = { output_tokens: 40 };
+      expect(await runWith(output, { max_output_tokens: 40 })).toMatchObject({ stop: "budget", turns: 1 });
+      expect(await runWith(output, { max_output_tokens: 41 })).toMatchObject({ stop: "budget", turns: 2 });
+    });
+
+    it("max_cost_usd", async () => {
+      // claude-sonnet-4-6 output is $15/MTok: 100 tokens cost $0.0015.
+      const output = { output_tokens: 100 };
+      expect(await runWith(output, { max_cost_usd: 0.0015 })).toMatchObject({ stop: "budget", turns: 1 });
+      expect(await runWith(output, { max_cost_usd: 0.0016 })).toMatchObject({ stop: "budget", turns: 2 });
+    });
   });
 
   it("ends the run with the model's own stop reasons", async () => {

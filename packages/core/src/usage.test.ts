@@ -94,4 +94,64 @@ describe("usage", () => {
       output_tokens: 2,
     });
   });
+
+  it("adds every counter of two totals, cache counters included", () => {
+    const a = {
+      input_tokens: 1,
+      cache_write_5m_tokens: 20,
+      cache_write_1h_tokens: 300,
+      cache_read_tokens: 4_000,
+      output_tokens: 50_000,
+      llm_calls: 6,
+      cost_usd: 0.25,
+    };
+    const b = {
+      input_tokens: 7,
+      cache_write_5m_tokens: 80,
+      cache_write_1h_tokens: 900,
+      cache_read_tokens: 1_000,
+      output_tokens: 10_000,
+      llm_calls: 4,
+      cost_usd: 0.5,
+    };
+    // Exactly these keys: no empty unpriced_models when every model had a price.
+    expect(addUsageTotals(a, b)).toEqual({
+      input_tokens: 8,
+      cache_write_5m_tokens: 100,
+      cache_write_1h_tokens: 1_200,
+      cache_read_tokens: 5_000,
+      output_tokens: 60_000,
+      llm_calls: 10,
+      cost_usd: 0.75,
+    });
+    expect(totalTokensOf(a)).toBe(54_321);
+  });
+
+  it("makes the sum's cost unknown when either side's is, naming the union of unpriced models in order", () => {
+    const priced = { ...emptyUsageTotals(), cost_usd: 1 };
+    const unpriced = (...models: string[]) => ({
+      ...emptyUsageTotals(),
+      cost_usd: null,
+      unpriced_models: models,
+    });
+    expect(addUsageTotals(unpriced("zeta"), priced)).toMatchObject({
+      cost_usd: null,
+      unpriced_models: ["zeta"],
+    });
+    expect(addUsageTotals(priced, unpriced("zeta"))).toMatchObject({
+      cost_usd: null,
+      unpriced_models: ["zeta"],
+    });
+    expect(addUsageTotals(unpriced("zeta"), unpriced("alpha", "zeta")).unpriced_models).toEqual([
+      "alpha",
+      "zeta",
+    ]);
+  });
+
+  it("names a run's unpriced models in order", () => {
+    const acc = new UsageAccumulator();
+    acc.add("zeta-1", { input_tokens: 1, output_tokens: 1 });
+    acc.add("alpha-1", { input_tokens: 1, output_tokens: 1 });
+    expect(acc.totals.unpriced_models).toEqual(["alpha-1", "zeta-1"]);
+  });
 });

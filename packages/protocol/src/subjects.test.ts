@@ -111,8 +111,12 @@ describe("forkSubjects()", () => {
     const t = forkSubjects("acme.prod-1");
     expect(t.spec("r1")).toBe("acme.prod-1.fork.r1");
     expect(t.events("r1")).toBe("acme.prod-1.fork.r1.events");
+    expect(t.abort("r1")).toBe("acme.prod-1.fork.r1.abort");
+    expect(t.permission("r1")).toBe("acme.prod-1.fork.r1.permission");
     expect(t.toolHost("h")).toBe("acme.prod-1.toolhost.h");
     expect(t.allSpecs).toBe("acme.prod-1.fork.*");
+    expect(t.allEvents).toBe("acme.prod-1.fork.*.events");
+    expect(t.allAborts).toBe("acme.prod-1.fork.*.abort");
     expect(t.streams).toEqual({ specs: "ACME_PROD_1_FORK_SPECS", events: "ACME_PROD_1_FORK_EVENTS" });
     expect(t.specsConsumer).toBe("acme_prod_1_fork_daemons");
     expect(t.buckets.prefixes).toBe("acme_prod_1_fork_prefixes");
@@ -147,6 +151,15 @@ describe("forkSubjects()", () => {
   it("names the bad value and its role in the message", () => {
     expect(() => s.toolHost("a.b")).toThrow(/tool host id "a\.b"/);
     expect(() => s.spec("*")).toThrow(/run id "\*"/);
+    expect(() => forkSubjects("a b")).toThrow(
+      new ProtocolError("invalid_subject_token", 'subject prefix "a b" is not valid'),
+    );
+  });
+
+  it("names what a bad value is when it is not a string, and shows at most 80 characters of one", () => {
+    expect(() => s.spec(5 as unknown as string)).toThrow(/^run id number is not a single NATS token/);
+    const long = `${"x".repeat(80)}!${"y".repeat(100)}`;
+    expect(() => s.spec(long)).toThrow(`run id "${"x".repeat(80)}" is not a single NATS token`);
   });
 });
 
@@ -192,6 +205,7 @@ describe("the specs stream and the events stream do not overlap", () => {
 describe("eventMsgId", () => {
   it("is <run_id>-<seq>", () => {
     expect(eventMsgId("run-1", 7)).toBe("run-1-7");
+    expect(eventMsgId("run-1", 1)).toBe("run-1-1");
   });
 
   it("is unique per (run, seq), even with dashes in run ids: the seq is after the last dash", () => {
@@ -206,6 +220,19 @@ describe("eventMsgId", () => {
 
   it.each([0, -1, 1.5, Number.NaN, 2 ** 53])("refuses seq %s", (seq) => {
     expect(() => eventMsgId("r", seq)).toThrow(ProtocolError);
+  });
+
+  it("names the bad seq and where it is", () => {
+    try {
+      eventMsgId("r", 0);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toMatchObject({
+        code: "invalid_event",
+        path: ["seq"],
+        message: "event seq 0 is not a positive integer",
+      });
+    }
   });
 
   it("refuses an invalid run id", () => {
