@@ -3,6 +3,9 @@
 import { defineConfig } from "vitest/config";
 
 const resolve = { conditions: ["@forkd/source"] };
+// Tests run in Vite's server (SSR) environment, whose module resolution has conditions of its own:
+// without them, an import of a sibling package resolves to its dist/, yesterday's build.
+const ssr = { resolve: { conditions: ["@forkd/source"], externalConditions: ["@forkd/source"] } };
 // Finds or installs nats-server once per run; without one the run fails here with one error.
 const globalSetup = ["test/setup/nats-server.ts"];
 
@@ -11,6 +14,7 @@ export default defineConfig({
     projects: [
       {
         resolve,
+        ssr,
         test: {
           name: "unit",
           globalSetup,
@@ -20,6 +24,7 @@ export default defineConfig({
       },
       {
         resolve,
+        ssr,
         test: {
           name: "integration",
           globalSetup,
@@ -30,6 +35,7 @@ export default defineConfig({
       },
       {
         resolve,
+        ssr,
         test: {
           name: "e2e",
           globalSetup,
