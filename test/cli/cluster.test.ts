@@ -1,13 +1,17 @@
 // The client commands against a real cluster of one: a nats-server, the simulator, and a daemon
 // started as `forkd daemon` (a process). fork --json, fork --no-wait, ps --json, abort, watch.
+import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { forkSubjects, queuedRunState, runStateCodec } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { fixturePath, waitFor } from "@forkd/testing";
+import { Kvm } from "@nats-io/kv";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useNatsServer } from "../harness/nats.js";
-import { type CliProcess, cleanEnv, ndjson, runCli, spawnCli } from "./support.js";
+import { type CliProcess, cleanEnv, FORKD_BIN, ndjson, runCli, spawnCli } from "./support.js";
 
 const nats = useNatsServer();
 const TURN = fixturePath("4k");
@@ -251,5 +255,40 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 0, stderr: "" });
     const ps = JSON.parse(listed.stdout) as { runs: { run_id: string; label?: string }[] };
     expect(ps.runs.find((run) => run.run_id === last.run_id)?.label).toBe("zero");
+  });
+
+  it("ps --json through a pipe whose reader is slow is whole, past the pipe's 64 KiB", async () => {
+    // 400 registered runs make ~90 KB of JSON. Into a pipe stdout is written asynchronously, and a
+    // CLI that exited before it drained was cut at exactly 65,536 bytes (`forkd ps --json | jq`).
+    const nc = await connect({ servers: nats().url });
+    try {
+      const runs = await new Kvm(nc).open(forkSubjects().buckets.runs);
+      const now = Date.now();
+      await Promise.all(
+        Array.from({ length: 400 }, (_, i) =>
+          runs.put(
+            `bulk-${i}`,
+            runStateCodec.encode(
+              queuedRunState({ runId: `bulk-${i}`, createdAt: now, now, label: `bulk ${i}` }),
+            ),
+          ),
+        ),
+      );
+    } finally {
+      await nc.close();
+    }
+    const command = `"${process.execPath}" "${FORKD_BIN}" ps --json --nats ${nats().url} | (sleep 0.5; cat)`;
+    const output = await new Promise<string>((resolve, reject) => {
+      const shell = spawn("sh", ["-c", command], { env: cleanEnv(), stdio: ["ignore", "pipe", "inherit"] });
+      let text = "";
+      shell.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        text += chunk;
+      });
+      shell.on("error", reject);
+      shell.on("close", () => resolve(text));
+    });
+    expect(output.length).toBeGreaterThan(65_536);
+    const ps = JSON.parse(output) as { runs: { run_id: string }[] };
+    expect(ps.runs.filter((run) => run.run_id.startsWith("bulk-"))).toHaveLength(400);
   });
 });
