@@ -32,6 +32,8 @@ export async function lastLoggedEvent(resources: ForkResources, runId: string): 
 
 /** How long a reader keeps trying to (re)create its consumer, e.g. while a cluster replaces a lost node. @unit ms */
 const CONSUMER_RETRY_WINDOW_MS = 30_000;
+/** A consumer that served this long before it was lost is a new loss, with a window of its own. @unit ms */
+const CONSUMER_SETTLED_MS = 1_000;
 
 /**
  * Yields the events of `runId` in seq order. With `follow`, waits for new events until a terminal
@@ -81,6 +83,7 @@ export async function* readEventLog(
       await delay(Math.min(100 * 2 ** attempt, 1_000), signal);
       continue;
     }
+    const consumedSince = Date.now();
     const stop = () => messages.stop();
     signal?.addEventListener("abort", stop, { once: true });
     // An abort while the consumer was being created fired before the listener existed.
@@ -96,7 +99,6 @@ export async function* readEventLog(
         }
         if (event.seq <= lastSeq) continue;
         lastSeq = event.seq;
-        retryUntil = Date.now() + CONSUMER_RETRY_WINDOW_MS;
         yield { event, streamSeq: message.info.streamSequence };
         if (isTerminalEvent(event)) return;
         if (!follow && message.info.pending === 0) return;
@@ -105,19 +107,23 @@ export async function* readEventLog(
       return;
     } catch (error) {
       signal?.throwIfAborted();
-      // A reader idle for longer than the window still gets the whole window to replace a lost consumer.
-      if (isConsumerLoss(error)) retryUntil = Math.max(retryUntil, Date.now() + CONSUMER_RETRY_WINDOW_MS);
-      else if (Date.now() > retryUntil) throw error;
+      // The consumer is lost (deleted, gone with its node, or silent past its heartbeats). One that
+      // had served for a while is a new loss: the window to replace it starts now, however long the
+      // reader had followed quietly (a run waiting on a slow model, a cluster electing leaders after
+      // a node was killed). One that failed at once counts against the current window, backing off.
+      if (Date.now() - consumedSince >= CONSUMER_SETTLED_MS) {
+        retryUntil = Date.now() + CONSUMER_RETRY_WINDOW_MS;
+        attempt = -1;
+      } else if (Date.now() > retryUntil) {
+        throw error;
+      } else {
+        await delay(Math.min(100 * 2 ** attempt, 1_000), signal);
+      }
     } finally {
       signal?.removeEventListener("abort", stop);
       messages.stop();
     }
   }
-}
-
-/** The consumer was deleted, or is gone (with its node): 409 "consumer deleted" or "consumer not found". */
-function isConsumerLoss(error: unknown): boolean {
-  return error instanceof Error && /consumer (deleted|not found)/i.test(error.message);
 }
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
