@@ -145,8 +145,12 @@ export async function runCli(
 ): Promise<CliResult> {
   const cli = spawnCli(args, options.env === undefined ? {} : { env: options.env });
   const timer = setTimeout(() => cli.child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+  // 'close' comes after the process has exited and its stdout and stderr are read to the end; at
+  // 'exit' the last output may still be in the pipe (an empty stdout was seen under load).
+  const closed = new Promise<void>((resolve) => cli.child.once("close", () => resolve()));
   try {
     const { code, signal } = await cli.exited;
+    await closed;
     return { code, signal, stdout: cli.stdout(), stderr: cli.stderr() };
   } finally {
     clearTimeout(timer);
