@@ -1,14 +1,4 @@
-// This package's unit tests alone, resolved to sources: what `pnpm mutation` runs against each mutant
-// (no NATS suites, no global setup). The repository's runner is the root vitest.config.ts.
-import { defineConfig } from "vitest/config";
+// protocol's unit tests alone, for `pnpm mutation` (see scripts/unit-vitest-config.ts).
+import { unitTestsConfig } from "../../scripts/unit-vitest-config.js";
 
-export default defineConfig({
-  root: import.meta.dirname,
-  resolve: { conditions: ["@forkd/source"] },
-  // Mutated code runs instrumented, several times slower: the 10 MB hostile-input test needs room.
-  test: {
-    testTimeout: 30_000,
-    include: ["src/**/*.test.ts"],
-    exclude: ["**/*.integration.test.ts", "**/node_modules/**"],
-  },
-});
+export default unitTestsConfig(import.meta.dirname);

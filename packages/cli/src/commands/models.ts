@@ -40,14 +40,15 @@ export interface ModelReport {
 /** What forkd knows of `model`, sent with `betas`. */
 export function reportModel(model: string, betas: readonly string[] = []): ModelReport {
   const price = defaultPricingTable.lookup(model);
+  const facts = modelFacts(model);
   return {
     model,
-    family: modelFacts(model)?.family ?? null,
+    family: facts?.family ?? null,
     inputUsdPerMTok: price?.inputUsdPerMTok ?? null,
     outputUsdPerMTok: price?.outputUsdPerMTok ?? null,
     minCacheableTokens: minCacheableTokens(model),
     contextWindowTokens: contextWindowTokens(model, betas),
-    extendedContextBeta: modelFacts(model)?.extendedContext?.beta ?? null,
+    extendedContextBeta: facts?.extendedContext?.beta ?? null,
   };
 }
 
