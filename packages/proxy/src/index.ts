@@ -1,0 +1,47 @@
+/**
+ * An Anthropic Messages API proxy for agents forkd did not write. It forwards every request and
+ * response unchanged (streams chunk by chunk, headers, betas, errors, aborts) and remembers each agent
+ * session's last turns, so that `forkd mcp` can fork a child from exactly the turn whose reply called
+ * `fork`, and `forkd capture` can write turns as parent-turn files.
+ *
+ * @example
+ * ```ts
+ * import { startProxy } from "@forkd/proxy";
+ *
+ * const proxy = await startProxy({ upstream: "https://api.anthropic.com", port: 8787 });
+ * // ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude …
+ * const match = proxy.turns.findToolCall({ toolName: "fork", input: { directive: "Audit the codec" } });
+ * ```
+ * @module
+ */
+export { captureFileOf, turnCapture } from "./capture.js";
+export {
+  type AssembledBlock,
+  type AssembledMessage,
+  MessageAssembler,
+  StreamAssemblyError,
+} from "./message-assembler.js";
+export {
+  type FoundToolCall,
+  ProxyClient,
+  type ProxyEndpoint,
+  ProxyUnavailableError,
+} from "./proxy-client.js";
+export {
+  CONTROL_PREFIX,
+  DEFAULT_UPSTREAM,
+  type ProxyOptions,
+  type RunningProxy,
+  startProxy,
+  type TurnJson,
+} from "./proxy-server.js";
+export { proxyStatePath, readProxyState, removeProxyState, writeProxyState } from "./proxy-state.js";
+export { MCP_INSTANCE_MARKER, mcpInstanceMarker, mcpInstancesOf, sessionKeyOf } from "./session-key.js";
+export {
+  isToolNamed,
+  type ProxyTurn,
+  type ToolCallMatch,
+  type ToolCallQuery,
+  TurnStore,
+  type TurnStoreLimits,
+} from "./turn-store.js";

@@ -1,0 +1,261 @@
+// The proxy between the real Anthropic SDK and the simulator, over real HTTP on loopback: what the
+// agent sends and gets is unchanged, and what the proxy remembers is what was exchanged.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
+import Anthropic from "@anthropic-ai/sdk";
+import { type Sim, startSim } from "@forkd/sim";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ProxyClient } from "./proxy-client.js";
+import { type RunningProxy, startProxy } from "./proxy-server.js";
+import { mcpInstanceMarker } from "./session-key.js";
+import type { ProxyTurn } from "./turn-store.js";
+
+let sim: Sim;
+let proxy: RunningProxy;
+const API_KEY = "sk-proxy-test";
+
+beforeAll(async () => {
+  sim = await startSim({ port: 0 });
+  proxy = await startProxy({ upstream: sim.url });
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await sim?.close();
+});
+
+afterEach(() => sim.reset());
+
+function client(headers: Record<string, string> = {}): Anthropic {
+  return new Anthropic({ apiKey: API_KEY, baseURL: proxy.url, defaultHeaders: headers, maxRetries: 0 });
+}
+
+const READ_TOOL = {
+  name: "Read",
+  description: "Reads a file.",
+  input_schema: { type: "object" as const, properties: { file_path: { type: "string" } } },
+};
+
+describe("forwarding", () => {
+  it("streams a reply through unchanged and remembers the turn as the SDK assembled it", async () => {
+    const body = {
+      model: "claude-sonnet-5-5",
+      max_tokens: 512,
+      tools: [READ_TOOL],
+      messages: [
+        {
+          role: "user" as const,
+          content: 'Read it.\n@sim say Reading.\n@sim tool Read {"file_path":"a.txt"}',
+        },
+      ],
+    };
+    const stream = client({ "x-claude-code-session-id": "session-one" }).beta.messages.stream(body, {
+      headers: { "anthropic-beta": "context-management-2025-06-27, interleaved-thinking-2025-05-14" },
+    });
+    const final = await stream.finalMessage();
+
+    const [logged] = sim.requests();
+    expect(logged?.status).toBe(200);
+    expect(logged?.stream).toBe(true);
+    expect(JSON.parse(logged!.body)).toEqual({ ...body, stream: true });
+    expect(logged?.betas).toEqual(["context-management-2025-06-27", "interleaved-thinking-2025-05-14"]);
+
+    const [turn] = proxy.turns.turnsOf("cc:session-one");
+    expect(turn?.request).toEqual({ ...body, stream: true });
+    expect(turn?.betas).toEqual(["context-management-2025-06-27", "interleaved-thinking-2025-05-14"]);
+    // The SDK's own reassembly of the stream is the reference.
+    // (less `parsed_output`, the SDK's own addition for structured outputs, never on the wire).
+    const { parsed_output: _parsed, ...sdkMessage } = final as typeof final & { parsed_output?: unknown };
+    expect(turn?.response).toEqual(JSON.parse(JSON.stringify(sdkMessage)));
+    expect(turn?.response.content.map((block) => block.type)).toEqual(["text", "tool_use"]);
+  });
+
+  it("passes a non-streamed reply and an API error through with their status and body", async () => {
+    const reply = await client().messages.create({
+      model: "claude-sonnet-5-5",
+      max_tokens: 64,
+      messages: [{ role: "user", content: "Hello.\n@sim say Hi." }],
+    });
+    expect(reply.content).toEqual([{ type: "text", text: "Hi." }]);
+
+    const refused = await fetch(`${proxy.url}/v1/messages`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": API_KEY,
+        "anthropic-version": "2023-06-01",
+      },
+      body: JSON.stringify({ model: "claude-sonnet-5-5", messages: [] }),
+    });
+    const direct = await fetch(`${sim.url}/v1/messages`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": API_KEY,
+        "anthropic-version": "2023-06-01",
+      },
+      body: JSON.stringify({ model: "claude-sonnet-5-5", messages: [] }),
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.status).toBe(direct.status);
+    const [viaProxy, viaSim] = [
+      (await refused.json()) as Record<string, unknown>,
+      (await direct.json()) as Record<string, unknown>,
+    ];
+    expect(viaProxy.error).toEqual(viaSim.error);
+  });
+
+  it("forwards a path the proxy does not know (count_tokens) and its query", async () => {
+    const counted = await client().messages.countTokens({
+      model: "claude-sonnet-5-5",
+      messages: [{ role: "user", content: "Count these words please." }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+    expect(sim.requests().at(-1)?.path).toContain("/v1/messages/count_tokens");
+  });
+
+  it("abandons the upstream call when the agent hangs up mid-stream", async () => {
+    const controller = new AbortController();
+    const stream = client().messages.stream(
+      {
+        model: "claude-sonnet-5-5",
+        max_tokens: 4096,
+        messages: [{ role: "user", content: "Write.\n@sim tps 20\n@sim text 2000" }],
+      },
+      { signal: controller.signal },
+    );
+    const logged = sim.next("request");
+    stream.on("text", () => controller.abort());
+    await expect(stream.finalMessage()).rejects.toThrow(/aborted/);
+    const entry = await logged;
+    expect(entry.disconnected).toBe(true);
+    expect(entry.outputTokensSent).toBeLessThan(2000);
+  });
+
+  it("answers 502 with an API-shaped error when the upstream cannot be reached", async () => {
+    const dead = await startProxy({ upstream: "http://127.0.0.1:9" });
+    try {
+      const response = await fetch(`${dead.url}/v1/messages`, { method: "POST", body: "{}" });
+      expect(response.status).toBe(502);
+      expect(await response.json()).toMatchObject({ type: "error", error: { type: "api_error" } });
+    } finally {
+      await dead.close();
+    }
+  });
+});
+
+describe("sessions", () => {
+  it("keeps two agents' turns apart by Claude Code's session id, and finds a call by its MCP instance", async () => {
+    const instance = "0123456789abcdef0123";
+    const forkTool = {
+      name: "mcp__forkd__fork",
+      description: `Forks a child. ${mcpInstanceMarker(instance)}`,
+      input_schema: { type: "object" as const, properties: { directive: { type: "string" } } },
+    };
+    const ask = (session: string, tools: (typeof forkTool)[]) =>
+      client({ "x-claude-code-session-id": session }).messages.create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 256,
+        tools,
+        messages: [{ role: "user", content: '@sim tool mcp__forkd__fork {"directive":"Audit the codec."}' }],
+      });
+    await Promise.all([
+      ask("session-a", [forkTool]),
+      ask("session-b", [{ ...forkTool, description: "Forks a child." }]),
+    ]);
+
+    expect(proxy.turns.turnsOf("cc:session-a")).toHaveLength(1);
+    expect(proxy.turns.turnsOf("cc:session-b")).toHaveLength(1);
+    const control = new ProxyClient({ url: proxy.url, controlToken: proxy.controlToken });
+    const found = await control.findToolCall({
+      mcpInstance: instance,
+      toolName: "fork",
+      input: { directive: "Audit the codec." },
+    });
+    expect(found?.turn.session).toBe("cc:session-a");
+    expect(found?.toolUse.name).toBe("mcp__forkd__fork");
+    // Once its only call is answered, the turn no longer matches.
+    expect(
+      await control.findToolCall({
+        mcpInstance: instance,
+        toolName: "fork",
+        input: { directive: "Audit the codec." },
+        exclude: [found!.toolUse.id],
+      }),
+    ).toBeUndefined();
+  });
+
+  it("refuses the control API without the bearer token", async () => {
+    const wrong = new ProxyClient({ url: proxy.url, controlToken: `${proxy.controlToken.slice(0, -1)}0` });
+    await expect(wrong.health()).rejects.toThrow(/401/);
+    const health = await fetch(`${proxy.url}/_forkd/v1/health`);
+    expect(health.status).toBe(401);
+  });
+});
+
+describe("compressed replies", () => {
+  let upstream: Server;
+  let url: string;
+  const events = [
+    {
+      type: "message_start",
+      message: {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model: "m",
+        content: [],
+        stop_reason: null,
+        usage: { input_tokens: 3, output_tokens: 0 },
+      },
+    },
+    { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+    { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello" } },
+    { type: "content_block_stop", index: 0 },
+    { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 1 } },
+    { type: "message_stop" },
+  ];
+  const sse = events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join("");
+  let acceptEncoding: string | undefined;
+
+  beforeAll(async () => {
+    // A gzip-speaking upstream: the simulator does not compress, the real API may.
+    upstream = createServer((req, res) => {
+      acceptEncoding = req.headers["accept-encoding"];
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "text/event-stream", "content-encoding": "gzip" });
+        res.end(gzipSync(sse));
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+
+  it("forwards the compressed bytes as they are and reads a decoded copy; offers only encodings it can read", async () => {
+    let recorded!: (turn: ProxyTurn) => void;
+    const turnRecorded = new Promise<ProxyTurn>((resolve) => {
+      recorded = resolve;
+    });
+    const gzipProxy = await startProxy({ upstream: url, onTurn: (turn) => recorded(turn) });
+    try {
+      const response = await fetch(`${gzipProxy.url}/v1/messages`, {
+        method: "POST",
+        headers: { "accept-encoding": "gzip, zstd", "x-claude-code-session-id": "gz" },
+        body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "hi" }] }),
+      });
+      expect(response.headers.get("content-encoding")).toBe("gzip");
+      expect(await response.text()).toBe(sse); // fetch decodes gzip itself
+      expect(acceptEncoding).toBe("gzip");
+      const turn = await turnRecorded;
+      expect(turn.session).toBe("cc:gz");
+      expect(turn.response.content).toEqual([{ type: "text", text: "Hello" }]);
+      expect(turn.response.stop_reason).toBe("end_turn");
+    } finally {
+      await gzipProxy.close();
+    }
+  });
+});

@@ -1,0 +1,416 @@
+// `forkd proxy`: an HTTP server an agent uses as its Anthropic base URL. Every request goes to the
+// upstream unchanged and every response comes back unchanged, streamed chunk by chunk as it
+// arrives; on the side, each finished Messages exchange is recorded in a TurnStore (the request as
+// sent, its betas, the reply reassembled) for `forkd mcp` to fork from. A small control API under
+// /_forkd/ (bearer token) answers `forkd mcp`'s lookups. Credentials are forwarded, never stored or
+// logged.
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { AddressInfo } from "node:net";
+import { StringDecoder } from "node:string_decoder";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { type Logger, silentLogger } from "@forkd/core";
+import { type AssembledMessage, MessageAssembler } from "./message-assembler.js";
+import { mcpInstancesOf, sessionKeyOf } from "./session-key.js";
+import { type ProxyTurn, type ToolCallQuery, TurnStore, type TurnStoreLimits } from "./turn-store.js";
+
+/** Where the real Anthropic API is. */
+export const DEFAULT_UPSTREAM = "https://api.anthropic.com";
+/** The path prefix of the proxy's own API; never forwarded. */
+export const CONTROL_PREFIX = "/_forkd/v1/";
+/** Longest a control lookup may wait for a turn to be recorded. @unit ms */
+const MAX_LOOKUP_WAIT_MS = 30_000;
+/** Largest control request body. @unit bytes */
+const MAX_CONTROL_BODY_BYTES = 1024 * 1024;
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the exchange.
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+]);
+// What the proxy can decode to read a reply; the client's other encodings are not offered upstream.
+const DECODABLE = new Set(["gzip", "x-gzip", "deflate", "br", "identity"]);
+
+/** Options of {@link startProxy}. */
+export interface ProxyOptions {
+  /** The API requests go to. @default DEFAULT_UPSTREAM */
+  upstream?: string;
+  /** @default "127.0.0.1" */
+  host?: string;
+  /** 0 picks a free port. @default 0 */
+  port?: number;
+  /** Bearer token of the control API; generated when absent. */
+  controlToken?: string;
+  /** Limits of what the proxy remembers. */
+  limits?: TurnStoreLimits;
+  /** Called after each recorded turn (e.g. to write it to disk); errors are logged, never thrown. */
+  onTurn?: (turn: ProxyTurn) => void | Promise<void>;
+  logger?: Logger;
+}
+
+/** A running proxy. */
+export interface RunningProxy extends AsyncDisposable {
+  /** Base URL agents use, e.g. `http://127.0.0.1:8787`. */
+  readonly url: string;
+  /** Bearer token of the control API. */
+  readonly controlToken: string;
+  readonly turns: TurnStore;
+  /** Stops listening and ends open connections. */
+  close(): Promise<void>;
+}
+
+/** Starts a proxy. Resolves once it listens. */
+export async function startProxy(options: ProxyOptions = {}): Promise<RunningProxy> {
+  const upstream = new URL(options.upstream ?? DEFAULT_UPSTREAM);
+  if (upstream.protocol !== "http:" && upstream.protocol !== "https:") {
+    throw new TypeError(`upstream must be an http(s) URL, got ${upstream.href}`);
+  }
+  const controlToken = options.controlToken ?? randomBytes(24).toString("hex");
+  const turns = new TurnStore(options.limits);
+  const logger = options.logger ?? silentLogger;
+  const context: ExchangeContext = { upstream, turns, logger, onTurn: options.onTurn };
+
+  const server: Server = createServer((req, res) => {
+    if (req.url?.startsWith(CONTROL_PREFIX)) {
+      void serveControl(req, res, controlToken, turns).catch((error: unknown) => {
+        logger.error({ err: error }, "proxy control request failed");
+        if (!res.headersSent) sendJson(res, 500, { error: "internal error" });
+        else res.destroy();
+      });
+      return;
+    }
+    forward(req, res, context);
+  });
+  // Streams of a long turn can be silent for minutes; the upstream decides when it is too long.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  return {
+    url: `http://${host}:${address.port}`,
+    controlToken,
+    turns,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+interface ExchangeContext {
+  upstream: URL;
+  turns: TurnStore;
+  logger: Logger;
+  onTurn: ProxyOptions["onTurn"];
+}
+
+/** Whether an exchange is a Messages call whose reply is worth remembering. */
+function isMessagesCall(req: IncomingMessage): boolean {
+  if (req.method !== "POST") return false;
+  const path = (req.url ?? "").split("?")[0];
+  return path === "/v1/messages";
+}
+
+/** The upstream URL of a request: the upstream's own path, then the request's path and query. */
+function upstreamUrlOf(upstream: URL, path: string): URL {
+  const base = upstream.pathname.endsWith("/") ? upstream.pathname.slice(0, -1) : upstream.pathname;
+  return new URL(`${base}${path}`, upstream);
+}
+
+function forwardedHeaders(
+  headers: IncomingHttpHeaders,
+  upstream: URL,
+  recording: boolean,
+): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    out[name] = value;
+  }
+  out.host = upstream.host;
+  if (recording && typeof headers["accept-encoding"] === "string") {
+    const offered = headers["accept-encoding"]
+      .split(",")
+      .map((part) => part.trim())
+      .filter((part) => DECODABLE.has(part.split(";")[0]!.trim().toLowerCase()));
+    if (offered.length === 0) delete out["accept-encoding"];
+    else out["accept-encoding"] = offered.join(", ");
+  }
+  return out;
+}
+
+function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeContext): void {
+  const started = Date.now();
+  const recording = isMessagesCall(req);
+  const body: Buffer[] = [];
+  const target = upstreamUrlOf(context.upstream, req.url ?? "/");
+  const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+  const upstreamRequest = send(target, {
+    method: req.method,
+    headers: forwardedHeaders(req.headers, target, recording),
+  });
+  let finished = false;
+  // The agent hung up (Esc in Claude Code, a client timeout): the upstream call is abandoned too.
+  res.on("close", () => {
+    if (!finished) upstreamRequest.destroy();
+  });
+  upstreamRequest.on("error", (error) => {
+    context.logger.warn({ path: target.pathname, err: error.message }, "upstream request failed");
+    if (!res.headersSent) {
+      sendJson(res, 502, {
+        type: "error",
+        error: {
+          type: "api_error",
+          message: `forkd proxy: upstream ${context.upstream.host} unreachable: ${error.message}`,
+        },
+      });
+    } else {
+      res.destroy(error);
+    }
+  });
+  upstreamRequest.on("response", (upstreamResponse) => {
+    const status = upstreamResponse.statusCode ?? 502;
+    const headers: OutgoingHttpHeaders = {};
+    for (const [name, value] of Object.entries(upstreamResponse.headers)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    }
+    res.writeHead(status, upstreamResponse.statusMessage, headers);
+    res.flushHeaders();
+    const reader =
+      recording && status === 200 ? replyReader(upstreamResponse.headers, req, body, context) : undefined;
+    upstreamResponse.on("data", (chunk: Buffer) => {
+      // Read before forwarding: the turn is on record before the agent can act on the reply's end.
+      reader?.push(chunk);
+      if (!res.write(chunk)) {
+        upstreamResponse.pause();
+        res.once("drain", () => upstreamResponse.resume());
+      }
+    });
+    upstreamResponse.on("end", () => {
+      finished = true;
+      reader?.end();
+      res.end();
+      context.logger.info(
+        { method: req.method, path: target.pathname, status, ms: Date.now() - started },
+        "proxied",
+      );
+    });
+    upstreamResponse.on("error", (error) => res.destroy(error));
+  });
+  req.on("data", (chunk: Buffer) => {
+    if (recording) body.push(chunk);
+    if (!upstreamRequest.write(chunk)) {
+      req.pause();
+      upstreamRequest.once("drain", () => req.resume());
+    }
+  });
+  req.on("end", () => upstreamRequest.end());
+  req.on("error", () => upstreamRequest.destroy());
+}
+
+interface ReplyReader {
+  push(chunk: Buffer): void;
+  end(): void;
+}
+
+/** Reads a copy of a Messages reply, decoding it if compressed, and records the turn when complete. */
+function replyReader(
+  responseHeaders: IncomingHttpHeaders,
+  req: IncomingMessage,
+  requestBody: readonly Buffer[],
+  context: ExchangeContext,
+): ReplyReader {
+  const streamed = String(responseHeaders["content-type"] ?? "").includes("text/event-stream");
+  const assembler = new MessageAssembler();
+  const decoder = new StringDecoder("utf8");
+  const json: string[] = [];
+  let recorded = false;
+  const onText = (text: string) => {
+    if (recorded) return;
+    if (streamed) {
+      if (assembler.push(text) && assembler.message !== undefined) {
+        recorded = true;
+        record(assembler.message);
+      }
+    } else {
+      json.push(text);
+    }
+  };
+  const onEnd = () => {
+    onText(decoder.end());
+    if (recorded) return;
+    if (!streamed) {
+      try {
+        record(JSON.parse(json.join("")) as AssembledMessage);
+      } catch (error) {
+        context.logger.warn({ err: (error as Error).message }, "reply is not JSON; turn not recorded");
+      }
+    } else if (assembler.error !== undefined) {
+      context.logger.warn(
+        { err: assembler.error.message },
+        "stream could not be reassembled; turn not recorded",
+      );
+    }
+  };
+  const record = (response: AssembledMessage) => {
+    const raw = Buffer.concat(requestBody);
+    let request: Record<string, unknown>;
+    try {
+      request = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+    } catch {
+      return; // The upstream accepted it, so this does not happen; nothing to fork from if it does.
+    }
+    const betaHeader = req.headers["anthropic-beta"];
+    const betas = (Array.isArray(betaHeader) ? betaHeader.join(",") : (betaHeader ?? ""))
+      .split(",")
+      .map((name) => name.trim())
+      .filter((name) => name !== "");
+    const turn = context.turns.record({
+      session: sessionKeyOf(req.headers, request),
+      path: req.url ?? "/v1/messages",
+      request,
+      betas,
+      response,
+      mcpInstances: mcpInstancesOf(request),
+      requestBytes: raw.length,
+    });
+    if (context.onTurn !== undefined) {
+      void Promise.resolve()
+        .then(() => context.onTurn?.(turn))
+        .catch((error: unknown) => context.logger.error({ err: error }, "onTurn failed"));
+    }
+  };
+
+  const encoding = String(responseHeaders["content-encoding"] ?? "identity").toLowerCase();
+  const inflate =
+    encoding === "gzip" || encoding === "x-gzip"
+      ? createGunzip()
+      : encoding === "deflate"
+        ? createInflate()
+        : encoding === "br"
+          ? createBrotliDecompress()
+          : undefined;
+  if (inflate === undefined) {
+    return { push: (chunk) => onText(decoder.write(chunk)), end: onEnd };
+  }
+  inflate.on("data", (chunk: Buffer) => onText(decoder.write(chunk)));
+  inflate.on("end", onEnd);
+  inflate.on("error", (error) => context.logger.warn({ err: error.message }, "reply could not be decoded"));
+  return { push: (chunk) => inflate.write(chunk), end: () => inflate.end() };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const expected = Buffer.from(`Bearer ${token}`);
+  const given = Buffer.from(header ?? "");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_CONTROL_BODY_BYTES) throw new RangeError("control request too large");
+    chunks.push(chunk);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+}
+
+/** A recorded turn as the control API returns it. */
+export interface TurnJson {
+  session: string;
+  seq: number;
+  at: number;
+  request: Record<string, unknown>;
+  response: AssembledMessage;
+  betas: string[];
+}
+
+function turnJson(turn: ProxyTurn): TurnJson {
+  const { session, seq, at, request, response, betas } = turn;
+  return { session, seq, at, request, response, betas };
+}
+
+async function serveControl(
+  req: IncomingMessage,
+  res: ServerResponse,
+  controlToken: string,
+  turns: TurnStore,
+): Promise<void> {
+  if (!tokenMatches(req.headers.authorization, controlToken)) {
+    sendJson(res, 401, { error: "missing or wrong bearer token" });
+    return;
+  }
+  const path = (req.url ?? "").slice(CONTROL_PREFIX.length).split("?")[0];
+  if (req.method === "GET" && path === "health") {
+    sendJson(res, 200, { ok: true, sessions: turns.sessions().length, bytes: turns.bytes });
+    return;
+  }
+  if (req.method === "GET" && path === "sessions") {
+    sendJson(res, 200, { sessions: turns.sessions() });
+    return;
+  }
+  if (req.method === "POST" && path === "find-tool-call") {
+    let query: ToolCallQuery & { waitMs?: number };
+    try {
+      query = parseLookup(await readJson(req));
+    } catch (error) {
+      sendJson(res, 400, { error: (error as Error).message });
+      return;
+    }
+    const wait = Math.min(query.waitMs ?? 0, MAX_LOOKUP_WAIT_MS);
+    const match = await turns.waitForToolCall(query, wait);
+    if (match === undefined) sendJson(res, 404, { error: "no recorded turn holds that call" });
+    else sendJson(res, 200, { turn: turnJson(match.turn), tool_use: match.toolUse });
+    return;
+  }
+  sendJson(res, 404, { error: `no such control route: ${req.method} ${path}` });
+}
+
+function parseLookup(body: unknown): ToolCallQuery & { waitMs?: number } {
+  const value = body as Record<string, unknown> | null;
+  if (value === null || typeof value !== "object") throw new TypeError("expected a JSON object");
+  if (typeof value.toolName !== "string" || value.toolName === "")
+    throw new TypeError("toolName: expected a name");
+  if (!("input" in value)) throw new TypeError("input: required");
+  const query: ToolCallQuery & { waitMs?: number } = { toolName: value.toolName, input: value.input };
+  if (typeof value.mcpInstance === "string") query.mcpInstance = value.mcpInstance;
+  if (typeof value.session === "string") query.session = value.session;
+  if (Array.isArray(value.exclude))
+    query.exclude = value.exclude.filter((id): id is string => typeof id === "string");
+  if (typeof value.waitMs === "number" && Number.isFinite(value.waitMs)) query.waitMs = value.waitMs;
+  return query;
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { mcpInstanceMarker, mcpInstancesOf, sessionKeyOf } from "./session-key.js";
+
+const BODY = { system: "You are Claude Code.", messages: [{ role: "user", content: "hi" }] };
+
+describe("sessionKeyOf", () => {
+  it("takes Claude Code's session header first, then metadata.user_id (JSON, then the older suffix)", () => {
+    const metadata = {
+      ...BODY,
+      metadata: { user_id: JSON.stringify({ device_id: "d", session_id: "from-json" }) },
+    };
+    expect(sessionKeyOf({ "x-claude-code-session-id": "from-header" }, metadata)).toBe("cc:from-header");
+    expect(sessionKeyOf({}, metadata)).toBe("cc:from-json");
+    expect(sessionKeyOf({}, { ...BODY, metadata: { user_id: "user_abc_account__session_1234-abcd" } })).toBe(
+      "cc:1234-abcd",
+    );
+  });
+
+  it("ignores a session id that is not a plain token", () => {
+    expect(sessionKeyOf({ "x-claude-code-session-id": "../../etc" }, BODY)).toMatch(/^anon:/);
+    expect(sessionKeyOf({ "x-claude-code-session-id": "a".repeat(129) }, BODY)).toMatch(/^anon:/);
+    expect(sessionKeyOf({ "x-claude-code-session-id": "a".repeat(128) }, BODY)).toBe(`cc:${"a".repeat(128)}`);
+  });
+
+  it("keys other clients by credential, system prompt and first message", () => {
+    const one = sessionKeyOf({ "x-api-key": "sk-1" }, BODY);
+    expect(
+      sessionKeyOf(
+        { "x-api-key": "sk-1" },
+        { ...BODY, messages: [...BODY.messages, { role: "assistant", content: "x" }] },
+      ),
+    ).toBe(one);
+    expect(sessionKeyOf({ "x-api-key": "sk-2" }, BODY)).not.toBe(one);
+    expect(sessionKeyOf({ "x-api-key": "sk-1" }, { ...BODY, system: "Other." })).not.toBe(one);
+    expect(
+      sessionKeyOf({ "x-api-key": "sk-1" }, { ...BODY, messages: [{ role: "user", content: "bye" }] }),
+    ).not.toBe(one);
+    expect(one).not.toContain("sk-1");
+  });
+});
+
+describe("mcpInstancesOf", () => {
+  it("finds each forkd mcp instance named in a tool description, once", () => {
+    const id = "00112233445566778899";
+    const tools = [
+      { name: "mcp__forkd__fork", description: `Fork. ${mcpInstanceMarker(id)}` },
+      { name: "mcp__forkd__fork_result", description: `Result. ${mcpInstanceMarker(id)}` },
+      { name: "Read", description: "[forkd-mcp:short]" },
+    ];
+    expect(mcpInstancesOf({ tools })).toEqual([id]);
+    expect(mcpInstancesOf({})).toEqual([]);
+  });
+});

@@ -1,0 +1,73 @@
+// Which agent session a Messages request belongs to, when several agents share one proxy. Claude
+// Code and the Agent SDK say it twice: an `x-claude-code-session-id` header and a `session_id` in
+// `metadata.user_id` (JSON in current versions, a `…_session_<uuid>` suffix in older ones). A
+// client that says neither is keyed by what stays fixed through a conversation: its API key's
+// hash, its system prompt and its first user message.
+import { createHash } from "node:crypto";
+
+/** The marker `forkd mcp` puts in its fork tool's description: `[forkd-mcp:<instance id>]`. */
+export const MCP_INSTANCE_MARKER = /\[forkd-mcp:([0-9a-f]{16,64})\]/;
+
+/** The text {@link MCP_INSTANCE_MARKER} matches, for a tool description. */
+export function mcpInstanceMarker(instanceId: string): string {
+  return `[forkd-mcp:${instanceId}]`;
+}
+
+const SESSION_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * The session a request belongs to: `cc:<id>` from Claude Code's header or metadata, else
+ * `anon:<hash>` of the API key's hash, the system prompt and the first message.
+ * @param headers - lower-cased request headers.
+ */
+export function sessionKeyOf(headers: Record<string, string | string[] | undefined>, body: unknown): string {
+  const header = headers["x-claude-code-session-id"];
+  if (typeof header === "string" && SESSION_ID.test(header)) return `cc:${header}`;
+  const fromMetadata = metadataSessionId(body);
+  if (fromMetadata !== undefined) return `cc:${fromMetadata}`;
+  const request = (body ?? {}) as { system?: unknown; messages?: unknown[] };
+  const hash = createHash("sha256");
+  hash.update(credentialHash(headers));
+  hash.update("\0");
+  hash.update(JSON.stringify(request.system ?? null));
+  hash.update("\0");
+  hash.update(JSON.stringify(Array.isArray(request.messages) ? (request.messages[0] ?? null) : null));
+  return `anon:${hash.digest("hex").slice(0, 32)}`;
+}
+
+/** The `forkd mcp` instances whose fork tool the request offers (their markers in tool descriptions). */
+export function mcpInstancesOf(body: unknown): string[] {
+  const tools = (body as { tools?: unknown } | null)?.tools;
+  if (!Array.isArray(tools)) return [];
+  const found = new Set<string>();
+  for (const tool of tools as { description?: unknown }[]) {
+    if (typeof tool?.description !== "string") continue;
+    const match = MCP_INSTANCE_MARKER.exec(tool.description);
+    if (match?.[1] !== undefined) found.add(match[1]);
+  }
+  return [...found];
+}
+
+function metadataSessionId(body: unknown): string | undefined {
+  const userId = (body as { metadata?: { user_id?: unknown } } | null)?.metadata?.user_id;
+  if (typeof userId !== "string") return undefined;
+  if (userId.startsWith("{")) {
+    try {
+      const parsed = JSON.parse(userId) as { session_id?: unknown };
+      if (typeof parsed.session_id === "string" && SESSION_ID.test(parsed.session_id))
+        return parsed.session_id;
+    } catch {
+      // Not JSON after all: try the older form below.
+    }
+  }
+  const suffix = /_session_([A-Za-z0-9-]{1,128})$/.exec(userId);
+  return suffix?.[1];
+}
+
+/** A hash of the request's credential, so that two accounts' identical prompts are two sessions. */
+function credentialHash(headers: Record<string, string | string[] | undefined>): string {
+  const credential = headers["x-api-key"] ?? headers.authorization ?? "";
+  return createHash("sha256")
+    .update(Array.isArray(credential) ? credential.join(",") : credential)
+    .digest("hex");
+}
