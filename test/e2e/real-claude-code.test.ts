@@ -6,10 +6,11 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RequestLogEntry, type Sim, startSim } from "@forkd/sim";
+import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ndjson, runCli } from "../cli/support.js";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
+import { type Body, expectFaithfulChildren, replyTo } from "../harness/faithful-fork.js";
 import { useNatsServer } from "../harness/nats.js";
 import { CLAUDE_CODE_API_KEY, runAgentSdk, runClaudeCode } from "../harness/real-clients.js";
 
@@ -17,9 +18,6 @@ const nats = useNatsServer();
 let sim: Sim;
 let workspace: string;
 const daemons: DaemonProcess[] = [];
-
-type Body = Record<string, unknown> & { messages: Record<string, unknown>[] };
-type Reply = { role: string; content: Record<string, unknown>[] };
 
 beforeAll(async () => {
   sim = await startSim({ port: 0 });
@@ -45,22 +43,6 @@ afterAll(async () => {
   if (workspace) await rm(workspace, { recursive: true, force: true });
 });
 
-/** Asks the simulator again for the reply it gave to a logged request (its model is deterministic). */
-async function replyTo(entry: RequestLogEntry): Promise<Reply> {
-  const { stream: _stream, ...body } = JSON.parse(entry.body) as Body;
-  const response = await fetch(`${sim.url}/v1/messages`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-api-key": CLAUDE_CODE_API_KEY,
-      ...(entry.betas.length > 0 ? { "anthropic-beta": entry.betas.join(",") } : {}),
-    },
-    body: JSON.stringify(body),
-  });
-  expect(response.status).toBe(200);
-  return (await response.json()) as Reply;
-}
-
 /** Runs Claude Code with a script whose second turn calls the Agent tool; returns that turn. */
 /** The script of the parent's turn: read a file, then call the Agent tool, then end. */
 const AGENT_TURN_PROMPT = [
@@ -83,7 +65,7 @@ async function captureAgentTurn(
   client: "claude-code" | "agent-sdk" = "claude-code",
 ) {
   sim.reset();
-  const options = { simUrl: sim.url, prompt: AGENT_TURN_PROMPT, ...(env === undefined ? {} : { env }) };
+  const options = { baseUrl: sim.url, prompt: AGENT_TURN_PROMPT, ...(env === undefined ? {} : { env }) };
   if (client === "agent-sdk") {
     expect((await runAgentSdk(options)).result).toBe("Done.");
   } else {
@@ -92,7 +74,7 @@ async function captureAgentTurn(
   }
   const accepted = sim.requests().filter((entry) => entry.path === "/v1/messages" && entry.status === 200);
   for (const entry of accepted) {
-    const reply = await replyTo(entry);
+    const reply = await replyTo(sim, entry, CLAUDE_CODE_API_KEY);
     if (reply.content.some((block) => block.type === "tool_use" && block.name === "Agent")) {
       return { entry, request: JSON.parse(entry.body) as Body, reply };
     }
@@ -130,34 +112,6 @@ async function forkFrom(
     (directives.length > 0 ? directives : ["from the call"]).map(() => "completed"),
   );
   return sim.requests().filter((entry) => entry.seq > before && entry.path === "/v1/messages");
-}
-
-function expectFaithfulChildren(
-  turn: Awaited<ReturnType<typeof captureAgentTurn>>,
-  children: RequestLogEntry[],
-  count = 3,
-) {
-  expect(children.length).toBeGreaterThanOrEqual(count);
-  const inherited = turn.request.messages.length;
-  for (const child of children) {
-    expect(child.status, child.errorMessage ?? "").toBe(200);
-    expect(child.betas).toEqual(turn.entry.betas);
-    const body = JSON.parse(child.body) as Body;
-    // Everything but the conversation's new tail, byte for byte, in the parent's key order.
-    for (const key of Object.keys(turn.request)) {
-      if (key === "messages" || key === "stream" || key === "max_tokens") continue;
-      expect(JSON.stringify(body[key]), key).toBe(JSON.stringify(turn.request[key]));
-    }
-    expect(JSON.stringify(body.messages.slice(0, inherited))).toBe(JSON.stringify(turn.request.messages));
-    expect(body.messages[inherited]).toEqual({ role: "assistant", content: turn.reply.content });
-    const usage = child.usage as {
-      input_tokens: number;
-      cache_creation_input_tokens: number;
-      cache_read_input_tokens: number;
-    };
-    const prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
-    expect(usage.cache_read_input_tokens / prompt).toBeGreaterThanOrEqual(0.95);
-  }
 }
 
 describe("forking the real Claude Code CLI's turn", () => {

@@ -45,7 +45,8 @@ export interface ClaudeCodeResult {
 
 /** Options of {@link runClaudeCode}. */
 export interface RunClaudeCodeOptions {
-  simUrl: string;
+  /** Where the client sends its API calls (ANTHROPIC_BASE_URL): the simulator, or a proxy in front of it. */
+  baseUrl: string;
   prompt: string;
   /** `--model`; Claude Code's default when absent. */
   model?: string;
@@ -53,6 +54,10 @@ export interface RunClaudeCodeOptions {
   env?: Record<string, string>;
   /** @default 120_000 @unit milliseconds */
   timeoutMs?: number;
+  /** Tools allowed without asking. @default ["Read", "Agent"] */
+  allowedTools?: readonly string[];
+  /** Claude Code's `--mcp-config` (written to a file), or the Agent SDK's `mcpServers`. */
+  mcpServers?: Record<string, unknown>;
 }
 
 /** A throwaway HOME and git repository (holding `notes.txt`) a real client runs in. */
@@ -63,7 +68,7 @@ interface Sandbox {
 
 /** Runs `use` in a fresh HOME and git repository pointed at the simulator; removes them after. */
 async function inThrowawayRepo<T>(
-  options: Pick<RunClaudeCodeOptions, "simUrl" | "env">,
+  options: Pick<RunClaudeCodeOptions, "baseUrl" | "env">,
   use: (sandbox: Sandbox) => Promise<T>,
 ): Promise<T> {
   const root = await mkdtemp(join(tmpdir(), "forkd-real-client-"));
@@ -77,7 +82,7 @@ async function inThrowawayRepo<T>(
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
-      ANTHROPIC_BASE_URL: options.simUrl,
+      ANTHROPIC_BASE_URL: options.baseUrl,
       ANTHROPIC_API_KEY: CLAUDE_CODE_API_KEY,
       // No telemetry, update checks or error reporting: the simulator is the only host it talks to.
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
@@ -95,18 +100,25 @@ async function inThrowawayRepo<T>(
  * repository, Read and Agent allowed, and returns its result message.
  * @throws Error when the run does not end with a successful result.
  */
-export async function runAgentSdk(options: Omit<RunClaudeCodeOptions, "model">): Promise<{ result: string }> {
+export async function runAgentSdk(
+  options: Omit<RunClaudeCodeOptions, "model">,
+): Promise<{ result: string; sessionId: string }> {
   const { query } = await import("@anthropic-ai/claude-agent-sdk");
   return inThrowawayRepo(options, async ({ repo, env }) => {
     for await (const message of query({
       prompt: options.prompt,
-      options: { cwd: repo, env, allowedTools: ["Read", "Agent"] },
+      options: {
+        cwd: repo,
+        env,
+        allowedTools: [...(options.allowedTools ?? ["Read", "Agent"])],
+        ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers as never }),
+      },
     })) {
       if (message.type !== "result") continue;
       if (message.subtype !== "success" || message.is_error) {
         throw new Error(`the Agent SDK's run failed: ${JSON.stringify(message).slice(0, 2000)}`);
       }
-      return { result: message.result };
+      return { result: message.result, sessionId: message.session_id };
     }
     throw new Error("the Agent SDK's run ended without a result");
   });
@@ -120,8 +132,14 @@ export async function runAgentSdk(options: Omit<RunClaudeCodeOptions, "model">):
 export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<ClaudeCodeResult> {
   return inThrowawayRepo(options, async ({ repo, env }) => {
     // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
-    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", "Read,Agent"];
+    const allowed = (options.allowedTools ?? ["Read", "Agent"]).join(",");
+    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", allowed];
     if (options.model !== undefined) args.push("--model", options.model);
+    if (options.mcpServers !== undefined) {
+      const config = join(repo, "..", "mcp.json");
+      await writeFile(config, JSON.stringify({ mcpServers: options.mcpServers }));
+      args.push("--mcp-config", config, "--strict-mcp-config");
+    }
     const { code, stdout, stderr } = await new Promise<{
       code: number | null;
       stdout: string;

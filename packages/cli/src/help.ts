@@ -2,7 +2,19 @@
 // that `--help` is instant; docs/cli.md says the same at length.
 
 /** The commands of `forkd`, in the order the help lists them. */
-export const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo", "models"] as const;
+export const COMMAND_NAMES = [
+  "daemon",
+  "fork",
+  "watch",
+  "ps",
+  "abort",
+  "sim",
+  "demo",
+  "models",
+  "proxy",
+  "capture",
+  "mcp",
+] as const;
 
 /** A command name. */
 export type CommandName = (typeof COMMAND_NAMES)[number];
@@ -37,6 +49,9 @@ export const SUMMARIES: Record<CommandName, string> = {
   sim: "run the Anthropic API simulator",
   demo: "the whole thing on one machine: NATS, simulator, 3 daemons, 5 forks, the bill",
   models: "what forkd knows of each model: prices, minimum cacheable prompt, context window",
+  proxy: "an Anthropic API proxy that lets any agent's fork calls run on the cluster",
+  capture: "the proxy, writing each turn it sees as a parent-turn file for forkd fork --from",
+  mcp: "the fork tools (fork, fork_status, fork_result, fork_abort) as an MCP server on stdio",
 };
 
 const MAIN = `forkd — run LLM fork sub-agents on a cluster of daemons over NATS JetStream
@@ -227,6 +242,67 @@ Examples:
   forkd models us.anthropic.claude-sonnet-4-6-v1:0 --beta context-1m-2025-08-07
 
 Exit codes: 0 ok · 2 usage`,
+
+  proxy: `forkd proxy — an Anthropic API proxy that lets any agent's fork calls run on the cluster
+
+Usage: forkd proxy [options]
+
+Forwards every request and response unchanged (streams, headers, betas, errors, aborts) to the
+upstream API and remembers each agent session's last turns, so that \`forkd mcp\`'s fork tool forks
+exactly the turn that called it. Prints its URL as the first line of stdout and writes its URL and
+control token to a state file only you can read, where \`forkd mcp\` finds them. It sees the API keys
+agents send: it listens on loopback unless told otherwise. See docs/any-agent.md.
+
+Options:
+  --upstream URL       the API to forward to (default ${"https://api.anthropic.com"})
+  --listen HOST:PORT   where to listen (default 127.0.0.1:4080; :0 picks a free port)
+  --state FILE         where to write the URL and control token  env FORKD_PROXY_STATE;
+                       default $XDG_STATE_HOME/forkd/proxy.json (~/.local/state/forkd/proxy.json)
+  --keep-turns N       turns kept per session (default 8)
+  --json               print {url, upstream, state} as JSON
+${COMMON}
+
+Examples:
+  forkd proxy &
+  ANTHROPIC_BASE_URL=http://127.0.0.1:4080 claude --mcp-config forkd-mcp.json
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM · 2 usage (e.g. the port is taken)`,
+
+  capture: `forkd capture — the proxy, writing each turn as a parent-turn file
+
+Usage: forkd capture DIR [options]
+
+\`forkd proxy\` that also writes each turn it sees to DIR/<session>/<n>.json as { request, response,
+betas } (mode 0600: they hold the conversation), and prints each path. Try forkd on a real session
+of your own: capture a turn, then \`forkd fork --from DIR/<session>/<n>.json --directive "…"\`.
+
+Options: as forkd proxy (--upstream, --listen, --state, --keep-turns, --json).
+
+Examples:
+  forkd capture ./turns --upstream https://api.anthropic.com
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM · 2 usage`,
+
+  mcp: `forkd mcp — the fork tools as an MCP server on stdio
+
+Usage: forkd mcp [options]
+
+Serves fork, fork_status, fork_result and fork_abort over MCP on stdin/stdout, for an agent that
+reaches the model through \`forkd proxy\`. A fork call forks the exact turn that made it; several fork
+calls in one reply start as one warm-first fan-out. Started by the agent, from its MCP config:
+  {"mcpServers":{"forkd":{"command":"forkd","args":["mcp"]}}}
+
+Options:
+  --proxy URL          the proxy's URL (default: the one in the proxy's state file); its control
+                       token is FORKD_PROXY_TOKEN or the state file's
+  --state FILE         the proxy's state file   env FORKD_PROXY_STATE
+  --max-turns N        each child's model turns
+  --timeout DURATION   each child's time limit (e.g. 10m)
+${COMMON}
+
+${NATS_OPTIONS}
+
+Exit codes: 0 the client closed the session · 2 usage · 3 NATS unavailable`,
 
   sim: `forkd sim — run the Anthropic API simulator
 

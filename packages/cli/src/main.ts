@@ -15,6 +15,9 @@ const COMMANDS: Record<CommandName, () => Promise<{ run: Command }>> = {
   sim: () => import("./commands/sim.js"),
   demo: () => import("./commands/demo.js"),
   models: () => import("./commands/models.js"),
+  proxy: () => import("./commands/proxy.js"),
+  capture: () => import("./commands/capture.js"),
+  mcp: () => import("./commands/mcp.js"),
 };
 
 /** The arguments before `--` (after it, everything is a value). */

@@ -76,6 +76,10 @@ describe("TurnStore", () => {
     expect(store.findToolCall({ ...query, session: "a" })?.toolUse.id).toBe("t1");
     expect(store.findToolCall({ ...query, mcpInstance: "other" })).toBeUndefined();
     expect(store.findToolCall({ ...query, input: { directive: "y" } })).toBeUndefined();
+    // Fields of the query must all match; fields the call has beyond them do not matter.
+    expect(store.findToolCall({ ...query, input: { directive: "x", label: "a" } })).toBeUndefined();
+    expect(store.findToolCall({ ...query, input: {} })?.toolUse.id).toBe("t2");
+    expect(store.findToolCall({ ...query, input: "x" })).toBeUndefined();
   });
 
   it("wakes a waiter when the turn holding its call is recorded, and times out otherwise", async () => {

@@ -34,7 +34,10 @@ export interface ToolCallQuery {
   session?: string;
   /** The tool's name; any tool whose name ends in `__<name>` or is `<name>` matches. */
   toolName: string;
-  /** The call's input, compared deeply. */
+  /**
+   * The call's input: an object matches a call whose input has each of its fields, deeply equal
+   * (an MCP server may drop fields it does not know); anything else must equal the input itself.
+   */
   input: unknown;
   /** `tool_use` ids already answered: a turn matches only through a call not in this list. */
   exclude?: readonly string[];
@@ -212,8 +215,17 @@ function matchTurn(turn: ProxyTurn, query: ToolCallQuery): ToolCallMatch | undef
     if (block.type !== "tool_use" || typeof block.id !== "string" || typeof block.name !== "string") continue;
     if (!isToolNamed(block.name, query.toolName)) continue;
     if (query.exclude?.includes(block.id)) continue;
-    if (!isDeepStrictEqual(block.input, query.input)) continue;
+    if (!inputMatches(block.input, query.input)) continue;
     return { turn, toolUse: block as ToolCallMatch["toolUse"] };
   }
   return undefined;
+}
+
+function inputMatches(input: unknown, wanted: unknown): boolean {
+  if (wanted === null || typeof wanted !== "object" || Array.isArray(wanted))
+    return isDeepStrictEqual(input, wanted);
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return false;
+  return Object.entries(wanted).every(([key, value]) =>
+    isDeepStrictEqual((input as Record<string, unknown>)[key], value),
+  );
 }

@@ -47,6 +47,7 @@ export const BLOCK_FIELDS = {
   text: ["text", "type", "cache_control", "citations"],
   tool_use: ["id", "input", "name", "type", "cache_control", "caller", "toolset_name"],
   tool_result: ["tool_use_id", "type", "cache_control", "content", "is_error", "toolset_name"],
+  tool_reference: ["type", "tool_name", "cache_control"],
   thinking: ["signature", "thinking", "type"],
   redacted_thinking: ["data", "type"],
   image: ["source", "type", "cache_control", "transformations"],

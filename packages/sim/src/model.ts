@@ -173,12 +173,30 @@ function report(scope: string, seed: string, history: ToolHistory[], issues: str
   ].join("\n");
 }
 
-/** Finds the message holding the directive: the last user message with a top-level text block. */
+/**
+ * Whether a user message answers a tool search (a tool result holding `tool_reference` blocks). Its
+ * text ("Tool loaded.", from Claude Code) is the agent harness's note within the turn, not a new
+ * directive.
+ */
+function answersToolSearch(blocks: readonly Block[]): boolean {
+  return blocks.some(
+    (b) =>
+      b.type === "tool_result" &&
+      Array.isArray((b as { content?: unknown }).content) &&
+      (b as { content: { type?: unknown }[] }).content.some((c) => c?.type === "tool_reference"),
+  );
+}
+
+/**
+ * Finds the message holding the directive: the last user message with a top-level text block, other
+ * than one answering a tool search.
+ */
 function findDirective(messages: MessagesRequest["messages"]): { index: number; text: string } {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i]!;
     if (m.role !== "user") continue;
     const blocks = blocksOf(m.content);
+    if (answersToolSearch(blocks)) continue;
     for (let j = blocks.length - 1; j >= 0; j--) {
       const b = blocks[j]!;
       if (b.type === "text") return { index: i, text: (b as { text: string }).text };

@@ -239,6 +239,41 @@ describe("scripted model", () => {
     expect(text).toContain("Scope: Fix it");
   });
 
+  it("reads past a tool search's answer: its text is the harness's note, not a new directive", () => {
+    const script = '@sim tool ToolSearch {"query":"select:Fork"}\n@sim turn\n@sim say loaded';
+    const request = (toolName: string): Partial<MessagesRequest> => ({
+      tools: [
+        ...tools,
+        { name: "ToolSearch", input_schema: { type: "object" } },
+        {
+          name: "Fork",
+          input_schema: { type: "object" },
+          defer_loading: true,
+        } as NonNullable<MessagesRequest["tools"]>[number],
+      ],
+      messages: [
+        { role: "user", content: script },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "ToolSearch", input: {} }] },
+        {
+          role: "user",
+          content: [
+            {
+              type: "tool_result",
+              tool_use_id: "t1",
+              content: [{ type: "tool_reference", tool_name: toolName }],
+            },
+            { type: "text", text: "Tool loaded." },
+          ],
+        },
+      ],
+    });
+    const r = run(request("Fork"));
+    expect(r.turn).toBe(1);
+    expect(r.content[0]).toMatchObject({ type: "text", text: "loaded" });
+    // A reference loads a tool of the request, as the API requires.
+    expect(() => run(request("Missing"))).toThrow(/Tool reference 'Missing' not found/);
+  });
+
   it("finds the directive after a fork's placeholder tool results", () => {
     const r = run({
       messages: [

@@ -85,7 +85,9 @@ function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool
   const type = b.type;
   if (typeof type !== "string") fail(`${path}.type`, "Field required");
   const allowed = role === "assistant" ? BLOCK_TYPES_ASSISTANT : BLOCK_TYPES_USER;
-  if (!allowed.has(type) || (role === "tool_result" && type === "tool_result")) {
+  // A tool result may load deferred tools by reference (client-side tool search); nothing else may.
+  const reference = role === "tool_result" && type === "tool_reference";
+  if ((!allowed.has(type) && !reference) || (role === "tool_result" && type === "tool_result")) {
     fail(
       path,
       `Input tag '${type}' found using 'type' does not match any of the expected tags for ${role} content`,
@@ -103,6 +105,9 @@ function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool
         fail(`${path}.name`, "String should match pattern '^[a-zA-Z0-9_-]{1,128}$'");
       }
       if (!isObject(b.input)) fail(`${path}.input`, "Input should be a valid dictionary");
+      break;
+    case "tool_reference":
+      if (typeof b.tool_name !== "string" || b.tool_name === "") fail(`${path}.tool_name`, "Field required");
       break;
     case "tool_result": {
       if (typeof b.tool_use_id !== "string" || b.tool_use_id === "")
@@ -325,6 +330,24 @@ function checkThinking(thinking: unknown, maxTokens: number | undefined): void {
  * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
  * @throws {SimApiError} 400 `invalid_request_error` naming the field at fault
  */
+/** A `tool_reference` must name a tool of the request (the one it loads). */
+function checkToolReferences(messages: Json[], names: ReadonlySet<string>): void {
+  messages.forEach((message, m) => {
+    if (!Array.isArray(message.content)) return;
+    (message.content as Json[]).forEach((block, b) => {
+      if (block.type !== "tool_result" || !Array.isArray(block.content)) return;
+      (block.content as Json[]).forEach((inner, i) => {
+        if (inner.type === "tool_reference" && !names.has(inner.tool_name as string)) {
+          fail(
+            `messages.${m}.content.${b}.content.${i}.tool_name`,
+            `Tool reference '${String(inner.tool_name)}' not found in available tools`,
+          );
+        }
+      });
+    });
+  });
+}
+
 export function validateRequest(
   body: unknown,
   kind: "messages" | "count_tokens",
@@ -348,6 +371,7 @@ export function validateRequest(
   );
   checkSystem(body.system);
   const names = checkTools(body.tools);
+  checkToolReferences(body.messages as Json[], names);
   checkToolChoice(body.tool_choice, names);
   checkThinking(body.thinking, maxTokens as number | undefined);
   checkCacheControl(body.cache_control, "cache_control");

@@ -1,0 +1,116 @@
+// `forkd proxy`: the Anthropic API proxy an agent points ANTHROPIC_BASE_URL at (docs/any-agent.md).
+// `forkd capture DIR` is the same proxy writing each turn as a parent-turn file. The first stdout
+// line is the proxy's URL; the control token goes only to the state file (mode 0600).
+import { isIP } from "node:net";
+import {
+  DEFAULT_UPSTREAM,
+  proxyStatePath,
+  type RunningProxy,
+  removeProxyState,
+  startProxy,
+  turnCapture,
+  writeProxyState,
+} from "@forkd/proxy";
+import type { CommandContext } from "../context.js";
+import { UsageError } from "../errors.js";
+import { whenAborted } from "../interrupt.js";
+import { writeLine } from "../io.js";
+import { COMMON_FLAGS, expectPositionals, parseCommandLine, parseInteger } from "../options.js";
+
+const OPTIONS = {
+  ...COMMON_FLAGS,
+  upstream: { type: "string" },
+  listen: { type: "string" },
+  state: { type: "string" },
+  "keep-turns": { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** The port `forkd proxy` listens on when `--listen` does not say. */
+export const DEFAULT_PROXY_PORT = 4080;
+
+/** `HOST:PORT`, `:PORT` or `PORT` → host and port; IPv6 as `[::1]:PORT`. */
+export function parseListen(text: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(text) ?? /^()()(\d+)$/.exec(text);
+  if (match === null) throw new UsageError(`--listen: expected HOST:PORT, got ${JSON.stringify(text)}`);
+  const host = match[1] || match[2] || "127.0.0.1";
+  return { host, port: parseInteger("listen", match[3]!, { min: 0, max: 65535 }) };
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
+}
+
+/** Serves until SIGINT/SIGTERM; with `captureDir`, writes each turn there. */
+export async function serveProxy(
+  command: "proxy" | "capture",
+  args: string[],
+  context: CommandContext,
+): Promise<number> {
+  const { values, positionals } = parseCommandLine(command, args, OPTIONS);
+  const capturing = command === "capture";
+  expectPositionals(
+    command,
+    positionals,
+    capturing ? { min: 1, max: 1, names: "DIR" } : { min: 0, max: 0, names: "" },
+  );
+  const captureDir = capturing ? positionals[0] : undefined;
+  const upstream = values.upstream ?? DEFAULT_UPSTREAM;
+  if (!/^https?:\/\//.test(upstream))
+    throw new UsageError(`--upstream: expected an http(s) URL, got ${upstream}`);
+  const { host, port } =
+    values.listen === undefined
+      ? { host: "127.0.0.1", port: DEFAULT_PROXY_PORT }
+      : parseListen(values.listen);
+  const err = context.io.stderr;
+  if (!isLoopback(host)) {
+    writeLine(
+      err,
+      `forkd ${command}: listening on ${host}, not loopback: anyone who can reach it can use the credentials agents send through it`,
+    );
+  }
+  const statePath = values.state ?? proxyStatePath(context.io.env);
+  let proxy: RunningProxy;
+  try {
+    proxy = await startProxy({
+      upstream,
+      host,
+      port,
+      ...(values["keep-turns"] === undefined
+        ? {}
+        : {
+            limits: {
+              turnsPerSession: parseInteger("keep-turns", values["keep-turns"], { min: 1, max: 1000 }),
+            },
+          }),
+      ...(captureDir === undefined
+        ? {}
+        : {
+            onTurn: turnCapture(captureDir, (path) =>
+              writeLine(context.io.stdout, values.json ? JSON.stringify({ captured: path }) : path),
+            ),
+          }),
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL") {
+      throw new UsageError(`cannot listen on ${host}:${port}: ${code}`, { cause: error });
+    }
+    throw error;
+  }
+  await writeProxyState(statePath, { url: proxy.url, controlToken: proxy.controlToken, pid: process.pid });
+  writeLine(
+    context.io.stdout,
+    values.json ? JSON.stringify({ url: proxy.url, upstream, state: statePath }) : proxy.url,
+  );
+  writeLine(err, `forkd ${command}: ${proxy.url} → ${upstream}; set ANTHROPIC_BASE_URL=${proxy.url}`);
+  await whenAborted(context.interruption.signal);
+  await proxy.close();
+  await removeProxyState(statePath, process.pid);
+  return 0;
+}
+
+/** `forkd proxy`. */
+export function run(args: string[], context: CommandContext): Promise<number> {
+  return serveProxy("proxy", args, context);
+}

@@ -1,0 +1,240 @@
+// Distributed forks for an agent forkd did not write, configured only: the real Claude Code CLI (and
+// the Agent SDK's query()) talks to the model through `forkd proxy`, whose upstream is the
+// simulator, and has `forkd mcp` as an MCP server. The scripted model calls mcp__forkd__fork twice
+// in one reply, then fork_result; the children run on two daemon processes. Each child must be a
+// faithful fork of the turn that called it (its request equal to the agent's own through its last
+// message, the reply, the agent's betas, ≥ 95 % read from the cache), and the agent must get both
+// reports back and finish.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NatsForkSubagent } from "@forkd/client";
+import { FORK_BOILERPLATE_TAG } from "@forkd/core/internal";
+import { forkdAgentSdkServer } from "@forkd/mcp/agent-sdk";
+import { MCP_INSTANCE_MARKER, readProxyState } from "@forkd/proxy";
+import { type RequestLogEntry, type Sim, startSim } from "@forkd/sim";
+import { connect } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CliProcess, cleanEnv, FORKD_BIN, spawnCli } from "../cli/support.js";
+import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
+import {
+  type Body,
+  expectFaithfulChildren,
+  type ParentTurnOnLog,
+  replyTo,
+} from "../harness/faithful-fork.js";
+import { useNatsServer } from "../harness/nats.js";
+import { CLAUDE_CODE_API_KEY, runAgentSdk, runClaudeCode } from "../harness/real-clients.js";
+
+const nats = useNatsServer();
+let sim: Sim;
+let workspace: string;
+let proxy: CliProcess;
+let proxyUrl: string;
+let statePath: string;
+const daemons: DaemonProcess[] = [];
+
+const FORK_TOOLS = ["mcp__forkd__fork", "mcp__forkd__fork_result"];
+
+/**
+ * Claude Code defers MCP tools behind its ToolSearch tool, as a real model meets them: load the fork
+ * tools, then two forks in one reply, then their results, then the end.
+ */
+const FORKING_PROMPT = [
+  "Audit the codec in two parts.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork,mcp__forkd__fork_result"}',
+  "@sim turn",
+  '@sim tool mcp__forkd__fork {"directive":"Audit the length checks.","label":"lengths"}',
+  '@sim tool mcp__forkd__fork {"directive":"Audit the depth checks.","label":"depths"}',
+  "@sim turn",
+  "@sim tool mcp__forkd__fork_result {}",
+  "@sim turn",
+  "@sim say Both audits are back.",
+].join("\n");
+
+beforeAll(async () => {
+  sim = await startSim({ port: 0 });
+  workspace = await mkdtemp(join(tmpdir(), "forkd-any-agent-"));
+  statePath = join(workspace, "proxy.json");
+  for (const n of [1, 2]) {
+    daemons.push(
+      await spawnDaemon({
+        id: `any-agent-${n}`,
+        natsUrls: [nats().url],
+        simUrl: sim.url,
+        workspace,
+        bash: "read-only",
+        // The provider's cache is per organisation: the daemons bill the agent's account.
+        extraEnv: { ANTHROPIC_API_KEY: CLAUDE_CODE_API_KEY },
+      }),
+    );
+  }
+  proxy = spawnCli(["proxy", "--listen", "127.0.0.1:0", "--upstream", sim.url, "--state", statePath]);
+  proxyUrl = await proxy.waitForLine((line) => line.startsWith("http://"));
+});
+
+afterAll(async () => {
+  await proxy?.stop("SIGTERM");
+  await Promise.all(daemons.map((daemon) => daemon.kill("SIGKILL")));
+  await sim?.close();
+  if (workspace) await rm(workspace, { recursive: true, force: true });
+});
+
+/** `forkd mcp` as Claude Code starts it, from its MCP config. */
+function mcpConfig() {
+  return {
+    forkd: {
+      command: process.execPath,
+      args: [FORKD_BIN, "mcp", "--nats", nats().url, "--state", statePath],
+      env: cleanEnv(),
+    },
+  };
+}
+
+function isChild(entry: RequestLogEntry): boolean {
+  return entry.body.includes(`<${FORK_BOILERPLATE_TAG}`);
+}
+
+/** The `forkd mcp` instance whose tools a request offered. */
+function instanceOf(body: Body): string | undefined {
+  for (const tool of (body.tools ?? []) as { description?: string }[]) {
+    const match = MCP_INSTANCE_MARKER.exec(tool.description ?? "");
+    if (match !== null) return match[1];
+  }
+  return undefined;
+}
+
+/** The agents' turns on the log whose reply called the fork tool, by `forkd mcp` instance. */
+async function forkingTurns(entries: readonly RequestLogEntry[]): Promise<Map<string, ParentTurnOnLog>> {
+  const turns = new Map<string, ParentTurnOnLog>();
+  for (const entry of entries) {
+    if (entry.path !== "/v1/messages" || entry.status !== 200 || isChild(entry)) continue;
+    const reply = await replyTo(sim, entry, CLAUDE_CODE_API_KEY);
+    if (!reply.content.some((block) => block.type === "tool_use" && block.name === "mcp__forkd__fork"))
+      continue;
+    const request = JSON.parse(entry.body) as Body;
+    const instance = instanceOf(request);
+    if (instance === undefined) throw new Error("a forking turn without forkd mcp's tools");
+    expect(turns.has(instance), "one forking turn per session").toBe(false);
+    turns.set(instance, { entry, request, reply });
+  }
+  return turns;
+}
+
+/** Children on the log, by the `forkd mcp` instance of the tools they inherited. */
+function childrenByInstance(entries: readonly RequestLogEntry[]): Map<string, RequestLogEntry[]> {
+  const children = new Map<string, RequestLogEntry[]>();
+  for (const entry of entries.filter(isChild)) {
+    const instance = instanceOf(JSON.parse(entry.body) as Body) ?? "none";
+    children.set(instance, [...(children.get(instance) ?? []), entry]);
+  }
+  return children;
+}
+
+/** What fork_result answered, as the agent sent it back to the model in its last request. */
+function reportsSentBack(entries: readonly RequestLogEntry[], instance: string): string {
+  const last = entries
+    .filter((entry) => !isChild(entry) && entry.status === 200 && entry.body.includes(instance))
+    .at(-1);
+  const blocks = (JSON.parse(last!.body) as Body).messages.flatMap((message) =>
+    Array.isArray(message.content) ? (message.content as Record<string, unknown>[]) : [],
+  );
+  const call = blocks.find((block) => block.type === "tool_use" && block.name === "mcp__forkd__fork_result");
+  const answer = blocks.find((block) => block.type === "tool_result" && block.tool_use_id === call?.id);
+  return JSON.stringify(answer?.content ?? null);
+}
+
+describe("an agent forkd did not write forks onto the cluster through forkd proxy and forkd mcp", () => {
+  it("the Claude Code CLI: two fork calls in one reply, then fork_result", async () => {
+    sim.reset();
+    const result = await runClaudeCode({
+      baseUrl: proxyUrl,
+      prompt: FORKING_PROMPT,
+      allowedTools: FORK_TOOLS,
+      mcpServers: mcpConfig(),
+      timeoutMs: 180_000,
+    });
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe("Both audits are back.");
+
+    const log = sim.requests();
+    const turns = await forkingTurns(log);
+    expect(turns.size).toBe(1);
+    const [instance, turn] = [...turns][0]!;
+    const children = childrenByInstance(log).get(instance) ?? [];
+    expect(children).toHaveLength(2);
+    expectFaithfulChildren(turn, children, 2);
+    // Each child answers its own call of the reply, with its own directive.
+    const calls = turn.reply.content.filter((block) => block.type === "tool_use") as { id: string }[];
+    const tails = children.map((child) => JSON.stringify((JSON.parse(child.body) as Body).messages.at(-1)));
+    for (const directive of ["Audit the length checks.", "Audit the depth checks."]) {
+      expect(tails.filter((tail) => tail.includes(directive))).toHaveLength(1);
+    }
+    for (const tail of tails) for (const call of calls) expect(tail).toContain(call.id);
+
+    // fork_result gave Claude Code both children's reports.
+    const reports = reportsSentBack(log, instance);
+    expect(reports.match(/<task-notification>/g)).toHaveLength(2);
+    expect(reports.match(/<status>completed<\/status>/g)).toHaveLength(2);
+    for (const call of calls) expect(reports).toContain(`<tool-use-id>${call.id}</tool-use-id>`);
+  });
+
+  it("two Claude Code sessions through one proxy at once, with the same prompt: each fork takes its own session's turn", async () => {
+    sim.reset();
+    const [one, two] = await Promise.all(
+      [1, 2].map(() =>
+        runClaudeCode({
+          baseUrl: proxyUrl,
+          prompt: FORKING_PROMPT,
+          allowedTools: FORK_TOOLS,
+          mcpServers: mcpConfig(),
+          timeoutMs: 240_000,
+        }),
+      ),
+    );
+    expect([one?.result, two?.result]).toEqual(["Both audits are back.", "Both audits are back."]);
+    expect(one?.session_id).not.toBe(two?.session_id);
+
+    const log = sim.requests();
+    const turns = await forkingTurns(log);
+    expect(turns.size).toBe(2);
+    const children = childrenByInstance(log);
+    expect(children.get("none")).toBeUndefined();
+    for (const [instance, turn] of turns) {
+      // A child inherits the tools of the session whose turn it forked, so grouping children by the
+      // instance marker in their tools and checking each against that session's turn shows that no
+      // child took the other session's prefix.
+      expectFaithfulChildren(turn, children.get(instance) ?? [], 2);
+      expect(children.get(instance)).toHaveLength(2);
+    }
+  });
+
+  it("the Agent SDK's query() with the in-process fork tools", async () => {
+    sim.reset();
+    const state = await readProxyState(statePath);
+    const nc = await connect({ servers: nats().url });
+    const subagent = await NatsForkSubagent.create(nc);
+    const forkd = forkdAgentSdkServer({ subagent, proxy: state! });
+    try {
+      const { result } = await runAgentSdk({
+        baseUrl: proxyUrl,
+        prompt: FORKING_PROMPT,
+        allowedTools: FORK_TOOLS,
+        mcpServers: { forkd: forkd.config },
+        timeoutMs: 180_000,
+      });
+      expect(result).toBe("Both audits are back.");
+    } finally {
+      await forkd.close();
+      await subagent.close();
+      await nc.drain();
+    }
+    const log = sim.requests();
+    const turns = await forkingTurns(log);
+    expect([...turns.keys()]).toEqual([forkd.instanceId]);
+    const turn = turns.get(forkd.instanceId)!;
+    expectFaithfulChildren(turn, childrenByInstance(log).get(forkd.instanceId) ?? [], 2);
+    const reports = reportsSentBack(log, forkd.instanceId);
+    expect(reports.match(/<status>completed<\/status>/g)).toHaveLength(2);
+  });
+});
