@@ -327,18 +327,20 @@ describe("runTurnLoop", () => {
     expect(t.dispatcher.executed.map((call) => call.id)).toEqual(["t2"]);
   });
 
-  it("refuses a fork's call of the fork tool with the guard's message", async () => {
-    const t = setup([
-      toolReply([{ id: "t1", name: "Agent", input: { prompt: "fork again" } }]),
-      textReply("done"),
-    ]);
-    const outcome = await t.run();
-    expect(t.dispatcher.executed).toEqual([]);
-    expect(t.events.find((event) => event.type === "tool.denied")).toMatchObject({ code: "recursion_guard" });
-    const result = (outcome.messages.at(-2)!.content as Block[])[0]!;
-    expect(result.is_error).toBe(true);
-    expect(String(result.content)).toMatch(/^Fork refused: .*fork:run-1/s);
-  });
+  it.each(["Agent", "Task", "mcp__forkd__fork"])(
+    "refuses a fork's call of the fork tool %s with the guard's message",
+    async (name) => {
+      const t = setup([toolReply([{ id: "t1", name, input: { prompt: "fork again" } }]), textReply("done")]);
+      const outcome = await t.run();
+      expect(t.dispatcher.executed).toEqual([]);
+      expect(t.events.find((event) => event.type === "tool.denied")).toMatchObject({
+        code: "recursion_guard",
+      });
+      const result = (outcome.messages.at(-2)!.content as Block[])[0]!;
+      expect(result.is_error).toBe(true);
+      expect(String(result.content)).toMatch(/^Fork refused: .*fork:run-1/s);
+    },
+  );
 
   it("asks for permission and honours allow, deny and timeout", async () => {
     const decisions: Record<string, "allow" | "deny" | "never"> = { t1: "allow", t2: "deny", t3: "never" };

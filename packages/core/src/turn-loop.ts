@@ -40,8 +40,12 @@ import type {
 import { denialToolResultText, type ToolFilter } from "./tools/tool-filter.js";
 import { UsageAccumulator } from "./usage.js";
 
-/** Names of the fork tool in the agents forkd serves (Claude Code's current and former name). */
-export const DEFAULT_FORK_TOOL_NAMES: readonly string[] = ["Agent", "Task"];
+/**
+ * Names of the fork tool in the agents forkd serves: Claude Code's current and former name, and
+ * `forkd mcp`'s fork tool as Claude Code names it (a child inherits the parent's tools, so a child of
+ * an MCP-forking agent sees it too).
+ */
+export const DEFAULT_FORK_TOOL_NAMES: readonly string[] = ["Agent", "Task", "mcp__forkd__fork"];
 
 /** Turns a run may take when its limits do not say. */
 export const DEFAULT_MAX_TURNS = 200;
