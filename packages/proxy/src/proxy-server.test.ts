@@ -145,6 +145,42 @@ describe("forwarding", () => {
   });
 });
 
+describe("credentials", () => {
+  it("logs each exchange without its credentials or its conversation", async () => {
+    const lines: string[] = [];
+    const log = (fields: Record<string, unknown>, message?: string) =>
+      lines.push(JSON.stringify({ ...fields, message }));
+    const logged = await startProxy({
+      upstream: sim.url,
+      logger: { debug: log, info: log, warn: log, error: log },
+    });
+    try {
+      const secretClient = new Anthropic({
+        apiKey: "sk-ant-very-secret",
+        baseURL: logged.url,
+        maxRetries: 0,
+      });
+      await secretClient.messages.create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 32,
+        messages: [{ role: "user", content: "The launch code is 0000.\n@sim say ok" }],
+      });
+      const bearer = new Anthropic({ authToken: "bearer-very-secret", baseURL: logged.url, maxRetries: 0 });
+      await bearer.messages.create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 32,
+        messages: [{ role: "user", content: "hi" }],
+      });
+    } finally {
+      await logged.close();
+    }
+    expect(lines.filter((line) => line.includes('"proxied"'))).toHaveLength(2);
+    const all = lines.join("\n");
+    for (const secret of ["sk-ant-very-secret", "bearer-very-secret", "launch code"])
+      expect(all).not.toContain(secret);
+  });
+});
+
 describe("sessions", () => {
   it("keeps two agents' turns apart by Claude Code's session id, and finds a call by its MCP instance", async () => {
     const instance = "0123456789abcdef0123";

@@ -37,7 +37,8 @@ export function parseListen(text: string): { host: string; port: number } {
   return { host, port: parseInteger("listen", match[3]!, { min: 0, max: 65535 }) };
 }
 
-function isLoopback(host: string): boolean {
+/** Whether `host` is a loopback address (what `forkd proxy` should listen on: it sees credentials). */
+export function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
 }
 
