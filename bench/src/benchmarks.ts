@@ -8,6 +8,7 @@ import { throughputBenchmark } from "./b6-throughput.js";
 import { failoverBenchmark } from "./b7-failover.js";
 import { memoryBenchmark } from "./b8-memory.js";
 import { hostileWireBenchmark } from "./b9-hostile-wire.js";
+import { proxyBenchmark } from "./b10-proxy.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -20,4 +21,5 @@ export const benchmarks: readonly Benchmark[] = [
   failoverBenchmark,
   memoryBenchmark,
   hostileWireBenchmark,
+  proxyBenchmark,
 ];

@@ -170,6 +170,7 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   const started = Date.now();
   const recording = isMessagesCall(req);
   const body: Buffer[] = [];
+  const exchange: ExchangeRecord = { request: undefined };
   const target = upstreamUrlOf(context.upstream, req.url ?? "/");
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   const upstreamRequest = send(target, {
@@ -204,7 +205,7 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
     res.writeHead(status, upstreamResponse.statusMessage, headers);
     res.flushHeaders();
     const reader =
-      recording && status === 200 ? replyReader(upstreamResponse.headers, req, body, context) : undefined;
+      recording && status === 200 ? replyReader(upstreamResponse.headers, req, exchange, context) : undefined;
     upstreamResponse.on("data", (chunk: Buffer) => {
       // Read before forwarding: the turn is on record before the agent can act on the reply's end.
       reader?.push(chunk);
@@ -231,8 +232,28 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
       upstreamRequest.once("drain", () => req.resume());
     }
   });
-  req.on("end", () => upstreamRequest.end());
+  req.on("end", () => {
+    upstreamRequest.end();
+    // Parsed while the upstream thinks, not when the reply ends: recording the turn then costs nothing.
+    if (recording) exchange.request = parseRequest(body.splice(0));
+  });
   req.on("error", () => upstreamRequest.destroy());
+}
+
+/** What the proxy keeps of one exchange's request while the reply streams. */
+interface ExchangeRecord {
+  request: { parsed: Record<string, unknown>; bytes: number } | undefined;
+}
+
+function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
+  const raw = Buffer.concat(chunks);
+  try {
+    const parsed = JSON.parse(raw.toString("utf8")) as unknown;
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+    return { parsed: parsed as Record<string, unknown>, bytes: raw.length };
+  } catch {
+    return undefined;
+  }
 }
 
 interface ReplyReader {
@@ -244,7 +265,7 @@ interface ReplyReader {
 function replyReader(
   responseHeaders: IncomingHttpHeaders,
   req: IncomingMessage,
-  requestBody: readonly Buffer[],
+  exchange: ExchangeRecord,
   context: ExchangeContext,
 ): ReplyReader {
   const streamed = String(responseHeaders["content-type"] ?? "").includes("text/event-stream");
@@ -280,13 +301,9 @@ function replyReader(
     }
   };
   const record = (response: AssembledMessage) => {
-    const raw = Buffer.concat(requestBody);
-    let request: Record<string, unknown>;
-    try {
-      request = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-    } catch {
-      return; // The upstream accepted it, so this does not happen; nothing to fork from if it does.
-    }
+    // Unparsed only if the upstream accepted a body that is not JSON: nothing to fork from then.
+    if (exchange.request === undefined) return;
+    const { parsed: request, bytes } = exchange.request;
     const betaHeader = req.headers["anthropic-beta"];
     const betas = (Array.isArray(betaHeader) ? betaHeader.join(",") : (betaHeader ?? ""))
       .split(",")
@@ -299,7 +316,7 @@ function replyReader(
       betas,
       response,
       mcpInstances: mcpInstancesOf(request),
-      requestBytes: raw.length,
+      requestBytes: bytes,
     });
     if (context.onTurn !== undefined) {
       void Promise.resolve()
