@@ -14,7 +14,7 @@ it("an integration run with no server fails once, naming each route", () => {
       "run",
       "--project",
       "integration",
-      "packages/testing/src/nats-server.integration.test.ts",
+      "packages/local-nats/src/nats-server.integration.test.ts",
     ],
     {
       cwd: repo,

@@ -2,7 +2,7 @@
 // test starts, and bubblewrap, which daemons run Bash in, before any test file runs. Without them
 // the run fails here, once, with the error that lists each route tried, instead of as one failure
 // per test that needed them.
-import { ensureProgram, locateNatsServer } from "@forkd/testing";
+import { ensureProgram, locateNatsServer } from "@forkd/local-nats";
 
 /** Resolves the server and hands its path to the test workers through `NATS_SERVER_BIN`. */
 export default async function setup(): Promise<void> {

@@ -1,4 +1,4 @@
-import { loadFixture } from "@forkd/testing";
+import { loadFixture } from "@forkd/fixtures";
 import { describe, expect, it } from "vitest";
 import { labelFromDirective, planChildren } from "./children.js";
 import { parentTurnOf } from "./parent-turn.js";

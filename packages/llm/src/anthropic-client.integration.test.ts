@@ -136,7 +136,7 @@ describe("AnthropicLlmClient against the simulator", () => {
   });
 
   it("sends a parent's request byte for byte: what the server received is JSON.stringify(request)", async () => {
-    const fixtureUrl = new URL("../../testing/fixtures/parent-turn-4k.json", import.meta.url);
+    const fixtureUrl = new URL("../../fixtures/turns/parent-turn-4k.json", import.meta.url);
     const fixture = JSON.parse(await readFile(fixtureUrl, "utf8")) as { request: LlmRequest };
     const llm = client();
 

@@ -197,7 +197,7 @@ describe("the inherited prefix survives byte for byte", () => {
 
   const fixtures = ["parent-turn-4k", "parent-turn-48k", "parent-turn-300k"];
   it.each(fixtures)("recorded parent turn %s: inline spec and stored prefix keep every byte", (name) => {
-    const url = new URL(`../../testing/fixtures/${name}.json`, import.meta.url);
+    const url = new URL(`../../fixtures/turns/${name}.json`, import.meta.url);
     const fixture = JSON.parse(readFileSync(url, "utf8")) as { request: object; response: object };
     const prefix = { params: fixture.request, reply: fixture.response };
     const stored = forkPrefixCodec.decode(forkPrefixCodec.encode(prefix as never));

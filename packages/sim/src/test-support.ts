@@ -93,9 +93,9 @@ export interface Fixture {
   response: { role: "assistant"; content: Array<{ type: string; id?: string; [k: string]: unknown }> };
 }
 
-/** Loads a fixture from packages/testing/fixtures. */
+/** Loads a fixture from packages/fixtures/turns. */
 export function loadFixture(name: "parent-turn-4k" | "parent-turn-48k" | "parent-turn-300k"): Fixture {
-  const file = fileURLToPath(new URL(`../../testing/fixtures/${name}.json`, import.meta.url));
+  const file = fileURLToPath(new URL(`../../fixtures/turns/${name}.json`, import.meta.url));
   return JSON.parse(readFileSync(file, "utf8")) as Fixture;
 }
 

@@ -2,14 +2,24 @@
 // once every node agrees on a JetStream meta leader.
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { NatsServerStartError, NatsServerUnavailableError } from "./errors.js";
+import {
+  INSTALL_HINT,
+  locateNatsServer,
+  type NatsLocateOptions,
+  type NatsServerHandle,
+  NatsServerStartError,
+  NatsServerUnavailableError,
+} from "@forkd/local-nats";
+import {
+  LOOPBACK,
+  makeTempDir,
+  NatsProcess,
+  trackStoppable,
+  untrackStoppable,
+  untrackTempDir,
+} from "@forkd/local-nats/internal";
 import { freePort } from "./free-port.js";
-import type { NatsServerHandle } from "./handle.js";
-import { INSTALL_HINT, locateNatsServer, type NatsLocateOptions } from "./locate.js";
 import { fetchJsz, isHealthy } from "./monitor.js";
-import { LOOPBACK, NatsProcess } from "./nats-process.js";
-import { trackStoppable, untrackStoppable, untrackTempDir } from "./registry.js";
-import { makeTempDir } from "./temp-dirs.js";
 import { waitFor } from "./wait-for.js";
 
 /** Options of {@link startNatsCluster}. */

@@ -1,7 +1,7 @@
 // Polling, for the few conditions that have no event to wait on (an HTTP health endpoint, a remote
 // server's state). Anything that emits an event should be awaited on that event instead.
 import { setTimeout as delay } from "node:timers/promises";
-import { WaitForTimeoutError } from "./errors.js";
+import { WaitForTimeoutError } from "@forkd/local-nats";
 
 /** Options of {@link waitFor}. */
 export interface WaitForOptions {

@@ -344,7 +344,7 @@ async function loadTurn(values: ParsedCommandLine<typeof OPTIONS>["values"]): Pr
   let turn: ParentTurn;
   if (values.from !== undefined) turn = await readParentTurn(values.from);
   else {
-    const { loadFixture, fixturePath } = await import("@forkd/testing");
+    const { loadFixture, fixturePath } = await import("@forkd/fixtures");
     turn = parentTurnOf(await loadFixture("48k"), fixturePath("48k"));
   }
   if (values.model !== undefined) turn.prefix.params.model = values.model;

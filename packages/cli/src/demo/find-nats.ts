@@ -1,6 +1,6 @@
 // Finds a NATS server with JetStream for the demo: the one the user names (--nats, NATS_URL), else
 // one on localhost:4222, else a nats-server it starts in a temp dir (found, or installed once by
-// @forkd/testing's locateNatsServer; else Docker through testcontainers), else one error naming
+// @forkd/local-nats's locateNatsServer; else Docker through testcontainers), else one error naming
 // every route tried.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
@@ -85,7 +85,7 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
     if (problem.jetstream)
       options.note("localhost:4222 answers but has no JetStream; starting a nats-server of my own");
   }
-  const { startNatsServer, INSTALL_HINT, locateNatsServer } = await import("@forkd/testing");
+  const { startNatsServer, INSTALL_HINT, locateNatsServer } = await import("@forkd/local-nats");
   let location: Awaited<ReturnType<typeof locateNatsServer>>;
   try {
     // Finds nats-server, or installs it once (apt-get or the verified release archive), saying so.

@@ -1,5 +1,5 @@
 import { buildForkedRequest, createForkPrefix } from "@forkd/core";
-import { loadFixture } from "@forkd/testing";
+import { loadFixture } from "@forkd/fixtures";
 import { describe, expect, it } from "vitest";
 import { withoutCacheControl } from "./unforked.js";
 

@@ -1,5 +1,5 @@
-// Test-only: reads the recorded parent turns straight from packages/testing/fixtures (no import of
-// @forkd/testing, so core's tests depend on nothing but core and protocol).
+// Test-only: reads the recorded parent turns straight from packages/fixtures/turns (no import of
+// @forkd/fixtures, so core's tests depend on nothing but core and protocol).
 import { readFileSync } from "node:fs";
 import type { AssistantMessage } from "@forkd/protocol";
 
@@ -14,6 +14,6 @@ export interface ParentTurn {
 
 /** A fresh parse of a fixture on every call, so tests may change what they get. */
 export function loadFixture(name: FixtureName): ParentTurn {
-  const url = new URL(`../../../testing/fixtures/parent-turn-${name}.json`, import.meta.url);
+  const url = new URL(`../../../fixtures/turns/parent-turn-${name}.json`, import.meta.url);
   return JSON.parse(readFileSync(url, "utf8")) as ParentTurn;
 }

@@ -1,28 +1,28 @@
-// Typed errors of the test harness: one base class, one subclass per failure, each with a string-literal code.
+// Typed errors of finding and running a local nats-server: one base class, one subclass per failure,
+// each with a string-literal code.
 import { ForkdError } from "@forkd/protocol";
 
-/** Why the harness failed. String literals so callers can `switch` exhaustively. */
-export type NatsTestingErrorCode =
+/** Why finding or running a server failed. String literals so callers can `switch` exhaustively. */
+export type LocalNatsErrorCode =
   | "nats_server_unavailable"
   | "nats_server_start_failed"
   | "nats_server_reload_failed"
   | "nats_server_unsupported"
-  | "wait_for_timeout"
-  | "invalid_fixture";
+  | "wait_for_timeout";
 
-/** Base class of every error thrown by `@forkd/testing`. */
-export class NatsTestingError extends ForkdError<NatsTestingErrorCode> {
-  override readonly name: string = "NatsTestingError";
+/** Base class of every error thrown by `@forkd/local-nats`. */
+export class LocalNatsError extends ForkdError<LocalNatsErrorCode> {
+  override readonly name: string = "LocalNatsError";
   /** What went wrong, stable across releases. */
-  readonly code: NatsTestingErrorCode;
+  readonly code: LocalNatsErrorCode;
   readonly retryable = false;
 
   /**
-   * @param code - the failure's {@link NatsTestingErrorCode}.
+   * @param code - the failure's {@link LocalNatsErrorCode}.
    * @param message - a sentence a person can act on.
    * @param options - `cause`: the underlying error, if any.
    */
-  constructor(code: NatsTestingErrorCode, message: string, options: { cause?: unknown } = {}) {
+  constructor(code: LocalNatsErrorCode, message: string, options: { cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
   }
@@ -33,7 +33,7 @@ export class NatsTestingError extends ForkdError<NatsTestingErrorCode> {
  * configured location) and no usable container engine, or the requested kind of server (a cluster)
  * needs the binary. The message says how to install one.
  */
-export class NatsServerUnavailableError extends NatsTestingError {
+export class NatsServerUnavailableError extends LocalNatsError {
   override readonly name = "NatsServerUnavailableError";
   override readonly code = "nats_server_unavailable" as const;
   /** The binary that was looked for: a bare name searched on {@link searchedDirs}, or a path. */
@@ -71,7 +71,7 @@ export class NatsServerUnavailableError extends NatsTestingError {
  * A `nats-server` process did not become ready: it exited, could not be spawned, or did not log
  * "Server is ready" and write its ports file before the timeout. Carries the captured log.
  */
-export class NatsServerStartError extends NatsTestingError {
+export class NatsServerStartError extends LocalNatsError {
   override readonly name = "NatsServerStartError";
   override readonly code = "nats_server_start_failed" as const;
   /** The server's name (`-n` / `server_name`). */
@@ -110,7 +110,7 @@ export class NatsServerStartError extends NatsTestingError {
 }
 
 /** A running server rejected a new configuration on reload; it keeps running with the old one. */
-export class NatsServerReloadError extends NatsTestingError {
+export class NatsServerReloadError extends LocalNatsError {
   override readonly name = "NatsServerReloadError";
   override readonly code = "nats_server_reload_failed" as const;
   /** The server's name. */
@@ -130,7 +130,7 @@ export class NatsServerReloadError extends NatsTestingError {
 }
 
 /** The operation is not available for this kind of server (e.g. `restart()` of a container). */
-export class NatsServerUnsupportedError extends NatsTestingError {
+export class NatsServerUnsupportedError extends LocalNatsError {
   override readonly name = "NatsServerUnsupportedError";
   override readonly code = "nats_server_unsupported" as const;
 
@@ -140,8 +140,11 @@ export class NatsServerUnsupportedError extends NatsTestingError {
   }
 }
 
-/** {@link waitFor}'s condition did not hold before its deadline. */
-export class WaitForTimeoutError extends NatsTestingError {
+/**
+ * A wait did not end before its deadline: a server's log line ({@link NatsServerHandle.waitForLog}), or
+ * `@forkd/testing`'s `waitFor` condition.
+ */
+export class WaitForTimeoutError extends LocalNatsError {
   override readonly name = "WaitForTimeoutError";
   override readonly code = "wait_for_timeout" as const;
   /** How long was waited. @unit milliseconds */
@@ -157,22 +160,5 @@ export class WaitForTimeoutError extends NatsTestingError {
     super("wait_for_timeout", message, details.cause === undefined ? {} : { cause: details.cause });
     this.timeoutMs = details.timeoutMs;
     this.attempts = details.attempts;
-  }
-}
-
-/** A fixture file is missing or does not have the `{ description, request, response }` shape. */
-export class FixtureError extends NatsTestingError {
-  override readonly name = "FixtureError";
-  override readonly code = "invalid_fixture" as const;
-  /** The fixture file's path. */
-  readonly path: string;
-
-  /**
-   * @param message - what is wrong with the file.
-   * @param details - the file's path; `cause`: the read or parse error.
-   */
-  constructor(message: string, details: { path: string; cause?: unknown }) {
-    super("invalid_fixture", message, details.cause === undefined ? {} : { cause: details.cause });
-    this.path = details.path;
   }
 }

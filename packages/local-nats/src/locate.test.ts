@@ -8,7 +8,6 @@ import {
   locateNatsServer,
   NatsServerUnavailableError,
   runningNatsServerCount,
-  startNatsCluster,
   startNatsServer,
   stopAllNatsServers,
 } from "./index.js";
@@ -80,15 +79,6 @@ describe("without nats-server", () => {
       code: "nats_server_unavailable",
       containerRuntimeDetected: false,
       message: expect.stringContaining("docker: no Docker engine detected"),
-    });
-  });
-
-  it("startNatsCluster says a cluster needs the binary", async () => {
-    await expect(
-      startNatsCluster({ env: { ...bareEnv, FORKD_TEST_NATS: "container" } }),
-    ).rejects.toMatchObject({
-      code: "nats_server_unavailable",
-      message: expect.stringContaining("startNatsCluster needs the nats-server binary"),
     });
   });
 });
