@@ -53,7 +53,7 @@ export class CliError extends ForkdError<CliErrorCode> {
   readonly hint: string | undefined;
 
   constructor(code: CliErrorCode, message: string, options: { hint?: string; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.code = code;
     this.hint = options.hint;
   }

@@ -24,7 +24,7 @@ export class ClientError extends ForkdError<ClientErrorCode> {
     message: string,
     options: { retryable?: boolean; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;
   }

@@ -20,7 +20,7 @@ export abstract class CoreError extends ForkdError<CoreErrorCode> {
   readonly retryable: boolean;
 
   protected constructor(message: string, options: { retryable?: boolean; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.retryable = options.retryable ?? false;
   }
 }

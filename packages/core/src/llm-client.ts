@@ -90,7 +90,7 @@ export class LlmError extends ForkdError<LlmErrorCode> {
       cause?: unknown;
     } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;
     this.status = options.status;

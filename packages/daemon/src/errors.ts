@@ -29,7 +29,7 @@ export class DaemonError extends ForkdError<DaemonErrorCode> {
     message: string,
     options: { retryable?: boolean; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;
   }

@@ -23,7 +23,7 @@ export class LocalNatsError extends ForkdError<LocalNatsErrorCode> {
    * @param options - `cause`: the underlying error, if any.
    */
   constructor(code: LocalNatsErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.code = code;
   }
 }
@@ -59,7 +59,7 @@ export class NatsServerUnavailableError extends LocalNatsError {
       cause?: unknown;
     },
   ) {
-    super("nats_server_unavailable", message, details.cause === undefined ? {} : { cause: details.cause });
+    super("nats_server_unavailable", message, { cause: details.cause });
     this.binary = details.binary;
     this.searchedDirs = details.searchedDirs;
     this.containerRuntimeDetected = details.containerRuntimeDetected;
@@ -100,7 +100,7 @@ export class NatsServerStartError extends LocalNatsError {
     super(
       "nats_server_start_failed",
       `${message}\n--- nats-server ${details.serverName} log ---\n${details.log || "(empty)"}`,
-      details.cause === undefined ? {} : { cause: details.cause },
+      { cause: details.cause },
     );
     this.serverName = details.serverName;
     this.log = details.log;
@@ -157,7 +157,7 @@ export class WaitForTimeoutError extends LocalNatsError {
    * @param details - the deadline, the number of attempts; `cause`: the condition's last error.
    */
   constructor(message: string, details: { timeoutMs: number; attempts: number; cause?: unknown }) {
-    super("wait_for_timeout", message, details.cause === undefined ? {} : { cause: details.cause });
+    super("wait_for_timeout", message, { cause: details.cause });
     this.timeoutMs = details.timeoutMs;
     this.attempts = details.attempts;
   }

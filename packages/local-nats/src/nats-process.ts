@@ -339,7 +339,7 @@ export class NatsProcess implements NatsServerHandle {
               log: this.#log.text(200),
               exitCode: child.exitCode,
               exitSignal: child.signalCode,
-              ...(cause === undefined ? {} : { cause }),
+              cause,
             }),
           ),
         );

@@ -14,6 +14,15 @@ export abstract class ForkdError<Code extends string = string> extends Error {
   /** Whether the same operation may succeed if tried again unchanged. */
   abstract readonly retryable: boolean;
 
+  /**
+   * @param message - a sentence a person can act on.
+   * @param options - `cause`: the underlying error. An undefined one is left out, so that an error
+   *   without a cause has no `cause` property (and prints none), whoever built it.
+   */
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+
   /** The form a `failed` event carries. */
   toWire(): WireError {
     return { code: this.code, message: this.message, retryable: this.retryable };
@@ -79,7 +88,7 @@ export class ProtocolError extends ForkdError<ProtocolErrorCode> {
     message: string,
     options: { path?: (string | number)[]; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options.cause });
     this.code = code;
     this.path = options.path ?? [];
   }

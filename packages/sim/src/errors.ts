@@ -78,7 +78,7 @@ export class SimApiError extends SimError {
     message: string,
     options?: { status?: number; headers?: Record<string, string>; cause?: unknown },
   ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(message, { cause: options?.cause });
     this.errorType = errorType;
     this.status = options?.status ?? statusOfErrorType(errorType);
     this.headers = options?.headers ?? {};
