@@ -66,7 +66,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   await writeFile(join(workspace, "README.md"), "forkd benchmark workspace\n");
   const server = await startNatsServer({ name: "forkd-bench" });
   const sim = await startSim({
-    ...(options.latency === undefined ? {} : { latency: options.latency }),
+    latency: options.latency,
     logLimit: options.simLogLimit ?? 0,
   });
   const daemons: RunningDaemon[] = [];

@@ -56,7 +56,7 @@ export interface CliProcess {
 /** Starts `forkd args…`. */
 export function spawnCli(
   args: readonly string[],
-  options: { env?: Record<string, string> } = {},
+  options: { env?: Record<string, string> | undefined } = {},
 ): CliProcess {
   assertBuilt();
   const command = SETPRIV
@@ -143,7 +143,7 @@ export async function runCli(
   args: readonly string[],
   options: { env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<CliResult> {
-  const cli = spawnCli(args, options.env === undefined ? {} : { env: options.env });
+  const cli = spawnCli(args, { env: options.env });
   const timer = setTimeout(() => cli.child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
   // 'close' comes after the process has exited and its stdout and stderr are read to the end; at
   // 'exit' the last output may still be in the pipe (an empty stdout was seen under load).

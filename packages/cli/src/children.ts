@@ -51,7 +51,7 @@ export function labelFromDirective(directive: string): string {
 export function planChildren(
   turn: ParentTurn,
   directives: readonly string[],
-  options: { label?: string; fallbackLabels?: readonly string[] } = {},
+  options: { label?: string | undefined; fallbackLabels?: readonly string[] } = {},
 ): PlannedChild[] {
   return directives.map((directive, i) => {
     const call = turn.toolCalls[i]?.forkCall;

@@ -64,11 +64,7 @@ export function parentTurnOf(parsed: unknown, source: string): ParentTurn {
   }
   let prefix: ForkPrefix;
   try {
-    prefix = createForkPrefix(
-      record.request,
-      record.response ?? undefined,
-      betas === undefined ? {} : { betas },
-    );
+    prefix = createForkPrefix(record.request, record.response ?? undefined, { betas });
   } catch (error) {
     throw new CliError("config", `${source}: ${(error as Error).message}`, { cause: error });
   }

@@ -24,7 +24,7 @@ export interface Breakpoint {
 /** Options of {@link placeBreakpoint}. */
 export interface PlaceBreakpointOptions {
   /** TTL of the new marker. Only a 5m marker can follow 5m markers. @default "5m" */
-  ttl?: "5m" | "1h";
+  ttl?: "5m" | "1h" | undefined;
   /** Markers never dropped to make room (e.g. the fork's own breakpoint). */
   protect?: readonly BlockLocation[];
 }

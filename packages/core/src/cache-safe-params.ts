@@ -39,7 +39,7 @@ export interface ForkPrefixOptions {
    * The `anthropic-beta` list the parent's request was sent with (its header, split on commas).
    * Cache-safe: the child is sent with exactly this list.
    */
-  betas?: readonly string[];
+  betas?: readonly string[] | undefined;
 }
 
 /**

@@ -166,11 +166,7 @@ export function buildForkedRequest(prefix: ForkPrefix, options: BuildForkedReque
     ...(prefix.betas === undefined || prefix.betas.length === 0 ? {} : { betas: prefix.betas }),
   } as LlmRequest;
   if (breakpoint !== null) {
-    placeBreakpoint(
-      request,
-      breakpoint,
-      options.breakpointTtl === undefined ? {} : { ttl: options.breakpointTtl },
-    );
+    placeBreakpoint(request, breakpoint, { ttl: options.breakpointTtl });
   }
   const lastIndex = request.messages.length - 1;
   const lastContent = request.messages[lastIndex]!.content as unknown[];

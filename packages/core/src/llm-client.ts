@@ -15,11 +15,11 @@ export type LlmRequest = CacheSafeParams & {
 /** What happened while a response streamed. Delivered in order, synchronously from the stream. */
 export type LlmStreamEvent =
   /** The first byte of the response arrived: from here the provider has begun answering (and its cache entry is readable). */
-  | { type: "response_started"; ttftMs: number; requestId?: string }
+  | { type: "response_started"; ttftMs: number; requestId?: string | undefined }
   | { type: "text_delta"; text: string }
   | { type: "thinking_delta"; thinking: string }
   /** A retryable failure happened before any output; the client waits `delayMs` and tries again. */
-  | { type: "retry"; attempt: number; delayMs: number; error: LlmErrorCode; status?: number };
+  | { type: "retry"; attempt: number; delayMs: number; error: LlmErrorCode; status?: number | undefined };
 
 /** One complete model response. */
 export interface LlmResponse {
@@ -84,9 +84,9 @@ export class LlmError extends ForkdError<LlmErrorCode> {
     message: string,
     options: {
       retryable?: boolean;
-      status?: number;
-      partialUsage?: ProviderUsage;
-      partialText?: string;
+      status?: number | undefined;
+      partialUsage?: ProviderUsage | undefined;
+      partialText?: string | undefined;
       cause?: unknown;
     } = {},
   ) {

@@ -66,7 +66,7 @@ export interface ResumeState {
 /** Options of {@link rebuildRunState}. */
 export interface RebuildOptions {
   /** The run's system reminder: part of every tool-results message the loop appended. */
-  systemReminder?: string;
+  systemReminder?: string | undefined;
 }
 
 function orderedLog(events: readonly ForkEvent[]): ForkEvent[] {

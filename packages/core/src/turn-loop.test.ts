@@ -23,7 +23,7 @@ import { runTurnLoop, type TurnLoopOptions } from "./turn-loop.js";
 type Block = Record<string, unknown>;
 type Budget = NonNullable<Limits["budget"]>;
 
-function forked48k(options: { systemReminder?: string } = {}) {
+function forked48k(options: { systemReminder?: string | undefined } = {}) {
   const fixture = loadFixture("48k");
   const prefix = createForkPrefix(fixture.request, fixture.response);
   return {
@@ -38,9 +38,7 @@ function forked48k(options: { systemReminder?: string } = {}) {
 }
 
 function setup(steps: ScriptStep[], extra: Partial<TurnLoopOptions> = {}) {
-  const { forked } = forked48k(
-    extra.systemReminder === undefined ? {} : { systemReminder: extra.systemReminder },
-  );
+  const { forked } = forked48k({ systemReminder: extra.systemReminder });
   const llm = new ScriptedLlmClient(steps);
   const dispatcher = testDispatcher();
   const events: ForkEventBody[] = [];

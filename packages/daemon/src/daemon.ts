@@ -30,7 +30,7 @@ export interface ForkDaemonOptions
   logger: DaemonLogger;
   metrics?: DaemonMetrics;
   /** Version string advertised in the daemons bucket. */
-  version?: string;
+  version?: string | undefined;
 }
 
 const DAEMON_VERSION = "0.1.0";

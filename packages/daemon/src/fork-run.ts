@@ -99,11 +99,7 @@ export async function executeForkRun(
     });
     const resume =
       options.priorEvents.length > 0
-        ? rebuildRunState(
-            plan.request,
-            options.priorEvents,
-            overrides.system_reminder === undefined ? {} : { systemReminder: overrides.system_reminder },
-          )
+        ? rebuildRunState(plan.request, options.priorEvents, { systemReminder: overrides.system_reminder })
         : undefined;
     if (resume?.terminal) {
       const terminal = resume.terminal;

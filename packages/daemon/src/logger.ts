@@ -17,7 +17,7 @@ export function createDaemonLogger(options: {
   level: string;
   format: "json" | "pretty" | "auto";
   daemonId: string;
-  destination?: NodeJS.WritableStream;
+  destination?: NodeJS.WritableStream | undefined;
 }): DaemonLogger {
   const pretty = options.format === "pretty" || (options.format === "auto" && Boolean(process.stderr.isTTY));
   const base = { daemon: options.daemonId };

@@ -46,8 +46,8 @@ export async function startDaemon(
   const llm =
     options.llm ??
     new AnthropicLlmClient({
-      ...(config.llm.baseURL === undefined ? {} : { baseURL: config.llm.baseURL }),
-      ...(config.llm.apiKey === undefined ? {} : { apiKey: config.llm.apiKey }),
+      baseURL: config.llm.baseURL,
+      apiKey: config.llm.apiKey,
       timeout: config.llm.timeoutMs,
       retry: { maxRetries: config.llm.maxRetries },
       logger,
@@ -59,7 +59,7 @@ export async function startDaemon(
     metrics,
     llm,
     tools: daemonRunTools({ config, nc, subjects: forkSubjects(config.prefix), logger, sandbox }),
-    ...(options.version === undefined ? {} : { version: options.version }),
+    version: options.version,
   });
   try {
     await daemon.start();

@@ -62,7 +62,7 @@ export function daemonRunTools(options: {
       outputCapBytes: config.tools.outputCapBytes,
       fallback,
       logger,
-      ...(sandbox === undefined ? {} : { sandbox }),
+      sandbox,
     };
     if (!spec.isolation.worktree) {
       const cwd = runCwd(config.workspace, spec.isolation.cwd);
@@ -71,7 +71,7 @@ export function daemonRunTools(options: {
     const worktree = await createRunWorktree({
       repoDir: config.workspace,
       runId: spec.run_id,
-      ...(spec.isolation.base_ref === undefined ? {} : { baseRef: spec.isolation.base_ref }),
+      baseRef: spec.isolation.base_ref,
       signal,
     });
     const cwd = runCwd(worktree.path, spec.isolation.cwd);

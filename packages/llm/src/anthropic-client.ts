@@ -39,12 +39,12 @@ export interface AnthropicClientOptions {
    * API key.
    * @default process.env.ANTHROPIC_API_KEY (read by the SDK, which also knows ANTHROPIC_AUTH_TOKEN and profiles)
    */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /**
    * Base URL of the API, e.g. the simulator's `http://127.0.0.1:PORT`.
    * @default process.env.ANTHROPIC_BASE_URL, else https://api.anthropic.com
    */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /**
    * Headers sent with every request (an `anthropic-beta` list, a proxy's routing header…).
    * @default {}
@@ -126,7 +126,7 @@ export class AnthropicLlmClient implements LlmClient {
       timeout: this.#options.timeoutMs,
       // Ours is the only retry policy: the SDK's would replay silently and hide retries from the log.
       maxRetries: 0,
-      ...(options.logger === undefined ? {} : { logger: sdkLogger(options.logger) }),
+      logger: options.logger === undefined ? undefined : sdkLogger(options.logger),
     });
   }
 
@@ -159,7 +159,7 @@ export class AnthropicLlmClient implements LlmClient {
           delayMs,
           // An attempt that failed after message_start was billed for its input: say so here, since
           // the response that follows carries only the retry's usage.
-          ...(error.partialUsage === undefined ? {} : { partialUsage: error.partialUsage }),
+          partialUsage: error.partialUsage,
           err: error,
         },
         "llm attempt failed; retrying",
@@ -169,7 +169,7 @@ export class AnthropicLlmClient implements LlmClient {
         attempt,
         delayMs,
         error: error.code,
-        ...(error.status === undefined ? {} : { status: error.status }),
+        status: error.status,
       });
       await abortableSleep(delayMs, signal);
     }
@@ -275,7 +275,7 @@ export class AnthropicLlmClient implements LlmClient {
         emit({
           type: "response_started",
           ttftMs: progress.ttftMs,
-          ...(requestId === undefined ? {} : { requestId }),
+          requestId,
         });
         return;
       }
@@ -330,7 +330,7 @@ export class AnthropicLlmClient implements LlmClient {
         status: error.status,
         retryable: error.retryable,
         attempts,
-        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+        retryAfterMs,
         err: error,
       },
       "llm call failed",

@@ -92,10 +92,7 @@ export interface FailureContext {
  * - after output began, any retryable failure → `stream_interrupted` (retryable, never replayed here).
  */
 export function toLlmError(error: unknown, context: FailureContext = {}): LlmError {
-  const partial = {
-    ...(context.partialUsage === undefined ? {} : { partialUsage: context.partialUsage }),
-    ...(context.partialText === undefined ? {} : { partialText: context.partialText }),
-  };
+  const partial = { partialUsage: context.partialUsage, partialText: context.partialText };
   if (context.aborted) {
     return new LlmError("aborted", "The model call was aborted.", { ...partial, cause: error });
   }
@@ -106,12 +103,12 @@ export function toLlmError(error: unknown, context: FailureContext = {}): LlmErr
     return new LlmError(
       "stream_interrupted",
       `The response stream broke after output had begun (${code}: ${message}); the turn was not replayed.`,
-      { retryable: true, ...(status === undefined ? {} : { status }), ...partial, cause: error },
+      { retryable: true, status, ...partial, cause: error },
     );
   }
   return new LlmError(code, message, {
     retryable: isRetryableCode(code),
-    ...(status === undefined ? {} : { status }),
+    status,
     ...partial,
     cause: error,
   });

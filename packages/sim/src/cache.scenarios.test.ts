@@ -420,16 +420,14 @@ describe("prompt cache scenarios", () => {
           checkSum(step.parallel, r.body.usage);
         }
       } else if ("status" in step) {
-        const r = await post<{ type: string; error: { type: string; message: string } }>(
-          sim,
-          step.send,
-          step.key === undefined ? {} : { key: step.key },
-        );
+        const r = await post<{ type: string; error: { type: string; message: string } }>(sim, step.send, {
+          key: step.key,
+        });
         expect(r.status, where).toBe(step.status);
         expect(r.body.type).toBe("error");
         expect(r.body.error.message, where).toMatch(step.message);
       } else {
-        const r = await post(sim, step.send, step.key === undefined ? {} : { key: step.key });
+        const r = await post(sim, step.send, { key: step.key });
         expect(r.status, `${where}: ${JSON.stringify(r.body)}`).toBe(200);
         expect(usageOf(r.body.usage), where).toEqual(step.expect);
         checkSum(step.send, r.body.usage);

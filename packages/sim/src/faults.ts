@@ -80,12 +80,12 @@ export interface FaultRateOptions {
   /** Probability that a request gets a fault, 0..1. */
   rate: number;
   /** PRNG seed. @default 1 */
-  seed?: number;
+  seed?: number | undefined;
   /**
    * Faults to choose from (uniformly).
    * @default 429, 529 and 500
    */
-  kinds?: readonly FaultSpec[];
+  kinds?: readonly FaultSpec[] | undefined;
 }
 
 /** mulberry32: a small, fast, seeded PRNG returning numbers in [0, 1). */

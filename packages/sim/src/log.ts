@@ -128,9 +128,9 @@ function emptyStats(): RequestTotals {
 /** Options of a {@link RequestLog}. */
 export interface RequestLogOptions {
   /** Append JSON lines here. */
-  file?: string;
+  file?: string | undefined;
   /** Entries kept in memory (oldest dropped first). @default 500 */
-  limit?: number;
+  limit?: number | undefined;
 }
 
 /** In-memory and on-disk request log with running totals. */

@@ -61,19 +61,12 @@ async function main(): Promise<void> {
   const ttft = number(values.ttft, "--ttft");
   const tps = number(values.tps, "--tps");
   if (ttft !== undefined || tps !== undefined) {
-    options.latency = {
-      ...(ttft === undefined ? {} : { ttftMs: ttft }),
-      ...(tps === undefined ? {} : { tokensPerSecond: tps }),
-    };
+    options.latency = { ttftMs: ttft, tokensPerSecond: tps };
   }
   const rate = number(values["fault-rate"], "--fault-rate");
   if (rate !== undefined) {
     const seed = number(values["fault-seed"], "--fault-seed");
-    options.faults = {
-      rate,
-      ...(seed === undefined ? {} : { seed }),
-      ...(values.fault === undefined ? {} : { kinds: values.fault }),
-    };
+    options.faults = { rate, seed, kinds: values.fault };
   }
   if (values["log-file"] !== undefined) options.logFile = values["log-file"];
   const limit = number(values["log-limit"], "--log-limit");

@@ -6,9 +6,9 @@ import type { FaultSpec } from "./faults.js";
 /** Latency applied to every `/v1/messages` request unless its script says otherwise. */
 export interface LatencyOptions {
   /** Time to first token (before `message_start`, or before the whole non-streaming body). @default 0 @unit milliseconds */
-  ttftMs?: number;
+  ttftMs?: number | undefined;
   /** Output speed; 0 means as fast as possible. @default 0 @unit tokens per second */
-  tokensPerSecond?: number;
+  tokensPerSecond?: number | undefined;
 }
 
 /** Random faults at a rate (seeded, deterministic in request order). */
@@ -16,9 +16,9 @@ export interface SimFaultOptions {
   /** Probability that a `/v1/messages` request gets a fault, 0..1. */
   rate: number;
   /** @default 1 */
-  seed?: number;
+  seed?: number | undefined;
   /** Faults to choose from, as objects or as written in scripts (`"429 retry-after=1"`). @default 429, 529, 500 */
-  kinds?: ReadonlyArray<FaultSpec | string>;
+  kinds?: ReadonlyArray<FaultSpec | string> | undefined;
 }
 
 /** Options of {@link startSim}. */
@@ -27,7 +27,7 @@ export interface SimOptions {
   port?: number;
   /** @default "127.0.0.1" */
   host?: string;
-  latency?: LatencyOptions;
+  latency?: LatencyOptions | undefined;
   faults?: SimFaultOptions;
   /** Append the request log here as JSON lines. */
   logFile?: string;

@@ -82,16 +82,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const faults = new FaultInjector(
     options.faults === undefined
       ? undefined
-      : {
-          rate: options.faults.rate,
-          ...(options.faults.seed === undefined ? {} : { seed: options.faults.seed }),
-          ...(kinds === undefined ? {} : { kinds }),
-        },
+      : { rate: options.faults.rate, seed: options.faults.seed, kinds },
   );
-  const log = new RequestLog({
-    ...(options.logFile === undefined ? {} : { file: options.logFile }),
-    ...(options.logLimit === undefined ? {} : { limit: options.logLimit }),
-  });
+  const log = new RequestLog({ file: options.logFile, limit: options.logLimit });
   try {
     await log.ready();
   } catch (e) {

@@ -16,7 +16,7 @@ type ErrorBody = { error: { type: string; message: string } };
 const user = (text: string) => ({ role: "user", content: text });
 
 async function refusal(body: unknown, betas?: readonly string[]): Promise<string> {
-  const r = await post<ErrorBody>(sim, body, betas === undefined ? {} : { betas });
+  const r = await post<ErrorBody>(sim, body, { betas });
   expect(r.status).toBe(400);
   expect(r.body.error.type).toBe("invalid_request_error");
   return r.body.error.message;

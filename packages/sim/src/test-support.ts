@@ -54,7 +54,7 @@ export interface Posted<T = unknown> {
 export async function post<T = MessageResponse>(
   sim: Sim,
   body: unknown,
-  options: { key?: string; path?: string; betas?: readonly string[] } = {},
+  options: { key?: string | undefined; path?: string; betas?: readonly string[] | undefined } = {},
 ): Promise<Posted<T>> {
   const res = await fetch(`${sim.url}${options.path ?? "/v1/messages"}`, {
     method: "POST",
@@ -62,6 +62,7 @@ export async function post<T = MessageResponse>(
       "content-type": "application/json",
       "anthropic-version": "2023-06-01",
       "x-api-key": options.key ?? "test-key",
+      // An absent header must be absent: fetch would send an undefined value as "undefined".
       ...(options.betas === undefined ? {} : { "anthropic-beta": options.betas.join(",") }),
     },
     body: typeof body === "string" ? body : JSON.stringify(body),

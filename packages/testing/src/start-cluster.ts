@@ -183,7 +183,7 @@ export async function startNatsCluster(options: StartNatsClusterOptions = {}): P
             afterReady: async (node, timeoutMs, signal) => {
               await waitFor(() => jetStreamCurrent(node, size, signal), {
                 timeoutMs,
-                ...(signal === undefined ? {} : { signal }),
+                signal,
                 message: `${node.name} to be current with the JetStream meta leader`,
               }).catch((cause: unknown) => {
                 throw new NatsServerStartError(

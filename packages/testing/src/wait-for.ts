@@ -18,7 +18,7 @@ export interface WaitForOptions {
    */
   intervalMs?: number;
   /** Aborts the wait; the promise rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * What is being waited for, used in the timeout error's message.
    * @default "condition"
@@ -64,7 +64,7 @@ export async function waitFor<T>(
       );
     }
     try {
-      await delay(Math.min(intervalMs, left), undefined, signal === undefined ? {} : { signal });
+      await delay(Math.min(intervalMs, left), undefined, { signal });
     } catch (error) {
       signal?.throwIfAborted(); // the caller's reason, not the timer's AbortError
       throw error;

@@ -239,7 +239,7 @@ async function startStack(
         level: config.logLevel,
         format: "json",
         daemonId,
-        ...(logStream === undefined ? {} : { destination: logStream }),
+        destination: logStream,
       });
       const running = await startDaemon(config, { llm: llm(DEMO_API_KEY), logger, version: context.version });
       cleanup.defer(`daemon ${daemonId}`, () => running.stop({ graceMs: 0 }));
@@ -267,7 +267,7 @@ async function measureUnforked(
       const { request } = buildForkedRequest(turn.prefix, {
         runId: result.child.handle.runId,
         directive: child.directive,
-        ...(child.forkCall === undefined ? {} : { forkCall: child.forkCall }),
+        forkCall: child.forkCall,
         maxTokens: DEMO_MAX_TOKENS,
       });
       const llm = stack.llm(`${DEMO_API_KEY}-fresh-${result.child.index}`);

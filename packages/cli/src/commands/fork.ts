@@ -129,7 +129,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       );
     }
   }
-  const planned = planChildren(turn, directives, values.label === undefined ? {} : { label: values.label });
+  const planned = planChildren(turn, directives, { label: values.label });
   const out = context.io.stdout;
   const err = context.io.stderr;
   const json = values.json === true;

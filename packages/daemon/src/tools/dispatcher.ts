@@ -47,7 +47,7 @@ export interface BuiltinToolDispatcherOptions {
    * The sandbox Bash runs in (see `probeSandbox`). Absent: commands run unsandboxed, which only an
    * operator's explicit `tools.sandbox: "off"` should lead to.
    */
-  sandbox?: Sandbox;
+  sandbox?: Sandbox | undefined;
   /** Directories a sandboxed command sees besides {@link workspace} (a worktree's repository). @default [] */
   sandboxVisible?: readonly string[];
   /** A tool result is cut to this size, with a marker saying how much was cut. @default 30000 @unit bytes */

@@ -27,7 +27,7 @@ export interface CreateRunWorktreeOptions {
   /** Names the branch (`forkd/<runId>`) and the worktree's directory. */
   runId: string;
   /** What the branch starts from. @default "HEAD" */
-  baseRef?: string;
+  baseRef?: string | undefined;
   /** Where worktrees are created, one directory per run. @default `<os tmpdir>/forkd-worktrees` */
   worktreesDir?: string;
   /** @default { name: "forkd", email: "forkd@localhost" } */
