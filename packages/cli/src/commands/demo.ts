@@ -42,17 +42,16 @@ import {
   type ParsedCommandLine,
   parseCommandLine,
   parseInteger,
-  parseNonNegative,
 } from "../options.js";
 import { type ParentTurn, parentTurnOf, readParentTurn } from "../parent-turn.js";
+import { LATENCY_FLAGS, latencyOf } from "../sim-latency.js";
 
 const OPTIONS = {
   ...COMMON_FLAGS,
   from: { type: "string" },
   children: { type: "string" },
   daemons: { type: "string" },
-  ttft: { type: "string" },
-  tps: { type: "string" },
+  ...LATENCY_FLAGS,
   model: { type: "string" },
   nats: { type: "string" },
   "start-nats": { type: "boolean" },
@@ -81,12 +80,16 @@ function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSe
   if (real && (values.ttft !== undefined || values.tps !== undefined)) {
     throw new UsageError("--ttft and --tps set the simulator's latency; with --real there is no simulator");
   }
+  const children =
+    values.children === undefined ? 5 : parseInteger("children", values.children, { min: 1, max: 50 });
+  const daemons =
+    values.daemons === undefined ? 3 : parseInteger("daemons", values.daemons, { min: 1, max: 16 });
+  const latency = latencyOf(values);
   return {
-    children:
-      values.children === undefined ? 5 : parseInteger("children", values.children, { min: 1, max: 50 }),
-    daemons: values.daemons === undefined ? 3 : parseInteger("daemons", values.daemons, { min: 1, max: 16 }),
-    ttftMs: values.ttft === undefined ? 300 : parseNonNegative("ttft", values.ttft),
-    tokensPerSecond: values.tps === undefined ? 400 : parseNonNegative("tps", values.tps),
+    children,
+    daemons,
+    ttftMs: latency.ttftMs ?? 300,
+    tokensPerSecond: latency.tokensPerSecond ?? 400,
     real,
     json: values.json === true,
   };

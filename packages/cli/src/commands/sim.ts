@@ -4,20 +4,14 @@ import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { whenAborted } from "../interrupt.js";
 import { writeLine } from "../io.js";
-import {
-  COMMON_FLAGS,
-  expectPositionals,
-  parseCommandLine,
-  parseInteger,
-  parseNonNegative,
-} from "../options.js";
+import { COMMON_FLAGS, expectPositionals, parseCommandLine, parseInteger } from "../options.js";
+import { LATENCY_FLAGS, latencyOf } from "../sim-latency.js";
 
 const OPTIONS = {
   ...COMMON_FLAGS,
   port: { type: "string" },
   host: { type: "string" },
-  ttft: { type: "string" },
-  tps: { type: "string" },
+  ...LATENCY_FLAGS,
   log: { type: "string" },
   json: { type: "boolean" },
 } as const;
@@ -29,10 +23,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
   const options: SimOptions = {};
   if (values.port !== undefined) options.port = parseInteger("port", values.port, { min: 0, max: 65535 });
   if (values.host !== undefined) options.host = values.host;
-  const latency: NonNullable<SimOptions["latency"]> = {};
-  if (values.ttft !== undefined) latency.ttftMs = parseNonNegative("ttft", values.ttft);
-  if (values.tps !== undefined) latency.tokensPerSecond = parseNonNegative("tps", values.tps);
-  if (Object.keys(latency).length > 0) options.latency = latency;
+  options.latency = latencyOf(values);
   if (values.log !== undefined) options.logFile = values.log;
   const stop = context.interruption.signal;
   let sim: Awaited<ReturnType<typeof startSim>>;
