@@ -130,22 +130,16 @@ export const costBenchmark: Benchmark = {
         }
         return []; // each child was awaited above
       });
+      const fanOut = (warmFirst: boolean) => async (tags: string[]) =>
+        forks.fanOut(
+          base,
+          tags.map((tag, i) => params(tag, i)),
+          { warmFirst },
+        );
       context.log("all at once (warm-first fan-out)");
-      const allAtOnce = await scenario("warm", async (tags) =>
-        forks.fanOut(
-          base,
-          tags.map((tag, i) => params(tag, i)),
-          { warmFirst: true },
-        ),
-      );
+      const allAtOnce = await scenario("warm", fanOut(true));
       context.log("naive parallel (fan-out without warm-first)");
-      const naive = await scenario("naive", async (tags) =>
-        forks.fanOut(
-          base,
-          tags.map((tag, i) => params(tag, i)),
-          { warmFirst: false },
-        ),
-      );
+      const naive = await scenario("naive", fanOut(false));
       context.log("fresh context (each child's request under its own API key: a cold cache)");
       cluster.sim.reset();
       const fresh = await Promise.all(

@@ -4,13 +4,18 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent, type NatsForkSubagentOptions } from "@forkd/client";
-import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
+import type { RunningDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
 import { type ForkEvent, forkSubjects, isTerminalEvent } from "@forkd/protocol";
 import { type LatencyOptions, type Sim, startSim } from "@forkd/sim";
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { type DaemonProcess, type SpawnDaemonOptions, spawnDaemon } from "../../test/harness/daemons.js";
+import {
+  type DaemonProcess,
+  type SpawnDaemonOptions,
+  spawnDaemon,
+  startSimDaemon,
+} from "../../test/harness/daemons.js";
 import { now } from "./stats.js";
 
 /** The API key every daemon and the parent use: one cache scope, as one Anthropic workspace. */
@@ -70,15 +75,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     logLimit: options.simLogLimit ?? 0,
   });
   const daemons: RunningDaemon[] = [];
-  const logger = createDaemonLogger({ level: "silent", format: "json", daemonId: "bench" });
   let started = 0;
   const addDaemon = async (id = `bench-d${++started}`): Promise<RunningDaemon> => {
-    const config = loadDaemonConfig({
-      env: {},
-      overrides: {
-        daemonId: id,
-        nats: { servers: [server.url] },
-        workspace,
+    const daemon = await startSimDaemon({
+      id,
+      natsUrl: server.url,
+      simUrl: sim.url,
+      apiKey: SIM_API_KEY,
+      workspace,
+      config: {
         concurrency: options.concurrency ?? 16,
         ackWaitMs: options.ackWaitMs ?? 30_000,
         heartbeatMs: options.heartbeatMs ?? 5_000,
@@ -86,7 +91,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         logLevel: "silent",
       },
     });
-    const daemon = await startDaemon(config, { logger, llm: simLlm(sim) });
     daemons.push(daemon);
     return daemon;
   };

@@ -1,8 +1,44 @@
-// Real daemon processes for fault tests: `node packages/daemon/dist/main.js`, configured through the
-// environment, each killed with its test process (parent-death signal) and by `stop()`.
+// Daemons for tests and benchmarks: in this process against the simulator, or real daemon processes
+// for fault tests (`node packages/daemon/dist/main.js`, configured through the environment, each
+// killed with its test process by a parent-death signal and by `stop()`).
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
+import { AnthropicLlmClient } from "@forkd/llm";
+
+/** Options of {@link startSimDaemon}. */
+export interface SimDaemonOptions {
+  id: string;
+  natsUrl: string;
+  /** The simulator the daemon's model calls go to, with no retries. */
+  simUrl: string;
+  apiKey: string;
+  workspace: string;
+  /** Daemon configuration on top of the above (concurrency, tools, timings…). */
+  config?: Record<string, unknown>;
+}
+
+/** Starts a daemon in this process whose model is the simulator, logging nothing. */
+export async function startSimDaemon(options: SimDaemonOptions): Promise<RunningDaemon> {
+  const config = loadDaemonConfig({
+    env: {},
+    overrides: {
+      daemonId: options.id,
+      nats: { servers: [options.natsUrl] },
+      workspace: options.workspace,
+      ...options.config,
+    },
+  });
+  return startDaemon(config, {
+    logger: createDaemonLogger({ level: "silent", format: "json", daemonId: options.id }),
+    llm: new AnthropicLlmClient({
+      baseURL: options.simUrl,
+      apiKey: options.apiKey,
+      retry: { maxRetries: 0 },
+    }),
+  });
+}
 
 const DAEMON_MAIN = fileURLToPath(new URL("../../packages/daemon/dist/main.js", import.meta.url));
 

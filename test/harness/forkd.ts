@@ -4,12 +4,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
-import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
-import { AnthropicLlmClient } from "@forkd/llm";
+import type { RunningDaemon } from "@forkd/daemon";
 import { type Sim, type SimOptions, startSim } from "@forkd/sim";
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
+import { startSimDaemon } from "./daemons.js";
 
 /** What a test file gets. */
 export interface ForkdStack {
@@ -52,19 +52,13 @@ export function useForkdStack(options: ForkdStackOptions = {}): () => ForkdStack
     const apiKey = options.apiKey ?? "sk-forkd-e2e";
     const daemons: RunningDaemon[] = [];
     const start = async (id: string, overrides: Record<string, unknown> = {}) => {
-      const config = loadDaemonConfig({
-        env: {},
-        overrides: {
-          daemonId: id,
-          nats: { servers: [server.url] },
-          workspace,
-          ...options.daemonConfig,
-          ...overrides,
-        },
-      });
-      const daemon = await startDaemon(config, {
-        logger: createDaemonLogger({ level: "silent", format: "json", daemonId: id }),
-        llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } }),
+      const daemon = await startSimDaemon({
+        id,
+        natsUrl: server.url,
+        simUrl: sim.url,
+        apiKey,
+        workspace,
+        config: { ...options.daemonConfig, ...overrides },
       });
       daemons.push(daemon);
       return daemon;

@@ -3,6 +3,7 @@
 // deep nesting up to each limit, sizes at and over each limit, broken UTF-8 and JSON, prototype
 // keys, wrong versions and shapes — and, on spec subjects, run ids that are no run ids.
 import { forkSubjects, MAX_CONTROL_BYTES, MAX_JSON_DEPTH, PROTOCOL_VERSION } from "@forkd/protocol";
+import { mulberry32 } from "@forkd/sim";
 
 const subjects = forkSubjects("agent");
 const encoder = new TextEncoder();
@@ -21,18 +22,6 @@ export interface HostileMessage {
    * for a well-formed abort of a run this daemon does not run (nothing to refuse).
    */
   expected: string;
-}
-
-// mulberry32: a tiny seeded PRNG, so that a failing message can be found again.
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** `[[…]]` nested `depth` deep, repeated (comma-separated inside one array) up to about `bytes`. */
@@ -136,7 +125,8 @@ export function hostileMessages(
   count: number,
   options: { seed?: number; tag?: string; specEvery?: number } = {},
 ): HostileMessage[] {
-  const random = prng(options.seed ?? 11);
+  // Seeded, so that a failing message can be found again.
+  const random = mulberry32(options.seed ?? 11);
   const tag = options.tag ?? "fuzz";
   const specEvery = options.specEvery ?? 10;
   const messages: HostileMessage[] = [];

@@ -5,6 +5,7 @@ import type { ToolOutcome } from "@forkd/core";
 import {
   ABORTED,
   BINARY_SNIFF_BYTES,
+  type Confined,
   confine,
   describeError,
   errnoCode,
@@ -46,12 +47,18 @@ export function gitInternalsProblem(path: string): string | undefined {
     : undefined;
 }
 
+/** The path a Write or Edit may change: confined to the workspace, and not inside `.git`. */
+async function writablePath(run: ToolRun, candidate: string): Promise<Confined> {
+  const target = await confine(run, candidate);
+  if (!target.ok) return target;
+  const gitProblem = gitInternalsProblem(target.path);
+  return gitProblem === undefined ? target : { ok: false, outcome: fail(gitProblem) };
+}
+
 export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOutcome> {
-  const target = await confine(run, input.file_path);
+  const target = await writablePath(run, input.file_path);
   if (!target.ok) return target.outcome;
   const path = target.path;
-  const gitProblem = gitInternalsProblem(path);
-  if (gitProblem !== undefined) return fail(gitProblem);
   try {
     const existing = await stat(path).catch(() => undefined);
     if (existing?.isDirectory()) return fail(`${path} is a directory; give Write the path of a file.`);
@@ -67,11 +74,9 @@ export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOu
 }
 
 export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutcome> {
-  const target = await confine(run, input.file_path);
+  const target = await writablePath(run, input.file_path);
   if (!target.ok) return target.outcome;
   const path = target.path;
-  const gitProblem = gitInternalsProblem(path);
-  if (gitProblem !== undefined) return fail(gitProblem);
   if (input.old_string === input.new_string) {
     return fail("old_string and new_string are identical: there is nothing to change.");
   }
