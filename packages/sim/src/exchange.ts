@@ -2,7 +2,7 @@
 // its response without touching the server's shared state.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CachePlan } from "./cache.js";
-import { SimApiError } from "./errors.js";
+import { apiErrorBody, SimApiError } from "./errors.js";
 import { type RequestLogEntry, setBody } from "./log.js";
 import type { Usage } from "./types.js";
 
@@ -51,6 +51,53 @@ export interface Exchange {
   logged: boolean;
 }
 
+/** A new exchange for `req`, with its log entry as it stands before anything is known of the request. */
+export function openExchange(
+  req: IncomingMessage,
+  res: ServerResponse,
+  at: { seq: number; id: string; path: string; receivedAt: number },
+): Exchange {
+  const { seq, id, path, receivedAt } = at;
+  return {
+    seq,
+    id,
+    req,
+    res,
+    abort: new AbortController(),
+    plan: undefined,
+    inputUsage: undefined,
+    outputTokens: 0,
+    logged: false,
+    entry: {
+      seq,
+      id,
+      time: new Date(receivedAt).toISOString(),
+      receivedAt,
+      acceptedAt: null,
+      firstByteAt: null,
+      endedAt: receivedAt,
+      method: req.method ?? "GET",
+      path,
+      keyId: null,
+      model: null,
+      stream: false,
+      status: null,
+      errorType: null,
+      errorMessage: null,
+      fault: null,
+      turn: null,
+      stopReason: null,
+      usage: null,
+      outputTokensSent: 0,
+      disconnected: false,
+      disconnectedAt: null,
+      cut: false,
+      betas: [],
+      body: "",
+    },
+  };
+}
+
 /** Answers with a JSON body, unless the response already started or its connection is gone. */
 export function sendJson(
   ex: Exchange,
@@ -68,6 +115,13 @@ export function sendJson(
   });
   res.end(text);
   ex.entry.status = status;
+}
+
+/** Answers with an error in Anthropic's shape, and records it on the log entry. */
+export function sendError(ex: Exchange, err: SimApiError): void {
+  ex.entry.errorType = err.errorType;
+  ex.entry.errorMessage = err.message;
+  sendJson(ex, err.status, apiErrorBody(err.errorType, err.message, ex.id), { ...err.headers });
 }
 
 /** Reads the body; the log keeps the bytes (off the JS heap) and decodes them only when read. */

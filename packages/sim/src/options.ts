@@ -1,7 +1,9 @@
-// What startSim accepts: the options, and the schema that refuses those that cannot work.
+// What startSim accepts: the options, the schema that refuses those that cannot work, and the
+// settings they resolve to once checked and defaulted.
 import { z } from "zod";
-import type { Clock } from "./clock.js";
-import type { FaultSpec } from "./faults.js";
+import { type Clock, systemClock } from "./clock.js";
+import { SimOptionsError } from "./errors.js";
+import { type FaultRateOptions, type FaultSpec, parseFault } from "./faults.js";
 
 /** Latency applied to every `/v1/messages` request unless its script says otherwise. */
 export interface LatencyOptions {
@@ -78,3 +80,49 @@ export const optionsSchema = z
     maxBodyBytes: z.number().int().min(1).optional(),
   })
   .strict();
+
+/** {@link SimOptions} checked, with their defaults applied and fault kinds parsed. */
+export interface SimSettings {
+  port: number;
+  host: string;
+  clock: Clock;
+  /** @unit milliseconds */
+  ttftMs: number;
+  /** @unit tokens per second */
+  tokensPerSecond: number;
+  /** @unit bytes */
+  maxBodyBytes: number;
+  /** The rate faults, when any were asked for. */
+  faults: FaultRateOptions | undefined;
+}
+
+/**
+ * Checks `options` against {@link optionsSchema} and parses the fault kinds written as text.
+ * @throws {@link SimOptionsError} naming every problem found.
+ */
+export function resolveOptions(options: SimOptions): SimSettings {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    throw new SimOptionsError(
+      parsed.error.issues.map((i) => `${i.path.join(".") || "options"}: ${i.message}`),
+    );
+  }
+  let kinds: FaultSpec[] | undefined;
+  try {
+    kinds = options.faults?.kinds?.map((k) => (typeof k === "string" ? parseFault(k) : k));
+  } catch (e) {
+    throw new SimOptionsError([`faults.kinds: ${(e as Error).message}`], { cause: e });
+  }
+  return {
+    port: options.port ?? 0,
+    host: options.host ?? "127.0.0.1",
+    clock: options.clock ?? systemClock,
+    ttftMs: options.latency?.ttftMs ?? 0,
+    tokensPerSecond: options.latency?.tokensPerSecond ?? 0,
+    maxBodyBytes: options.maxBodyBytes ?? 32 * 1024 * 1024,
+    faults:
+      options.faults === undefined
+        ? undefined
+        : { rate: options.faults.rate, seed: options.faults.seed, kinds },
+  };
+}

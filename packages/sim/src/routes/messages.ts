@@ -6,7 +6,7 @@ import { contextWindowTokens } from "@forkd/protocol";
 import { type Breakpoint, type PromptCache, resolveBreakpoints } from "../cache.js";
 import { hiResNow } from "../clock.js";
 import { invalidRequest, SimApiError, statusOfErrorType } from "../errors.js";
-import { betasOf, type Exchange, parseJson, readBody, sendJson, sleep } from "../exchange.js";
+import { betasOf, type Exchange, parseJson, readBody, sendError, sendJson, sleep } from "../exchange.js";
 import { describeFault, FAULT_MESSAGES, type FaultInjector, type FaultSpec } from "../faults.js";
 import { runScriptedModel } from "../model.js";
 import { layoutPrompt } from "../prompt.js";
@@ -38,6 +38,43 @@ export interface MessagesRouteContext extends RouteContext {
   firstByte(ex: Exchange, stream: boolean): void;
   /** Reports an accepted request; `build` runs only when someone listens. */
   accepted(build: () => AcceptedEvent): void;
+}
+
+/**
+ * Answers an Anthropic API request: `POST /v1/messages` and `POST /v1/messages/count_tokens`, a 404
+ * for another path and a 405 for another method. Whatever a route throws becomes its error response:
+ * a {@link SimApiError} as itself, anything else as a 500 `api_error`.
+ */
+export function anthropicRoute(context: MessagesRouteContext, ex: Exchange, path: string): void {
+  const method = ex.req.method;
+  let route: ((context: MessagesRouteContext, ex: Exchange) => Promise<void>) | undefined;
+  if (path === "/v1/messages") route = messagesRoute;
+  else if (path === "/v1/messages/count_tokens") route = countTokensRoute;
+  if (route === undefined) {
+    sendError(ex, new SimApiError("not_found_error", `Not found: ${method} ${path}`));
+    return;
+  }
+  if (method !== "POST") {
+    sendError(
+      ex,
+      new SimApiError("invalid_request_error", `Method ${method} not allowed on ${path}`, { status: 405 }),
+    );
+    return;
+  }
+  route(context, ex).catch((err: unknown) => {
+    sendError(
+      ex,
+      err instanceof SimApiError
+        ? err
+        : new SimApiError(
+            "api_error",
+            `Internal simulator error: ${(err as Error)?.message ?? String(err)}`,
+            {
+              cause: err,
+            },
+          ),
+    );
+  });
 }
 
 /** `POST /v1/messages/count_tokens`: the prompt's size, checked like a message request. */
