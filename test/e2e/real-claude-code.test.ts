@@ -65,11 +65,11 @@ async function captureAgentTurn(
   client: "claude-code" | "agent-sdk" = "claude-code",
 ) {
   sim.reset();
-  const options = { baseUrl: sim.url, prompt: AGENT_TURN_PROMPT, ...(env === undefined ? {} : { env }) };
+  const options = { baseUrl: sim.url, prompt: AGENT_TURN_PROMPT, env };
   if (client === "agent-sdk") {
     expect((await runAgentSdk(options)).result).toBe("Done.");
   } else {
-    const result = await runClaudeCode({ ...options, ...(model === undefined ? {} : { model }) });
+    const result = await runClaudeCode({ ...options, model });
     expect(result.is_error).toBe(false);
   }
   const accepted = sim.requests().filter((entry) => entry.path === "/v1/messages" && entry.status === 200);

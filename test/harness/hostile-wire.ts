@@ -15,7 +15,7 @@ export interface HostileMessage {
   subject: string;
   payload: Uint8Array;
   /** The run id of a spec (absent for a subject token that is no run id). */
-  runId?: string;
+  runId?: string | undefined;
   /**
    * The error code the daemon must give it: for an abort or advisory, the code it counts; for a spec,
    * the code of its run's `failed` event; `invalid_run_id` for a spec that is removed unrun; `none`
@@ -141,7 +141,7 @@ export function hostileMessages(
         channel: "spec",
         subject,
         payload: typeof spec.payload === "string" ? encoder.encode(spec.payload) : spec.payload,
-        ...(spec.runId === undefined ? {} : { runId: spec.runId }),
+        runId: spec.runId,
         expected: spec.expected,
       });
     } else if (i % 50 === 0) {

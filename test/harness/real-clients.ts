@@ -49,9 +49,9 @@ export interface RunClaudeCodeOptions {
   baseUrl: string;
   prompt: string;
   /** `--model`; Claude Code's default when absent. */
-  model?: string;
+  model?: string | undefined;
   /** Extra environment (e.g. `MAX_THINKING_TOKENS`). */
-  env?: Record<string, string>;
+  env?: Record<string, string> | undefined;
   /** @default 120_000 @unit milliseconds */
   timeoutMs?: number;
   /** Tools allowed without asking. @default ["Read", "Agent"] */
