@@ -184,7 +184,7 @@ export class NatsProcess implements NatsServerHandle {
         );
       }
       await this.#shutdown();
-      this.#log.push(`[@forkd/testing] restarting ${this.name} on port ${this.#port}`);
+      this.#log.push(`[@forkd/local-nats] restarting ${this.name} on port ${this.#port}`);
       await this.#launch(options.timeoutMs ?? this.#spec.startTimeoutMs, options.signal);
     });
   }
@@ -241,7 +241,7 @@ export class NatsProcess implements NatsServerHandle {
     // server_name and JetStream live here, not in flags: nats-server 2.9 forgets `-n` on reload, and
     // rejects `-sd` next to a config file's store_dir as a duplicate.
     const text = [
-      "# written by @forkd/testing; its command-line flags (host, ports) override what is set here",
+      "# written by @forkd/local-nats; its command-line flags (host, ports) override what is set here",
       `server_name: ${JSON.stringify(this.name)}`,
       `jetstream { store_dir: ${JSON.stringify(this.#spec.dir)} }`,
       this.#spec.baseConfig,
