@@ -77,7 +77,7 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
 export interface FanOutChild {
   directive: string;
   forkCall?: ForkParams["forkCall"];
-  label?: string;
+  label?: string | undefined;
   runId?: string;
 }
 

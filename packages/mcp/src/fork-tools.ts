@@ -189,7 +189,7 @@ export class ForkTools {
       const label = typeof input.label === "string" ? input.label : undefined;
       return {
         directive: input.directive,
-        ...(label === undefined ? {} : { label }),
+        label,
         forkCall:
           label === undefined ? { tool_use_id: call.id } : { tool_use_id: call.id, description: label },
       };
