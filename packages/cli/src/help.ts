@@ -102,6 +102,9 @@ Options (each also as an environment variable; flags win; a JSON file with --con
   --bash-sandbox MODE      bwrap (default) or off: where Bash runs  FORKD_BASH_SANDBOX
   --drain-grace MS         drain time on SIGTERM (default 30000)    FORKD_DRAIN_GRACE_MS
   --heartbeat MS           registry heartbeat (default 5000)        FORKD_HEARTBEAT_MS
+  --presence MS            presence beat (default 250)              FORKD_PRESENCE_MS
+  --failover-after MS      a daemon silent this long is gone and its runs move at once;
+                           0 leaves them to ack_wait (default 1000) FORKD_FAILOVER_AFTER_MS
   --metrics-port N         Prometheus /metrics (default off; 0 any) FORKD_METRICS_PORT
   --metrics-host ADDR      (default 127.0.0.1)                      FORKD_METRICS_HOST
   --log-level LEVEL        trace … fatal, silent (default info)     FORKD_LOG_LEVEL

@@ -93,6 +93,13 @@ export const DaemonConfigSchema = z.object({
   drainGraceMs: z.coerce.number().int().nonnegative().default(30_000),
   /** Heartbeat period of the daemon entry and of each run. @unit ms */
   heartbeatMs: positiveInt.default(5_000),
+  /** Period of the daemon's presence beats (core NATS), which the other daemons follow. @unit ms */
+  presenceMs: positiveInt.default(250),
+  /**
+   * A daemon silent this long is gone: its runs are handed back to the queue at once
+   * (docs/failure-behaviour.md). 0 leaves them to JetStream's redelivery after `ackWaitMs`. @unit ms
+   */
+  failoverAfterMs: z.coerce.number().int().nonnegative().default(1_000),
   /** Prometheus `/metrics` port; 0 picks a free one; absent disables it. */
   metricsPort: z.coerce.number().int().nonnegative().optional(),
   metricsHost: z.string().default("127.0.0.1"),
@@ -142,6 +149,8 @@ export const DAEMON_FLAGS = {
   "bash-sandbox": { type: "string" },
   "drain-grace": { type: "string" },
   heartbeat: { type: "string" },
+  presence: { type: "string" },
+  "failover-after": { type: "string" },
   "metrics-port": { type: "string" },
   "metrics-host": { type: "string" },
   "log-level": { type: "string" },
@@ -235,6 +244,8 @@ export function loadDaemonConfig(
   layer("tools.bashTimeoutMs", env.FORKD_BASH_TIMEOUT_MS, flags["bash-timeout"]);
   layer("drainGraceMs", env.FORKD_DRAIN_GRACE_MS, flags["drain-grace"]);
   layer("heartbeatMs", env.FORKD_HEARTBEAT_MS, flags.heartbeat);
+  layer("presenceMs", env.FORKD_PRESENCE_MS, flags.presence);
+  layer("failoverAfterMs", env.FORKD_FAILOVER_AFTER_MS, flags["failover-after"]);
   layer("metricsPort", env.FORKD_METRICS_PORT, flags["metrics-port"]);
   layer("metricsHost", env.FORKD_METRICS_HOST, flags["metrics-host"]);
   layer("logLevel", env.FORKD_LOG_LEVEL, flags["log-level"]);

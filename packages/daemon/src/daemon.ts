@@ -7,16 +7,20 @@ import { PrefixCache } from "@forkd/client/internal";
 import {
   abortRequestCodec,
   type DaemonInfo,
+  type DaemonPresence,
   daemonInfoCodec,
+  daemonPresenceCodec,
   PROTOCOL_VERSION,
   ProtocolError,
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { DaemonConfig } from "./config.js";
+import { type HeldRun, handOffRun } from "./failover.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
+import { PeerPresence } from "./peer-presence.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 
 /** The daemon's lifecycle. */
@@ -53,6 +57,7 @@ export class ForkDaemon {
   #slotFreed: (() => void) | undefined;
   #stopPulling = new AbortController();
   readonly #startedAt = Date.now();
+  #peers: PeerPresence | undefined;
 
   constructor(options: ForkDaemonOptions) {
     this.#options = options;
@@ -137,6 +142,7 @@ export class ForkDaemon {
         },
       ),
     );
+    this.#followPresence();
     const keepAliveMs = Math.max(250, Math.min(config.heartbeatMs, Math.floor(config.ackWaitMs / 3)));
     this.#timers.push(setInterval(() => this.#keepClaimsAlive(), keepAliveMs).unref());
     this.#timers.push(setInterval(() => void this.#heartbeat(), config.heartbeatMs).unref());
@@ -171,6 +177,8 @@ export class ForkDaemon {
       clearTimeout(timer);
     }
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
+    // The last beat holds no runs: the others have nothing of this daemon to hand back when it falls silent.
+    this.#beat([]);
     for (const subscription of this.#subscriptions.splice(0)) subscription.unsubscribe();
     if (this.#resources) await this.#resources.daemons.delete(this.id).catch(() => undefined);
     this.#setState("stopped");
@@ -260,7 +268,7 @@ export class ForkDaemon {
       }
       return;
     }
-    const context: RunContext = { message, onEnd: () => undefined };
+    const context: RunContext = { message, onEnd: () => undefined, onClaimed: () => this.#beat() };
     const run = this.#executor!.start(context);
     this.#active.set(run.runId, run);
     this.#options.metrics?.runsActive.set(this.#active.size);
@@ -271,6 +279,90 @@ export class ForkDaemon {
       this.#slotFreed = undefined;
       if (this.#active.size === 0) for (const resolveIdle of this.#idleWaiters.splice(0)) resolveIdle();
     });
+  }
+
+  /**
+   * Beats this daemon's presence and follows the others': a daemon silent for `failoverAfterMs` is
+   * gone, and its runs are handed back to the queue at once (failover.ts) instead of after ack_wait.
+   */
+  #followPresence(): void {
+    const config = this.#config;
+    const resources = this.#resources!;
+    // Silence is judged more often than beats are sent, so that a death is acted on close to
+    // `failoverAfterMs` after the last beat, not up to a beat later.
+    const sweepMs = Math.max(25, Math.min(100, config.presenceMs));
+    const peers = new PeerPresence({
+      selfId: this.id,
+      intervalMs: sweepMs,
+      silentAfterMs: config.failoverAfterMs,
+    });
+    this.#peers = peers;
+    this.#subscriptions.push(
+      this.#options.nc.subscribe(resources.subjects.allPresence, {
+        callback: (error, message) => {
+          if (error) return;
+          try {
+            const presence = daemonPresenceCodec.decode(message.data);
+            // A beat speaks for the daemon its subject names, no other.
+            if (message.subject !== resources.subjects.presence(presence.daemon_id)) {
+              throw new ProtocolError("invalid_message", "a presence beat on another daemon's subject");
+            }
+            peers.observe(presence, Date.now());
+          } catch (decodeError) {
+            const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
+            this.#options.metrics?.refusedControls.inc({ kind: code });
+          }
+        },
+      }),
+    );
+    // Cut off from NATS, this daemon heard nobody: nobody is judged on that.
+    void (async () => {
+      for await (const status of this.#options.nc.status()) {
+        if (status.type === "reconnect" || status.type === "disconnect") peers.refreshAll(Date.now());
+      }
+    })().catch(() => undefined);
+    this.#timers.push(setInterval(() => this.#beat(), config.presenceMs).unref());
+    if (config.failoverAfterMs > 0) {
+      this.#timers.push(
+        setInterval(() => {
+          const gone = peers.sweep(Date.now());
+          if (this.#state === "running") this.#handOffSilentPeers(gone);
+        }, sweepMs).unref(),
+      );
+    }
+    this.#beat();
+  }
+
+  #beat(runs?: HeldRun[]): void {
+    const resources = this.#resources;
+    if (!resources) return;
+    const presence: DaemonPresence = {
+      v: PROTOCOL_VERSION,
+      daemon_id: this.id,
+      at: Date.now(),
+      runs: runs ?? [...this.#active.values()].flatMap((run) => run.held() ?? []),
+    };
+    try {
+      this.#options.nc.publish(resources.subjects.presence(this.id), daemonPresenceCodec.encode(presence));
+    } catch (error) {
+      this.#logger.debug({ err: error }, "presence beat not sent");
+    }
+  }
+
+  #handOffSilentPeers(gone: readonly DaemonPresence[]): void {
+    const context = { resources: this.#resources!, daemonId: this.id, logger: this.#logger };
+    for (const presence of gone) {
+      this.#logger.warn({ silent: presence.daemon_id, runs: presence.runs.length }, "a daemon went silent");
+      for (const run of presence.runs) {
+        void handOffRun(context, presence.daemon_id, run)
+          .then((handed) => {
+            if (handed) this.#options.metrics?.handoffs.inc();
+          })
+          .catch((error: unknown) =>
+            this.#logger.warn({ err: error, runId: run.run_id }, "handing a run back failed"),
+          );
+      }
+    }
   }
 
   #keepClaimsAlive(): void {

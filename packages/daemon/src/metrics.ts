@@ -16,6 +16,8 @@ export interface DaemonMetrics {
   readonly cacheReadShare: Histogram;
   readonly abortLatency: Histogram;
   readonly redeliveries: Counter;
+  /** Runs of a silent daemon this daemon handed back to the queue (failover.ts). */
+  readonly handoffs: Counter;
   readonly toolCalls: Counter<"result">;
   /** Control messages refused: `abort` (no owner's proof), or a protocol error code (`invalid_message`, `payload_too_large`, …). */
   readonly refusedControls: Counter<"kind">;
@@ -74,6 +76,11 @@ export function createDaemonMetrics(): DaemonMetrics {
     redeliveries: new Counter({
       name: "forkd_redeliveries_total",
       help: "Specs picked up again after another attempt (crash, drain, lost claim)",
+      registers,
+    }),
+    handoffs: new Counter({
+      name: "forkd_handoffs_total",
+      help: "Runs of a daemon gone silent that this daemon handed back to the queue",
       registers,
     }),
     toolCalls: new Counter({

@@ -37,6 +37,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import type { DaemonConfig } from "./config.js";
 import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
+import type { HeldRun } from "./failover.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
@@ -59,6 +60,8 @@ export interface RunExecutorDeps {
 export interface RunContext {
   message: JsMsg;
   onEnd: () => void;
+  /** The run was claimed: the daemon's presence should say so now, not at its next beat. */
+  onClaimed?: () => void;
 }
 
 /** A run in progress on this daemon. */
@@ -80,6 +83,11 @@ export interface ActiveRun {
   keepAlive(): void;
   /** Publishes a heartbeat event and refreshes the registry entry; detects a lost claim. */
   heartbeat(): Promise<void>;
+  /**
+   * What this daemon's presence says of the run: its spec, attempt and the delivery's ack subject, for
+   * another daemon to hand it back if this one goes silent. Undefined before the claim and once stopped.
+   */
+  held(): HeldRun | undefined;
 }
 
 /** What an abort says, from the abort subject or the registry's flag. */
@@ -162,6 +170,7 @@ export class RunExecutor {
           onClaimed: (claimedAttempt, claimedPublisher) => {
             attempt = claimedAttempt;
             publisher = claimedPublisher;
+            context.onClaimed?.();
           },
           onTurn: (current) => {
             turn = current;
@@ -196,6 +205,12 @@ export class RunExecutor {
       release: () => stopWith({ kind: "release" }),
       keepAlive: () => {
         if (!stop) message.working();
+      },
+      held: () => {
+        const ack = ackSubjectOf(message);
+        if (ack === undefined || attempt === 0 || stop !== undefined || !publisher) return undefined;
+        if (publisher.fenced || publisher.ended) return undefined;
+        return { run_id: runId, spec_seq: message.seq, attempt, ack };
       },
       heartbeat: async () => {
         // After the terminal event nothing more: a heartbeat must not follow `completed` in the log.
@@ -422,6 +437,8 @@ export class RunExecutor {
                 parentAgentId: spec.parent.agent_id,
                 label: spec.label,
               })),
+            // A claim ends a handoff (failover.ts): the run is someone's again.
+            handoff: undefined,
             spec_seq: message.seq,
             status: "running",
             attempt: (current?.attempt ?? 0) + 1,
@@ -587,6 +604,15 @@ export class RunExecutor {
 async function removeSpec(resources: ForkResources, message: JsMsg): Promise<void> {
   message.term();
   await resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, message.seq).catch(() => false);
+}
+
+/**
+ * The ack subject of a delivery. nats.js keeps it on the message (`reply`) without declaring it on
+ * `JsMsg`; without it the run is left to JetStream's redelivery after ack_wait.
+ */
+function ackSubjectOf(message: JsMsg): string | undefined {
+  const reply = (message as JsMsg & { reply?: unknown }).reply;
+  return typeof reply === "string" && reply.startsWith("$JS.ACK.") ? reply : undefined;
 }
 
 /** Unwinds a run whose stop reason (release, fence, failure) was set while it ran. */

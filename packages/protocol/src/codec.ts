@@ -23,7 +23,7 @@ import {
   MAX_PREFIX_BYTES,
   MAX_SPEC_BYTES,
 } from "./limits.js";
-import { DaemonInfoSchema, RunStateSchema } from "./registry.js";
+import { DaemonInfoSchema, DaemonPresenceSchema, RunStateSchema } from "./registry.js";
 import {
   ForkPrefixSchema,
   type ForkSpec,
@@ -388,6 +388,8 @@ export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort 
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 /** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
+/** Presence beats on `agent.presence.<daemon_id>`. */
+export const daemonPresenceCodec = createCodec(DaemonPresenceSchema, message("daemon presence"));
 /** Requests on `agent.fork.<run_id>.permission` (daemon to parent). */
 export const permissionRequestCodec = createCodec(PermissionRequestSchema, message("permission request"));
 /** Replies to a permission request (parent to daemon). */

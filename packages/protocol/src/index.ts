@@ -45,6 +45,7 @@ export {
   abortRequestCodec,
   createForkSpecCodec,
   daemonInfoCodec,
+  daemonPresenceCodec,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
@@ -135,9 +136,10 @@ export {
   minCacheableTokens,
   modelFacts,
 } from "./model-facts.js";
-export type { DaemonInfo, QueuedRunInit, RunState, RunStatus } from "./registry.js";
+export type { DaemonInfo, DaemonPresence, QueuedRunInit, RunState, RunStatus } from "./registry.js";
 export {
   DaemonInfoSchema,
+  DaemonPresenceSchema,
   isTerminalRunStatus,
   queuedRunState,
   RunStateSchema,

@@ -9,7 +9,7 @@ import {
   ToolHostResponseSchema,
 } from "./control.js";
 import { FORK_EVENT_TYPES, ForkEventEnvelopeSchema, ForkEventSchema, type ForkEventType } from "./events.js";
-import { DaemonInfoSchema, RunStateSchema } from "./registry.js";
+import { DaemonInfoSchema, DaemonPresenceSchema, RunStateSchema } from "./registry.js";
 import { ForkPrefixSchema, ForkSpecSchema } from "./spec.js";
 
 interface Entry {
@@ -144,6 +144,15 @@ function entries(): [string, Entry][] {
         schema: DaemonInfoSchema,
         title: "forkd daemon info",
         description: "Key `<daemon_id>` in the daemons KV bucket, refreshed by the daemon's heartbeat.",
+      },
+    ],
+    [
+      "daemon-presence",
+      {
+        schema: DaemonPresenceSchema,
+        title: "forkd daemon presence",
+        description:
+          "Published on `<prefix>.presence.<daemon_id>` (core NATS) several times a second: the runs the daemon holds.",
       },
     ],
   ];

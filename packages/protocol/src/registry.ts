@@ -58,6 +58,17 @@ export const RunStateSchema = z.object({
     })
     .optional()
     .describe("Set by an abort; a spec picked up or redelivered afterwards is not run."),
+  /** Set by the daemon that saw the running daemon go silent and handed its spec back to the queue. */
+  handoff: z
+    .object({
+      from: z.string().min(1).describe("The daemon that went silent."),
+      by: z.string().min(1).describe("The daemon that handed the run back."),
+      at: EpochMsSchema,
+    })
+    .optional()
+    .describe(
+      "Set once when the daemon running the run went silent and another handed its spec back to the queue; cleared by the next claim.",
+    ),
   usage: UsageTotalsSchema.optional().describe("Totals, set when the run ends."),
   error: WireErrorSchema.optional().describe("Set when the run failed."),
 });
@@ -85,10 +96,36 @@ export const DaemonInfoSchema = z.object({
   metrics_url: z.string().optional().describe("Prometheus endpoint, when served."),
 });
 
+/**
+ * A daemon's presence, on `<prefix>.presence.<daemon_id>` (core NATS) several times a second: the
+ * runs it holds and how to hand each back to the queue if it goes silent (docs/failure-behaviour.md).
+ */
+export const DaemonPresenceSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  daemon_id: RunIdSchema.describe("The daemon."),
+  at: EpochMsSchema.describe("When it was sent."),
+  runs: z
+    .array(
+      z.object({
+        run_id: RunIdSchema,
+        spec_seq: z.number().int().positive().describe("The spec the daemon runs."),
+        attempt: z.number().int().positive().describe("The attempt it claimed."),
+        ack: z
+          .string()
+          .max(512)
+          .regex(/^\$JS\.ACK\.[^\s*>]+$/)
+          .describe("The ack subject of the spec's delivery to this daemon."),
+      }),
+    )
+    .max(1024)
+    .describe("Runs the daemon holds, claimed."),
+});
+
 /** Where a run is. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 export type RunState = z.infer<typeof RunStateSchema>;
 export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
+export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */
 export interface QueuedRunInit {

@@ -51,6 +51,10 @@ export interface ForkSubjects {
   permission(runId: string): string;
   /** `agent.toolhost.<host_id>`: request/reply to a process that serves tools for remote forks. */
   toolHost(hostId: string): string;
+  /** `agent.presence.<daemon_id>`: core NATS, a daemon's presence beats (the runs it holds). */
+  presence(daemonId: string): string;
+  /** `agent.presence.*`: every daemon's presence; each daemon follows the others'. */
+  readonly allPresence: string;
   /** `agent.fork.*`: every spec (the work-queue stream's subject). */
   readonly allSpecs: string;
   /** `agent.fork.*.events`: every event (the events stream's subject). */
@@ -100,6 +104,11 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
       assertToken(hostId, "tool host id");
       return `${prefix}.toolhost.${hostId}`;
     },
+    presence: (daemonId) => {
+      assertToken(daemonId, "daemon id");
+      return `${prefix}.presence.${daemonId}`;
+    },
+    allPresence: `${prefix}.presence.*`,
     allSpecs: `${prefix}.fork.*`,
     allEvents: `${prefix}.fork.*.events`,
     allAborts: `${prefix}.fork.*.abort`,
