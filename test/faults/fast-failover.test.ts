@@ -106,3 +106,71 @@ describe("a daemon SIGKILLed mid-run, on default settings", () => {
     expect((await forks.state(handle.runId))?.handoff).toBeUndefined();
   });
 });
+
+describe("a daemon frozen (SIGSTOP) past the silence limit, on default settings", () => {
+  it("loses its run to another daemon within seconds, and is fenced when it wakes", async () => {
+    for (const id of ["frozen-1", "frozen-2"]) await daemon(id);
+    const { handle, holder } = await slowRun("parent-frozen", "Write slowly.\n@sim tps 20\n@sim text 80");
+    holder.child.kill("SIGSTOP");
+    try {
+      for await (const event of handle.events()) if (event.type === "accepted" && event.attempt === 2) break;
+    } finally {
+      holder.child.kill("SIGCONT");
+    }
+    // Awake, it tries to go on: its claim is gone, and the fence stops it.
+    await holder.waitForLog((line) => line.msg === "claim lost to another attempt: publishing nothing more");
+    expect((await handle.result()).status).toBe("completed");
+    const events = await contiguousLog(handle.runId);
+    const takeover = events.findIndex((event) => event.type === "accepted" && event.attempt === 2);
+    expect(events.slice(takeover).every((event) => event.attempt === 2)).toBe(true);
+    expect(events.filter((event) => event.type === "completed")).toHaveLength(1);
+  });
+});
+
+describe("a slow but live daemon", () => {
+  it("keeps its run through a long tool call: its beats go on while the tool runs", async () => {
+    for (const id of ["live-1", "live-2"]) await daemon(id);
+    const handle = forks.fork({
+      prefix,
+      parent: { agent_id: "parent-live" },
+      directive: '@sim tool Bash {"command":"sleep 3"}\n@sim turn\n@sim text 5',
+    });
+    expect((await handle.result()).status).toBe("completed");
+    const events = await contiguousLog(handle.runId);
+    expect(new Set(events.map((event) => event.attempt))).toEqual(new Set([1]));
+    for (const d of daemons.values()) {
+      expect(d.logs.filter((line) => line.msg === "a daemon went silent")).toEqual([]);
+    }
+  });
+});
+
+describe("a forged presence beat", () => {
+  it("cannot take a run from the live daemon that holds it", async () => {
+    for (const id of ["held-1", "held-2"]) await daemon(id);
+    const { handle, holder } = await slowRun("parent-forged", "Write slowly.\n@sim tps 20\n@sim text 80");
+    const state = await forks.state(handle.runId);
+    const { streams, specsConsumer } = forks.resources.subjects;
+    const ack = `$JS.ACK.${streams.specs}.${specsConsumer}.1.${state!.spec_seq}.1.1795622261875584348.0`;
+    // A "ghost" daemon claims to hold the run, then falls silent; and a beat on another daemon's
+    // subject speaks for the live holder with no runs.
+    const forged = (daemonId: string) =>
+      JSON.stringify({
+        v: 1,
+        daemon_id: daemonId,
+        at: Date.now(),
+        runs: [{ run_id: handle.runId, spec_seq: state!.spec_seq, attempt: 1, ack }],
+      });
+    nc.publish(forks.resources.subjects.presence("ghost"), forged("ghost"));
+    nc.publish(forks.resources.subjects.presence("ghost-2"), forged(holder.id));
+    await nc.flush();
+    expect((await handle.result()).status).toBe("completed");
+    const events = await contiguousLog(handle.runId);
+    expect(new Set(events.map((event) => event.attempt))).toEqual(new Set([1]));
+    // The survivors did judge the ghost gone, and handed nothing back.
+    const survivor = [...daemons.values()].find((d) => d !== holder)!;
+    await survivor.waitForLog((line) => line.msg === "a daemon went silent" && line.silent === "ghost");
+    expect(
+      survivor.logs.some((line) => line.msg === "daemon went silent: its run handed back to the queue"),
+    ).toBe(false);
+  });
+});

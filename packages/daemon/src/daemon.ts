@@ -57,7 +57,6 @@ export class ForkDaemon {
   #slotFreed: (() => void) | undefined;
   #stopPulling = new AbortController();
   readonly #startedAt = Date.now();
-  #peers: PeerPresence | undefined;
 
   constructor(options: ForkDaemonOptions) {
     this.#options = options;
@@ -296,7 +295,6 @@ export class ForkDaemon {
       intervalMs: sweepMs,
       silentAfterMs: config.failoverAfterMs,
     });
-    this.#peers = peers;
     this.#subscriptions.push(
       this.#options.nc.subscribe(resources.subjects.allPresence, {
         callback: (error, message) => {
