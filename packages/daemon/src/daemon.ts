@@ -20,7 +20,7 @@ import { type HeldRun, handOffRun } from "./failover.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
-import { PeerPresence } from "./peer-presence.js";
+import { PeerPresence, type SilentPeer } from "./peer-presence.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 
 /** The daemon's lifecycle. */
@@ -57,6 +57,8 @@ export class ForkDaemon {
   #slotFreed: (() => void) | undefined;
   #stopPulling = new AbortController();
   readonly #startedAt = Date.now();
+  /** When this daemon's open pull request expires. @unit ms since epoch */
+  #pullUntil = 0;
 
   constructor(options: ForkDaemonOptions) {
     this.#options = options;
@@ -228,8 +230,16 @@ export class ForkDaemon {
         // Short pull requests: the server keeps a dead daemon's open pull request until it expires
         // and may hand it a redelivered spec, which then waits one more ack_wait. Well under
         // ack_wait, the request of a daemon that died has expired by the time its specs come back.
-        const expires = Math.min(5_000, Math.max(1_000, Math.floor(this.#config.ackWaitMs / 4)));
+        // With failover on, a second at most (nats.js's floor): a frozen daemon's open request could
+        // otherwise catch the spec handed back from it; the beat after each request says until when
+        // it is open, and a handoff waits that long (failover.ts).
+        const expires =
+          this.#config.failoverAfterMs > 0
+            ? 1_000
+            : Math.min(5_000, Math.max(1_000, Math.floor(this.#config.ackWaitMs / 4)));
         const batch = await consumer.fetch({ max_messages: free, expires });
+        this.#pullUntil = Date.now() + expires;
+        this.#beat();
         const stopBatch = () => batch.stop();
         stop.addEventListener("abort", stopBatch, { once: true });
         try {
@@ -334,12 +344,14 @@ export class ForkDaemon {
   #beat(runs?: HeldRun[]): void {
     const resources = this.#resources;
     if (!resources) return;
+    const now = Date.now();
     const presence: DaemonPresence = {
       v: PROTOCOL_VERSION,
       daemon_id: this.id,
-      at: Date.now(),
+      at: now,
       runs: runs ?? [...this.#active.values()].flatMap((run) => run.held() ?? []),
     };
+    if (this.#pullUntil > now) presence.pull_ms = Math.min(60_000, this.#pullUntil - now);
     try {
       this.#options.nc.publish(resources.subjects.presence(this.id), daemonPresenceCodec.encode(presence));
     } catch (error) {
@@ -347,12 +359,12 @@ export class ForkDaemon {
     }
   }
 
-  #handOffSilentPeers(gone: readonly DaemonPresence[]): void {
+  #handOffSilentPeers(gone: readonly SilentPeer[]): void {
     const context = { resources: this.#resources!, daemonId: this.id, logger: this.#logger };
     for (const presence of gone) {
       this.#logger.warn({ silent: presence.daemon_id, runs: presence.runs.length }, "a daemon went silent");
       for (const run of presence.runs) {
-        void handOffRun(context, presence.daemon_id, run)
+        void handOffRun(context, presence, run)
           .then((handed) => {
             if (handed) this.#options.metrics?.handoffs.inc();
           })

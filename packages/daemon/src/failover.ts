@@ -35,11 +35,22 @@ export interface HandOffContext {
   now?: () => number;
 }
 
+/** Margin for the server's clock when waiting out a silent daemon's pull request. @unit ms */
+const PULL_EXPIRY_MARGIN_MS = 100;
+
 /**
- * Hands one run of the silent daemon `from` back to the queue, if it still is that daemon's (same
+ * Hands one run of the silent daemon `silent` back to the queue, if it still is that daemon's (same
  * spec, same attempt, not ended, not handed back already). Returns true when this daemon sent the nak.
+ *
+ * A daemon that is only frozen still has its last pull request open on the server, which would catch
+ * the spec again; the nak asks for redelivery once that request has expired (its beats say when).
  */
-export async function handOffRun(context: HandOffContext, from: string, run: HeldRun): Promise<boolean> {
+export async function handOffRun(
+  context: HandOffContext,
+  silent: DaemonPresence & { lastSeenAt: number },
+  run: HeldRun,
+): Promise<boolean> {
+  const from = silent.daemon_id;
   const { resources, daemonId, logger } = context;
   const { streams, specsConsumer } = resources.subjects;
   // The presence says which delivery to nak; it must be this run's spec on the specs consumer, or a
@@ -69,7 +80,12 @@ export async function handOffRun(context: HandOffContext, from: string, run: Hel
     return { ...current, handoff: { from, by: daemonId, at: now }, updated_at: now };
   });
   if (!won) return false;
-  resources.nc.publish(run.ack, "-NAK");
+  const openUntil = silent.lastSeenAt + (silent.pull_ms ?? 0) + PULL_EXPIRY_MARGIN_MS;
+  const delayMs = Math.max(0, openUntil - now);
+  resources.nc.publish(
+    run.ack,
+    delayMs > 0 ? `-NAK ${JSON.stringify({ delay: delayMs * 1_000_000 })}` : "-NAK",
+  );
   logger.info(
     { runId: run.run_id, from, attempt: run.attempt },
     "daemon went silent: its run handed back to the queue",

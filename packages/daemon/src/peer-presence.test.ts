@@ -1,6 +1,6 @@
 import type { DaemonPresence } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
-import { PeerPresence } from "./peer-presence.js";
+import { PeerPresence, type SilentPeer } from "./peer-presence.js";
 
 const beat = (id: string, runs: DaemonPresence["runs"] = []): DaemonPresence => ({
   v: 1,
@@ -20,7 +20,7 @@ describe("PeerPresence", () => {
     peers.observe(beat("a", [RUN]), 0);
     for (let now = 100; now <= 900; now += 100) expect(peers.sweep(now)).toEqual([]);
     expect(peers.sweep(999)).toEqual([]);
-    expect(peers.sweep(1000)).toEqual([beat("a", [RUN])]);
+    expect(peers.sweep(1000)).toEqual([{ ...beat("a", [RUN]), lastSeenAt: 0 }]);
     expect(peers.sweep(1100)).toEqual([]);
     expect(peers.size).toBe(0);
   });
@@ -42,14 +42,14 @@ describe("PeerPresence", () => {
     // More than two intervals late (this daemon's own loop was stalled): nobody is judged, and the
     // silence is counted again from here.
     expect(peers.sweep(1301)).toEqual([]);
-    expect(firstJudged(peers, 1401)).toEqual({ at: 2301, gone: [beat("a", [RUN])] });
+    expect(firstJudged(peers, 1401)).toEqual({ at: 2301, gone: [{ ...beat("a", [RUN]), lastSeenAt: 1301 }] });
   });
 
   it("a sweep exactly two intervals late still judges", () => {
     const peers = tracker();
     peers.observe(beat("a"), 0);
     expect(peers.sweep(900)).toEqual([]);
-    expect(peers.sweep(1100)).toEqual([beat("a")]);
+    expect(peers.sweep(1100)).toEqual([{ ...beat("a"), lastSeenAt: 0 }]);
   });
 
   it("refreshAll and forget spare a peer", () => {
@@ -59,12 +59,12 @@ describe("PeerPresence", () => {
     expect(peers.sweep(800)).toEqual([]);
     peers.refreshAll(900);
     peers.forget("b");
-    expect(firstJudged(peers, 900)).toEqual({ at: 1900, gone: [beat("a")] });
+    expect(firstJudged(peers, 900)).toEqual({ at: 1900, gone: [{ ...beat("a"), lastSeenAt: 900 }] });
   });
 });
 
 /** Sweeps every interval from `from` until someone is judged gone. */
-function firstJudged(peers: PeerPresence, from: number): { at: number; gone: DaemonPresence[] } | undefined {
+function firstJudged(peers: PeerPresence, from: number): { at: number; gone: SilentPeer[] } | undefined {
   for (let now = from; now <= from + 10_000; now += 100) {
     const gone = peers.sweep(now);
     if (gone.length > 0) return { at: now, gone };

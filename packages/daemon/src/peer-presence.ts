@@ -11,6 +11,12 @@ interface Peer {
   presence: DaemonPresence;
 }
 
+/** A peer judged gone: its last beat, and when it was heard. */
+export type SilentPeer = DaemonPresence & {
+  /** When its last beat arrived here. @unit ms since epoch (this daemon's clock) */
+  lastSeenAt: number;
+};
+
 /** Options of {@link PeerPresence}. */
 export interface PeerPresenceOptions {
   /** This daemon: its own beats are not a peer's. */
@@ -57,18 +63,18 @@ export class PeerPresence {
    * forgotten (a peer that comes back is heard anew). Nothing is judged when this sweep comes late
    * (this daemon's own loop stalled for more than two intervals): every peer gets a fresh start.
    */
-  sweep(now: number): DaemonPresence[] {
+  sweep(now: number): SilentPeer[] {
     const last = this.#lastSweepAt;
     this.#lastSweepAt = now;
     if (last !== undefined && now - last > 2 * this.#options.intervalMs) {
       this.refreshAll(now);
       return [];
     }
-    const gone: DaemonPresence[] = [];
+    const gone: SilentPeer[] = [];
     for (const [id, peer] of this.#peers) {
       if (now - peer.lastSeenAt < this.#options.silentAfterMs) continue;
       this.#peers.delete(id);
-      gone.push(peer.presence);
+      gone.push({ ...peer.presence, lastSeenAt: peer.lastSeenAt });
     }
     return gone;
   }

@@ -15,6 +15,7 @@ import {
   abortRequestCodec,
   type Codec,
   daemonInfoCodec,
+  daemonPresenceCodec,
   decodeEventLenient,
   forkEventCodec,
   forkPrefixCodec,
@@ -60,6 +61,7 @@ describe("docs/schema", () => {
       "tool-host-response",
       "run-state",
       "daemon-info",
+      "daemon-presence",
     ]);
   });
 
@@ -115,6 +117,7 @@ describe("docs/protocol.md", () => {
     "tool-host-response": toolHostResponseCodec,
     "run-state": runStateCodec,
     "daemon-info": daemonInfoCodec,
+    "daemon-presence": daemonPresenceCodec,
   };
   const examples = [...doc.matchAll(/```(json|jsonl) ([a-z-]+)\n([\s\S]*?)```/g)].flatMap(
     ([, format, tag, body]) =>

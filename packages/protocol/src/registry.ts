@@ -119,6 +119,13 @@ export const DaemonPresenceSchema = z.object({
     )
     .max(1024)
     .describe("Runs the daemon holds, claimed."),
+  pull_ms: z
+    .number()
+    .int()
+    .nonnegative()
+    .max(60_000)
+    .optional()
+    .describe("How long its open pull request on the specs consumer stays open, from `at`."),
 });
 
 /** Where a run is. */
