@@ -5,14 +5,14 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
-import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
-import type { ForkEvent, ForkPrefix } from "@forkd/protocol";
+import type { ForkPrefix } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsClusterHandle, startNatsCluster, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
+import { contiguousLog } from "../harness/event-log.js";
 
 const ACK_WAIT_MS = 2_000;
 let cluster: NatsClusterHandle;
@@ -41,13 +41,6 @@ async function daemon(
   });
   daemons.add(process);
   return process;
-}
-
-/** Asserts the log is 1..N with no gap and no duplicate, and returns it. */
-async function contiguousLog(runId: string): Promise<ForkEvent[]> {
-  const events = (await readStoredEvents(forks.resources, runId)).map((logged) => logged.event);
-  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
-  return events;
 }
 
 beforeAll(async () => {
@@ -103,7 +96,7 @@ describe("a daemon killed with SIGKILL in the middle of a run", () => {
     expect(outcome.status).toBe("completed");
     expect(Date.now() - killedAt).toBeLessThan(ACK_WAIT_MS + 10_000);
 
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     const accepted = events.filter((event) => event.type === "accepted");
     expect(accepted.map((event) => event.type === "accepted" && event.daemon_id)).toEqual([
       "victim-1",
@@ -129,7 +122,7 @@ describe("a daemon killed with SIGKILL in the middle of a run", () => {
     const outcome = await handle.result();
     await drained;
     expect(outcome.status).toBe("completed");
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     const accepted = events.filter((event) => event.type === "accepted");
     expect(accepted.map((event) => event.type === "accepted" && event.daemon_id)).toEqual([
       "drainer-1",
@@ -160,7 +153,7 @@ describe("a daemon paused past ack_wait (a long GC, a frozen VM, a partition)", 
     await sleeper.waitForLog((line) => line.msg === "claim lost to another attempt: publishing nothing more");
     const outcome = await handle.result();
     expect(outcome.status).toBe("completed");
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     const takeover = events.findIndex((event) => event.type === "accepted" && event.attempt === 2);
     expect(events.slice(takeover).every((event) => event.attempt === 2)).toBe(true);
     expect(events.filter((event) => event.type === "completed")).toHaveLength(1);
@@ -225,7 +218,7 @@ describe("a NATS node killed with SIGKILL while forks run", () => {
     const outcomes = await Promise.all(handles.map((handle) => handle.result()));
     expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(6).fill("completed"));
     for (const handle of handles) {
-      const events = await contiguousLog(handle.runId);
+      const events = await contiguousLog(forks.resources, handle.runId);
       expect(events.at(-1)?.type).toBe("completed");
     }
     await victim.restart();

@@ -5,14 +5,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
-import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
-import type { ForkEvent, ForkPrefix } from "@forkd/protocol";
+import type { ForkPrefix } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
+import { contiguousLog } from "../harness/event-log.js";
 import { useNatsServer } from "../harness/nats.js";
 
 const nats = useNatsServer();
@@ -35,12 +35,6 @@ async function daemon(id: string): Promise<DaemonProcess> {
   });
   daemons.set(id, process);
   return process;
-}
-
-async function contiguousLog(runId: string): Promise<ForkEvent[]> {
-  const events = (await readStoredEvents(forks.resources, runId)).map((logged) => logged.event);
-  expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
-  return events;
 }
 
 beforeAll(async () => {
@@ -92,7 +86,7 @@ describe("a daemon SIGKILLed mid-run, on default settings", () => {
     expect(takenOverAt - killedAt).toBeLessThan(10_000);
     const outcome = await handle.result();
     expect(outcome.status).toBe("completed");
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     const accepted = events.filter((event) => event.type === "accepted");
     expect(accepted.map((event) => event.attempt)).toEqual([1, 2]);
     expect(accepted[1]).toMatchObject({ resumed: true });
@@ -120,7 +114,7 @@ describe("a daemon frozen (SIGSTOP) past the silence limit, on default settings"
     // Awake, it tries to go on: its claim is gone, and the fence stops it.
     await holder.waitForLog((line) => line.msg === "claim lost to another attempt: publishing nothing more");
     expect((await handle.result()).status).toBe("completed");
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     const takeover = events.findIndex((event) => event.type === "accepted" && event.attempt === 2);
     expect(events.slice(takeover).every((event) => event.attempt === 2)).toBe(true);
     expect(events.filter((event) => event.type === "completed")).toHaveLength(1);
@@ -136,7 +130,7 @@ describe("a slow but live daemon", () => {
       directive: '@sim tool Bash {"command":"sleep 3"}\n@sim turn\n@sim text 5',
     });
     expect((await handle.result()).status).toBe("completed");
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     expect(new Set(events.map((event) => event.attempt))).toEqual(new Set([1]));
     for (const d of daemons.values()) {
       expect(d.logs.filter((line) => line.msg === "a daemon went silent")).toEqual([]);
@@ -164,7 +158,7 @@ describe("a forged presence beat", () => {
     nc.publish(forks.resources.subjects.presence("ghost-2"), forged(holder.id));
     await nc.flush();
     expect((await handle.result()).status).toBe("completed");
-    const events = await contiguousLog(handle.runId);
+    const events = await contiguousLog(forks.resources, handle.runId);
     expect(new Set(events.map((event) => event.attempt))).toEqual(new Set([1]));
     // The survivors did judge the ghost gone, and handed nothing back.
     const survivor = [...daemons.values()].find((d) => d !== holder)!;
