@@ -11,6 +11,7 @@ import { createDaemonLogger, type DaemonLogger } from "./logger.js";
 import { createDaemonMetrics, serveMetrics } from "./metrics.js";
 import { connectNats } from "./nats-connection.js";
 import { daemonRunTools, requireSandbox } from "./run-tools.js";
+import { providerKeyId, SharedThrottle } from "./shared-throttle.js";
 import { registerDaemonSecrets } from "./tools/secrets.js";
 
 /** A started daemon and how to stop it. */
@@ -43,6 +44,22 @@ export async function startDaemon(
     config.metricsPort === undefined
       ? undefined
       : await serveMetrics(metrics, { port: config.metricsPort, host: config.metricsHost });
+  const subjects = forkSubjects(config.prefix);
+  // The provider's "slow down" holds every daemon of the account, not only the one it reached.
+  const throttle =
+    options.llm === undefined
+      ? new SharedThrottle({
+          nc,
+          subject: subjects.providerThrottle,
+          daemonId: config.daemonId,
+          keyId: providerKeyId(
+            config.llm.baseURL ?? process.env.ANTHROPIC_BASE_URL,
+            config.llm.apiKey ?? process.env.ANTHROPIC_API_KEY,
+          ),
+          logger,
+          metrics,
+        })
+      : undefined;
   const llm =
     options.llm ??
     new AnthropicLlmClient({
@@ -51,6 +68,7 @@ export async function startDaemon(
       timeout: config.llm.timeoutMs,
       retry: { maxRetries: config.llm.maxRetries },
       logger,
+      throttle,
     });
   const daemon = new ForkDaemon({
     config,
@@ -58,12 +76,13 @@ export async function startDaemon(
     logger,
     metrics,
     llm,
-    tools: daemonRunTools({ config, nc, subjects: forkSubjects(config.prefix), logger, sandbox }),
+    tools: daemonRunTools({ config, nc, subjects, logger, sandbox }),
     version: options.version,
   });
   try {
     await daemon.start();
   } catch (error) {
+    throttle?.close();
     await metricsServer?.close();
     await nc.close();
     throw error;
@@ -74,6 +93,7 @@ export async function startDaemon(
     metricsUrl: metricsServer?.url,
     stop: async (stopOptions = {}) => {
       await daemon.shutdown(stopOptions);
+      throttle?.close();
       await metricsServer?.close();
       await nc.drain().catch(() => nc.close());
     },

@@ -28,6 +28,7 @@ import {
   retryDelay,
 } from "./retry.js";
 import { withSdkWarningsRouted } from "./sdk-warnings.js";
+import type { ProviderThrottle } from "./throttle.js";
 import { mergeUsage } from "./usage.js";
 
 /** Default time allowed for the first byte of a response, and between two of its events. @unit ms */
@@ -60,6 +61,12 @@ export interface AnthropicClientOptions {
   /** Retry policy. @default { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30000 } */
   retry?: RetryOptions;
   /**
+   * Backoff shared with the account's other callers: consulted before each attempt, told of every
+   * 429 and 529 (see {@link ProviderThrottle}).
+   * @default none: each call backs off alone
+   */
+  throttle?: ProviderThrottle | undefined;
+  /**
    * Where the client writes retries and failures. Also handed to the SDK, whose level is
    * `ANTHROPIC_LOG` (default `warn`).
    * @default a logger that writes nothing
@@ -71,6 +78,7 @@ interface CompiledOptions {
   timeoutMs: number;
   retry: RetryPolicy;
   logger: Logger;
+  throttle: ProviderThrottle | undefined;
 }
 
 /** Options → defaults → checked values, in one place. */
@@ -83,6 +91,7 @@ function compileOptions(options: AnthropicClientOptions): CompiledOptions {
     timeoutMs,
     retry: compileRetryPolicy(options.retry),
     logger: options.logger ?? silentLogger,
+    throttle: options.throttle,
   };
 }
 
@@ -141,11 +150,18 @@ export class AnthropicLlmClient implements LlmClient {
     if (signal?.aborted) {
       throw new LlmError("aborted", "The model call was aborted before it started.");
     }
+    const throttle = this.#options.throttle;
     for (let attempt = 1; ; attempt++) {
+      await throttle?.clearance(request.model, signal);
       const result = await this.#attempt(request, signal, emit);
       if (result.ok) return result.response;
       const { error, retryAfterMs } = result;
       const delayMs = retryDelay(error, attempt, retryAfterMs, this.#options.retry);
+      // "Slow down" holds the account's other calls of this model too, for as long as it says.
+      if (throttle !== undefined && (error.code === "rate_limited" || error.code === "overloaded")) {
+        const holdMs = retryAfterMs ?? delayMs;
+        if (holdMs !== undefined && holdMs > 0) throttle.report(request.model, Date.now() + holdMs);
+      }
       if (delayMs === undefined) {
         this.#logFailure(error, attempt, retryAfterMs);
         throw error;

@@ -28,4 +28,5 @@ export {
   parseRetryAfter,
   retryDelay,
 } from "./retry.js";
+export { LocalThrottle, MAX_THROTTLE_MS, type ProviderThrottle } from "./throttle.js";
 export { addUsage, costOfUsage, mergeUsage, usageTotalsOf } from "./usage.js";

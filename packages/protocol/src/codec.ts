@@ -23,7 +23,12 @@ import {
   MAX_PREFIX_BYTES,
   MAX_SPEC_BYTES,
 } from "./limits.js";
-import { DaemonInfoSchema, DaemonPresenceSchema, RunStateSchema } from "./registry.js";
+import {
+  DaemonInfoSchema,
+  DaemonPresenceSchema,
+  ProviderThrottleSchema,
+  RunStateSchema,
+} from "./registry.js";
 import {
   ForkPrefixSchema,
   type ForkSpec,
@@ -390,6 +395,11 @@ export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
 /** Presence beats on `agent.presence.<daemon_id>`. */
 export const daemonPresenceCodec = createCodec(DaemonPresenceSchema, message("daemon presence"));
+/** "Slow down" notices on `agent.provider.throttle`. */
+export const providerThrottleCodec = createCodec(
+  ProviderThrottleSchema,
+  message("provider throttle notice", MAX_CONTROL_BYTES),
+);
 /** Requests on `agent.fork.<run_id>.permission` (daemon to parent). */
 export const permissionRequestCodec = createCodec(PermissionRequestSchema, message("permission request"));
 /** Replies to a permission request (parent to daemon). */

@@ -51,6 +51,7 @@ export {
   forkSpecCodec,
   permissionRequestCodec,
   permissionResponseCodec,
+  providerThrottleCodec,
   runStateCodec,
   toolHostRequestCodec,
   toolHostResponseCodec,
@@ -136,11 +137,19 @@ export {
   minCacheableTokens,
   modelFacts,
 } from "./model-facts.js";
-export type { DaemonInfo, DaemonPresence, QueuedRunInit, RunState, RunStatus } from "./registry.js";
+export type {
+  DaemonInfo,
+  DaemonPresence,
+  ProviderThrottleNotice,
+  QueuedRunInit,
+  RunState,
+  RunStatus,
+} from "./registry.js";
 export {
   DaemonInfoSchema,
   DaemonPresenceSchema,
   isTerminalRunStatus,
+  ProviderThrottleSchema,
   queuedRunState,
   RunStateSchema,
   RunStatusSchema,

@@ -22,6 +22,7 @@ import {
   forkSpecCodec,
   permissionRequestCodec,
   permissionResponseCodec,
+  providerThrottleCodec,
   runStateCodec,
   toolHostRequestCodec,
   toolHostResponseCodec,
@@ -62,6 +63,7 @@ describe("docs/schema", () => {
       "run-state",
       "daemon-info",
       "daemon-presence",
+      "provider-throttle",
     ]);
   });
 
@@ -118,6 +120,7 @@ describe("docs/protocol.md", () => {
     "run-state": runStateCodec,
     "daemon-info": daemonInfoCodec,
     "daemon-presence": daemonPresenceCodec,
+    "provider-throttle": providerThrottleCodec,
   };
   const examples = [...doc.matchAll(/```(json|jsonl) ([a-z-]+)\n([\s\S]*?)```/g)].flatMap(
     ([, format, tag, body]) =>

@@ -9,7 +9,12 @@ import {
   ToolHostResponseSchema,
 } from "./control.js";
 import { FORK_EVENT_TYPES, ForkEventEnvelopeSchema, ForkEventSchema, type ForkEventType } from "./events.js";
-import { DaemonInfoSchema, DaemonPresenceSchema, RunStateSchema } from "./registry.js";
+import {
+  DaemonInfoSchema,
+  DaemonPresenceSchema,
+  ProviderThrottleSchema,
+  RunStateSchema,
+} from "./registry.js";
 import { ForkPrefixSchema, ForkSpecSchema } from "./spec.js";
 
 interface Entry {
@@ -153,6 +158,15 @@ function entries(): [string, Entry][] {
         title: "forkd daemon presence",
         description:
           "Published on `<prefix>.presence.<daemon_id>` (core NATS) several times a second: the runs the daemon holds.",
+      },
+    ],
+    [
+      "provider-throttle",
+      {
+        schema: ProviderThrottleSchema,
+        title: "forkd provider throttle notice",
+        description:
+          "Published on `<prefix>.provider.throttle` (core NATS) when the provider refused a daemon's request with 429 or 529.",
       },
     ],
   ];

@@ -128,11 +128,28 @@ export const DaemonPresenceSchema = z.object({
     .describe("How long its open pull request on the specs consumer stays open, from `at`."),
 });
 
+/**
+ * On `<prefix>.provider.throttle` (core NATS): the provider refused one daemon's request with "slow
+ * down" (429, 529); the daemons calling the same provider account hold that model's requests until
+ * `until` (docs/failure-behaviour.md).
+ */
+export const ProviderThrottleSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  daemon_id: RunIdSchema.describe("The daemon that was refused."),
+  key_id: z
+    .string()
+    .regex(/^[0-9a-f]{16,64}$/)
+    .describe("A hash of the provider's base URL and API key: the account the hold applies to."),
+  model: z.string().min(1).max(256).describe("The model whose requests are held."),
+  until: EpochMsSchema.describe("Hold requests until then (a daemon holds 60 s at most)."),
+});
+
 /** Where a run is. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 export type RunState = z.infer<typeof RunStateSchema>;
 export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
 export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
+export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */
 export interface QueuedRunInit {

@@ -55,6 +55,8 @@ export interface ForkSubjects {
   presence(daemonId: string): string;
   /** `agent.presence.*`: every daemon's presence; each daemon follows the others'. */
   readonly allPresence: string;
+  /** `agent.provider.throttle`: core NATS, "the provider said slow down" from one daemon to the others. */
+  readonly providerThrottle: string;
   /** `agent.fork.*`: every spec (the work-queue stream's subject). */
   readonly allSpecs: string;
   /** `agent.fork.*.events`: every event (the events stream's subject). */
@@ -109,6 +111,7 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
       return `${prefix}.presence.${daemonId}`;
     },
     allPresence: `${prefix}.presence.*`,
+    providerThrottle: `${prefix}.provider.throttle`,
     allSpecs: `${prefix}.fork.*`,
     allEvents: `${prefix}.fork.*.events`,
     allAborts: `${prefix}.fork.*.abort`,
