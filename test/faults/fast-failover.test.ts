@@ -1,35 +1,18 @@
-// Failover in seconds on the daemon's default settings: three daemon processes follow each other's
-// presence beats; when the one running a run is SIGKILLed (or frozen), another hands its spec back to
-// the queue at once, long before the consumer's ack_wait (30 s by default) would.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { NatsForkSubagent } from "@forkd/client";
-import { createForkPrefix } from "@forkd/core";
-import type { ForkPrefix } from "@forkd/protocol";
-import { type Sim, startSim } from "@forkd/sim";
-import { loadFixture } from "@forkd/testing";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
 import { contiguousLog } from "../harness/event-log.js";
-import { useNatsServer } from "../harness/nats.js";
+import { useFaultParent } from "../harness/fault-parent.js";
 
-const nats = useNatsServer();
-let sim: Sim;
-let nc: NatsConnection;
-let forks: NatsForkSubagent;
-let workspace: string;
-let prefix: ForkPrefix;
+const stack = useFaultParent("fast-failover");
 const daemons = new Map<string, DaemonProcess>();
 
 /** A daemon on default settings (ack_wait 30 s, heartbeat 5 s, failover after 1 s of silence). */
 async function daemon(id: string): Promise<DaemonProcess> {
   const process = await spawnDaemon({
     id,
-    natsUrls: [nats().url],
-    simUrl: sim.url,
-    workspace,
+    natsUrls: [stack().server.url],
+    simUrl: stack().sim.url,
+    workspace: stack().workspace,
     ackWaitMs: 30_000,
     heartbeatMs: 5_000,
   });
@@ -37,30 +20,14 @@ async function daemon(id: string): Promise<DaemonProcess> {
   return process;
 }
 
-beforeAll(async () => {
-  workspace = await mkdtemp(join(tmpdir(), "forkd-fast-failover-"));
-  const fixture = await loadFixture("4k");
-  prefix = createForkPrefix(fixture.request, fixture.response);
-  sim = await startSim();
-  nc = await connect({ servers: nats().url });
-  forks = await NatsForkSubagent.create(nc);
-});
-
 afterEach(async () => {
   await stopDaemons(daemons.values());
   daemons.clear();
 });
 
-afterAll(async () => {
-  await forks?.close();
-  await nc?.close();
-  await sim?.close();
-  if (workspace) await rm(workspace, { recursive: true, force: true });
-});
-
 /** Forks a slow run and resolves with the daemon running it once its model call streams. */
 async function slowRun(agent: string, directive = "Write slowly.\n@sim tps 20\n@sim text 60") {
-  const handle = forks.fork({ prefix, parent: { agent_id: agent }, directive });
+  const handle = stack().forks.fork({ prefix: stack().prefix, parent: { agent_id: agent }, directive });
   let holder: string | undefined;
   for await (const event of handle.events()) {
     if (event.type === "accepted") holder = event.daemon_id;
@@ -86,7 +53,7 @@ describe("a daemon SIGKILLed mid-run, on default settings", () => {
     expect(takenOverAt - killedAt).toBeLessThan(10_000);
     const outcome = await handle.result();
     expect(outcome.status).toBe("completed");
-    const events = await contiguousLog(forks.resources, handle.runId);
+    const events = await contiguousLog(stack().forks.resources, handle.runId);
     const accepted = events.filter((event) => event.type === "accepted");
     expect(accepted.map((event) => event.attempt)).toEqual([1, 2]);
     expect(accepted[1]).toMatchObject({ resumed: true });
@@ -97,7 +64,7 @@ describe("a daemon SIGKILLed mid-run, on default settings", () => {
       d.logs.some((line) => line.msg === "daemon went silent: its run handed back to the queue"),
     );
     expect(handedBy).toHaveLength(1);
-    expect((await forks.state(handle.runId))?.handoff).toBeUndefined();
+    expect((await stack().forks.state(handle.runId))?.handoff).toBeUndefined();
   });
 });
 
@@ -114,7 +81,7 @@ describe("a daemon frozen (SIGSTOP) past the silence limit, on default settings"
     // Awake, it tries to go on: its claim is gone, and the fence stops it.
     await holder.waitForLog((line) => line.msg === "claim lost to another attempt: publishing nothing more");
     expect((await handle.result()).status).toBe("completed");
-    const events = await contiguousLog(forks.resources, handle.runId);
+    const events = await contiguousLog(stack().forks.resources, handle.runId);
     const takeover = events.findIndex((event) => event.type === "accepted" && event.attempt === 2);
     expect(events.slice(takeover).every((event) => event.attempt === 2)).toBe(true);
     expect(events.filter((event) => event.type === "completed")).toHaveLength(1);
@@ -124,13 +91,13 @@ describe("a daemon frozen (SIGSTOP) past the silence limit, on default settings"
 describe("a slow but live daemon", () => {
   it("keeps its run through a long tool call: its beats go on while the tool runs", async () => {
     for (const id of ["live-1", "live-2"]) await daemon(id);
-    const handle = forks.fork({
-      prefix,
+    const handle = stack().forks.fork({
+      prefix: stack().prefix,
       parent: { agent_id: "parent-live" },
       directive: '@sim tool Bash {"command":"sleep 3"}\n@sim turn\n@sim text 5',
     });
     expect((await handle.result()).status).toBe("completed");
-    const events = await contiguousLog(forks.resources, handle.runId);
+    const events = await contiguousLog(stack().forks.resources, handle.runId);
     expect(new Set(events.map((event) => event.attempt))).toEqual(new Set([1]));
     for (const d of daemons.values()) {
       expect(d.logs.filter((line) => line.msg === "a daemon went silent")).toEqual([]);
@@ -142,8 +109,8 @@ describe("a forged presence beat", () => {
   it("cannot take a run from the live daemon that holds it", async () => {
     for (const id of ["held-1", "held-2"]) await daemon(id);
     const { handle, holder } = await slowRun("parent-forged", "Write slowly.\n@sim tps 20\n@sim text 80");
-    const state = await forks.state(handle.runId);
-    const { streams, specsConsumer } = forks.resources.subjects;
+    const state = await stack().forks.state(handle.runId);
+    const { streams, specsConsumer } = stack().forks.resources.subjects;
     const ack = `$JS.ACK.${streams.specs}.${specsConsumer}.1.${state!.spec_seq}.1.1795622261875584348.0`;
     // A "ghost" daemon claims to hold the run, then falls silent; and a beat on another daemon's
     // subject speaks for the live holder with no runs.
@@ -154,11 +121,11 @@ describe("a forged presence beat", () => {
         at: Date.now(),
         runs: [{ run_id: handle.runId, spec_seq: state!.spec_seq, attempt: 1, ack }],
       });
-    nc.publish(forks.resources.subjects.presence("ghost"), forged("ghost"));
-    nc.publish(forks.resources.subjects.presence("ghost-2"), forged(holder.id));
-    await nc.flush();
+    stack().nc.publish(stack().forks.resources.subjects.presence("ghost"), forged("ghost"));
+    stack().nc.publish(stack().forks.resources.subjects.presence("ghost-2"), forged(holder.id));
+    await stack().nc.flush();
     expect((await handle.result()).status).toBe("completed");
-    const events = await contiguousLog(forks.resources, handle.runId);
+    const events = await contiguousLog(stack().forks.resources, handle.runId);
     expect(new Set(events.map((event) => event.attempt))).toEqual(new Set([1]));
     // The survivors did judge the ghost gone, and handed nothing back.
     const survivor = [...daemons.values()].find((d) => d !== holder)!;

@@ -1,40 +1,18 @@
-// A provider's "slow down" shared by the daemons of one account: when the simulator answers one
-// daemon's request with 429 and retry-after, another daemon's request for the same model waits for
-// that time instead of being sent (and refused) at once.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { NatsForkSubagent } from "@forkd/client";
-import { createForkPrefix } from "@forkd/core";
-import type { ForkPrefix } from "@forkd/protocol";
-import { type Sim, startSim } from "@forkd/sim";
-import { loadFixture } from "@forkd/testing";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
-import { useNatsServer } from "../harness/nats.js";
+import { useFaultParent } from "../harness/fault-parent.js";
 
-const nats = useNatsServer();
-let sim: Sim;
-let nc: NatsConnection;
-let forks: NatsForkSubagent;
-let workspace: string;
-let prefix: ForkPrefix;
+const stack = useFaultParent("throttle");
 const daemons: DaemonProcess[] = [];
 
 beforeAll(async () => {
-  workspace = await mkdtemp(join(tmpdir(), "forkd-throttle-"));
-  const fixture = await loadFixture("4k");
-  prefix = createForkPrefix(fixture.request, fixture.response);
-  sim = await startSim();
-  nc = await connect({ servers: nats().url });
-  forks = await NatsForkSubagent.create(nc);
   // One slot each: while the first run waits out its 429, the second can only go to the other daemon.
   for (const id of ["throttle-1", "throttle-2"]) {
+    const { server, sim, workspace } = stack();
     daemons.push(
       await spawnDaemon({
         id,
-        natsUrls: [nats().url],
+        natsUrls: [server.url],
         simUrl: sim.url,
         workspace,
         concurrency: 1,
@@ -44,19 +22,13 @@ beforeAll(async () => {
   }
 });
 
-afterAll(async () => {
-  await stopDaemons(daemons);
-  await forks?.close();
-  await nc?.close();
-  await sim?.close();
-  if (workspace) await rm(workspace, { recursive: true, force: true });
-});
+afterAll(() => stopDaemons(daemons));
 
 describe("a 429 with retry-after seen by one daemon", () => {
   it("holds the other daemon's request for the same model until the time it named", async () => {
-    const refused = sim.next("request", { filter: (entry) => entry.status === 429 });
-    const first = forks.fork({
-      prefix,
+    const refused = stack().sim.next("request", { filter: (entry) => entry.status === 429 });
+    const first = stack().forks.fork({
+      prefix: stack().prefix,
       parent: { agent_id: "parent-throttle" },
       directive: "Refused once.\n@sim fault-once 429 retry-after=2\n@sim text 5",
     });
@@ -67,11 +39,11 @@ describe("a 429 with retry-after seen by one daemon", () => {
         daemon.waitForLog((line) => line.msg === "llm attempt failed; retrying").then(() => daemon),
       ),
     );
-    const answered = sim.next("request", {
+    const answered = stack().sim.next("request", {
       filter: (entry) => entry.status === 200 && entry.body.includes("Held back."),
     });
-    const second = forks.fork({
-      prefix,
+    const second = stack().forks.fork({
+      prefix: stack().prefix,
       parent: { agent_id: "parent-throttle" },
       directive: "Held back.\n@sim text 5",
     });
@@ -81,9 +53,13 @@ describe("a 429 with retry-after seen by one daemon", () => {
     // Sent no earlier than the two seconds the provider named (less the time the notice took).
     expect(held.receivedAt - refusal.endedAt).toBeGreaterThanOrEqual(1_850);
     // And by the other daemon: the hold crossed daemons.
-    const secondAccepted = (await forks.state(second.runId))?.daemon_id;
+    const secondAccepted = (await stack().forks.state(second.runId))?.daemon_id;
     expect(secondAccepted).not.toBe(refusedDaemon.id);
     // Nothing else was refused: the second daemon did not find out by a 429 of its own.
-    expect(sim.requests().filter((entry) => entry.status === 429)).toHaveLength(1);
+    expect(
+      stack()
+        .sim.requests()
+        .filter((entry) => entry.status === 429),
+    ).toHaveLength(1);
   });
 });
