@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkPrefix } from "@forkd/protocol";
-import { type Sim, startSim } from "@forkd/sim";
+import { type Sim, type SimOptions, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
@@ -26,13 +26,13 @@ export interface FaultParent {
 }
 
 /** Registers the lifecycle in the current test file and returns its accessor. */
-export function useFaultParent(name: string): () => FaultParent {
+export function useFaultParent(name: string, options: { sim?: SimOptions } = {}): () => FaultParent {
   const nats = useNatsServer();
   let parent: FaultParent | undefined;
   beforeAll(async () => {
     const workspace = await mkdtemp(join(tmpdir(), `forkd-${name}-`));
     const fixture = await loadFixture("4k");
-    const sim = await startSim();
+    const sim = await startSim(options.sim);
     const nc = await connect({ servers: nats().url });
     parent = {
       server: nats(),
