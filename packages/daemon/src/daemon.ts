@@ -39,6 +39,9 @@ export interface ForkDaemonOptions
 
 const DAEMON_VERSION = "0.1.0";
 
+/** A daemon that has not heard its own beats for this many times `failoverAfterMs` stops its runs. */
+const CUT_OFF_FAILOVER_MULTIPLE = 5;
+
 /**
  * A forkd daemon. `start()` resolves once it is pulling; `shutdown()` drains.
  */
@@ -305,6 +308,9 @@ export class ForkDaemon {
       intervalMs: sweepMs,
       silentAfterMs: config.failoverAfterMs,
     });
+    // This daemon hears its own beats too: when it has not for a while, it is cut off from NATS, the
+    // others cannot hear it either, and they have taken its runs (see #abandonRunsIfCutOff).
+    let selfHeardAt = Date.now();
     this.#subscriptions.push(
       this.#options.nc.subscribe(resources.subjects.allPresence, {
         callback: (error, message) => {
@@ -315,6 +321,7 @@ export class ForkDaemon {
             if (message.subject !== resources.subjects.presence(presence.daemon_id)) {
               throw new ProtocolError("invalid_message", "a presence beat on another daemon's subject");
             }
+            if (presence.daemon_id === this.id) selfHeardAt = Date.now();
             peers.observe(presence, Date.now());
           } catch (decodeError) {
             const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
@@ -331,10 +338,17 @@ export class ForkDaemon {
     })().catch(() => undefined);
     this.#timers.push(setInterval(() => this.#beat(), config.presenceMs).unref());
     if (config.failoverAfterMs > 0) {
+      let lastSweepAt = Date.now();
       this.#timers.push(
         setInterval(() => {
-          const gone = peers.sweep(Date.now());
+          const now = Date.now();
+          const late = now - lastSweepAt > 2 * sweepMs;
+          lastSweepAt = now;
+          // After this daemon's own stall, its own beats are still queued: it was not cut off.
+          if (late) selfHeardAt = now;
+          const gone = peers.sweep(now);
           if (this.#state === "running") this.#handOffSilentPeers(gone);
+          this.#abandonRunsIfCutOff(now - selfHeardAt);
         }, sweepMs).unref(),
       );
     }
@@ -357,6 +371,24 @@ export class ForkDaemon {
     } catch (error) {
       this.#logger.debug({ err: error }, "presence beat not sent");
     }
+  }
+
+  /**
+   * Cut off from NATS for `CUT_OFF_FAILOVER_MULTIPLE × failoverAfterMs`, this daemon stops its runs
+   * without ending them or touching their specs: the others took them over long ago (every model call
+   * it still streams is paid twice). Shorter cuts (a NATS node restarting, a leader election) leave
+   * the runs going: their events are published when the link is back.
+   */
+  #abandonRunsIfCutOff(silentForMs: number): void {
+    if (silentForMs < CUT_OFF_FAILOVER_MULTIPLE * this.#config.failoverAfterMs || this.#active.size === 0)
+      return;
+    const runs = [...this.#active.values()].filter((run) => run.held() !== undefined);
+    if (runs.length === 0) return;
+    this.#logger.warn(
+      { silentForMs, runs: runs.map((run) => run.runId) },
+      "cut off from NATS: the other daemons have taken these runs; stopping them here",
+    );
+    for (const run of runs) run.abandon();
   }
 
   #handOffSilentPeers(gone: readonly SilentPeer[]): void {

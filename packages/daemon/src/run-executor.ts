@@ -79,6 +79,12 @@ export interface ActiveRun {
   abort(request: AbortClaim): boolean;
   /** Stops the run without ending it: its spec is nak'ed and another daemon resumes it (drain). */
   release(): void;
+  /**
+   * Stops the run without ending it or touching its spec: this daemon was cut off from NATS long enough
+   * for another to have taken the run over (a nak sent when the link comes back could take the spec
+   * from its new holder).
+   */
+  abandon(): void;
   /** Tells JetStream the spec is still being worked on. */
   keepAlive(): void;
   /** Publishes a heartbeat event and refreshes the registry entry; detects a lost claim. */
@@ -203,6 +209,7 @@ export class RunExecutor {
       done,
       abort: requestAbort,
       release: () => stopWith({ kind: "release" }),
+      abandon: () => stopWith({ kind: "fenced" }),
       keepAlive: () => {
         if (!stop) message.working();
       },
