@@ -1,10 +1,13 @@
-// A daemon cut from NATS in the middle of a run (a blackholed link: nothing passes, nothing closes).
-// The run must resume on another daemon, within seconds on default settings; no tool may run twice;
-// and the cut daemon must stop its own model stream once it notices it can no longer publish.
+// Partitions, made with a relay the test cuts (nothing passes, nothing closes). A daemon cut from NATS
+// mid-run: the run resumes on another daemon within seconds on default settings, no tool runs twice,
+// and the cut daemon stops its own model stream. A parent cut from NATS: its runs go on, and once
+// its link is back it follows them to the end with no gap.
 import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { daemonPresenceCodec } from "@forkd/protocol";
+import { NatsForkSubagent } from "@forkd/client";
+import { daemonPresenceCodec, type ForkEvent } from "@forkd/protocol";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
 import { contiguousLog } from "../harness/event-log.js";
@@ -79,5 +82,47 @@ describe("a daemon cut from NATS mid-run", () => {
     expect(stopped.outputTokensSent).toBeLessThan(100);
     expect(stopped.endedAt - cutAt).toBeLessThan(9_000);
     relay.heal();
+  });
+});
+
+describe("a parent cut from NATS mid-run", () => {
+  it("leaves its run going; when the link carries again, it follows the run to the end with no gap", async () => {
+    const { server, sim, workspace, forks: observer, prefix } = stack();
+    const link = await startPartitionRelay(server.url);
+    const daemon = await spawnDaemon({
+      id: "parent-cut-d",
+      natsUrls: [server.url],
+      simUrl: sim.url,
+      workspace,
+    });
+    daemons.push(daemon);
+    const nc = await connect({ servers: link.url, reconnectTimeWait: 200, maxReconnectAttempts: -1 });
+    const parent = await NatsForkSubagent.create(nc);
+    try {
+      const handle = parent.fork({
+        prefix,
+        parent: { agent_id: "parent-cut" },
+        directive: "Write on, whoever listens.\n@sim tps 50\n@sim text 100",
+      });
+      const seen: ForkEvent[] = [];
+      const following = (async () => {
+        for await (const event of handle.events()) seen.push(event);
+      })();
+      // Cut once the stream is under way; the run must finish without its parent.
+      for await (const event of handle.events()) if (event.type === "llm.delta") break;
+      link.cut();
+      const ended = await observer.attach(handle.runId).result();
+      expect(ended.status).toBe("completed");
+      // The link carries again (what was sent meanwhile was held in TCP's buffers, not lost).
+      link.heal();
+      await following;
+      expect(seen.map((event) => event.seq)).toEqual(seen.map((_, index) => index + 1));
+      expect(seen.at(-1)?.type).toBe("completed");
+      expect((await handle.result()).status).toBe("completed");
+    } finally {
+      await parent.close();
+      await nc.close();
+      await link.close();
+    }
   });
 });
