@@ -18,7 +18,8 @@ export default defineConfig({
         test: {
           name: "unit",
           globalSetup,
-          include: ["packages/*/src/**/*.test.ts"],
+          // scripts/: the pure parts of the repository's tools (what `pnpm mutation --changed` selects).
+          include: ["packages/*/src/**/*.test.ts", "scripts/**/*.test.ts"],
           exclude: ["**/*.integration.test.ts", "**/node_modules/**"],
         },
       },

@@ -5,9 +5,26 @@
 //
 //   pnpm mutation                          core and protocol, every source file
 //   pnpm mutation core src/pricing.ts      one file (globs relative to the package)
-import { mkdirSync, writeFileSync } from "node:fs";
+//   pnpm mutation --changed [REV]          what changed since REV (default HEAD~1), within a time budget,
+//                                          checked against scripts/mutation-baseline.json (CI)
+//
+// Options: --concurrency N (default 1 on two cores or fewer, else cores - 1), --budget SECONDS
+// (--changed only; default 420), --update-baseline (write the measured scores into the baseline).
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join, matchesGlob, relative, resolve } from "node:path";
 import { Stryker } from "@stryker-mutator/core";
+import {
+  type Baseline,
+  changedTargets,
+  checkScores,
+  estimateSeconds,
+  MUTATION_SOURCES,
+  planWithinBudget,
+  type Target,
+  updatedBaseline,
+} from "./mutation-plan.js";
 
 // @stryker-mutator/api holds these types; it is Stryker's dependency, not ours.
 type PartialStrykerOptions = NonNullable<ConstructorParameters<typeof Stryker>[0]>;
@@ -15,13 +32,15 @@ type MutantResult = Awaited<ReturnType<Stryker["runMutationTest"]>>[number];
 
 const root = resolve(import.meta.dirname, "..");
 const reports = join(root, "reports", "mutation");
+const baselineFile = join(root, "scripts", "mutation-baseline.json");
 
-/** What a package's mutants are made from when no file is named: its source, not its tests or test helpers. */
-const SOURCE = ["src/**/*.ts", "!src/**/*.test.ts", "!src/test-support/**", "!src/arbitraries.ts"];
 const DEFAULT_PACKAGES = ["core", "protocol"];
+/** What `--changed` may spend, estimated, so that CI stays well under its 25 minutes. */
+const DEFAULT_BUDGET_SECONDS = 420;
 
 interface FileScore {
   file: string;
+  /** Mutants that count in the score (killed, timed out, survived, without coverage) and errors. */
   mutants: number;
   killed: number;
   survived: number;
@@ -32,6 +51,15 @@ interface FileScore {
   score: number | null;
 }
 
+interface Survivor {
+  file: string;
+  line: number;
+  column: number;
+  status: string;
+  mutator: string;
+  replacement: string | undefined;
+}
+
 function scoreOf(file: string, results: readonly MutantResult[]): FileScore {
   const count = (...statuses: MutantResult["status"][]) =>
     results.filter((r) => statuses.includes(r.status)).length;
@@ -39,16 +67,17 @@ function scoreOf(file: string, results: readonly MutantResult[]): FileScore {
   const timeout = count("Timeout");
   const survived = count("Survived");
   const noCoverage = count("NoCoverage");
+  const errors = count("CompileError", "RuntimeError");
   const detected = killed + timeout;
   const valid = detected + survived + noCoverage;
   return {
     file,
-    mutants: results.length,
+    mutants: valid + errors,
     killed,
     survived,
     noCoverage,
     timeout,
-    errors: count("CompileError", "RuntimeError"),
+    errors,
     score: valid === 0 ? null : Math.round((detected / valid) * 10_000) / 100,
   };
 }
@@ -66,17 +95,29 @@ function table(rows: readonly FileScore[]): string {
   return [line(head), line(widths.map((w) => "-".repeat(w))), ...body.map(line)].join("\n");
 }
 
-async function mutatePackage(name: string, files: readonly string[]): Promise<FileScore[]> {
+const formatSurvivor = (s: Survivor) =>
+  `  ${s.file}:${s.line}:${s.column}  ${s.status}  ${s.mutator}  → ${JSON.stringify(s.replacement)}`;
+
+async function mutatePackage(
+  name: string,
+  files: readonly string[],
+  concurrency: number,
+): Promise<{ scores: FileScore[]; survivors: Survivor[] }> {
   const dir = join(root, "packages", name);
+  const sources = MUTATION_SOURCES[name];
+  if (sources === undefined || !existsSync(join(dir, "vitest.config.ts"))) {
+    throw new Error(`@forkd/${name} has no unit-tests vitest.config.ts or no entry in MUTATION_SOURCES`);
+  }
   const options: PartialStrykerOptions = {
     testRunner: "vitest",
     // Under pnpm, Stryker cannot discover its plugins next to itself: name the runner.
     plugins: ["@stryker-mutator/vitest-runner"],
     vitest: { configFile: `packages/${name}/vitest.config.ts` },
     coverageAnalysis: "perTest",
+    concurrency,
     // Paths from the repository root: the sandbox is a copy of it, so tests that read another package's
     // fixtures find them.
-    mutate: (files.length > 0 ? files : SOURCE).map((glob) =>
+    mutate: (files.length > 0 ? files : sources).map((glob) =>
       glob.startsWith("!") ? `!packages/${name}/${glob.slice(1)}` : `packages/${name}/${glob}`,
     ),
     ignorePatterns: ["dist", "reports", "bench", "deploy", "docs", "test"],
@@ -102,7 +143,7 @@ async function mutatePackage(name: string, files: readonly string[]): Promise<Fi
   const scores = [...byFile]
     .map(([file, rs]) => scoreOf(file, rs))
     .sort((a, b) => a.file.localeCompare(b.file));
-  const survivors = results
+  const survivors: Survivor[] = results
     .filter((r) => r.status === "Survived" || r.status === "NoCoverage")
     .map((r) => ({
       file: relative(dir, resolve(root, r.fileName)),
@@ -114,31 +155,161 @@ async function mutatePackage(name: string, files: readonly string[]): Promise<Fi
     }))
     .sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
   console.log(`\n@forkd/${name}: mutants no test killed`);
-  for (const s of survivors) {
-    console.log(
-      `  ${s.file}:${s.line}:${s.column}  ${s.status}  ${s.mutator}  → ${JSON.stringify(s.replacement)}`,
-    );
-  }
+  for (const s of survivors) console.log(formatSurvivor(s));
   writeFileSync(
     join(reports, `${name}.json`),
     `${JSON.stringify({ package: name, scores, survivors }, null, 2)}\n`,
   );
-  return scores;
+  return { scores, survivors };
+}
+
+interface Options {
+  packages: string[];
+  files: string[];
+  /** `--changed [REV]`: the revision to diff against. */
+  changed: string | undefined;
+  budgetSeconds: number;
+  concurrency: number;
+  updateBaseline: boolean;
+}
+
+function parseArgs(argv: readonly string[]): Options {
+  const args = argv.filter((a) => a !== "--");
+  const cores = availableParallelism();
+  const options: Options = {
+    packages: [],
+    files: [],
+    changed: undefined,
+    budgetSeconds: DEFAULT_BUDGET_SECONDS,
+    // Two cores are shared with whoever else works here: one mutant at a time unless told otherwise.
+    concurrency: cores <= 2 ? 1 : cores - 1,
+    updateBaseline: false,
+  };
+  const number = (flag: string, value: string | undefined) => {
+    const n = Number(value);
+    if (!(n > 0)) throw new Error(`${flag} takes a positive number, not ${JSON.stringify(value)}`);
+    return n;
+  };
+  const isFile = (a: string) => a.includes("/") || a.includes("*") || a.endsWith(".ts");
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "--changed") {
+      const next = args[i + 1];
+      options.changed = next !== undefined && !next.startsWith("--") ? args[++i]! : "HEAD~1";
+    } else if (a === "--budget") options.budgetSeconds = number(a, args[++i]);
+    else if (a === "--concurrency") options.concurrency = number(a, args[++i]);
+    else if (a === "--update-baseline") options.updateBaseline = true;
+    else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
+    else if (isFile(a)) options.files.push(a);
+    else options.packages.push(a.replace(/^@forkd\//, ""));
+  }
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
+    throw new Error(`concurrency must be a positive integer, not ${options.concurrency}`);
+  }
+  if (options.changed !== undefined && (options.packages.length > 0 || options.files.length > 0)) {
+    throw new Error("--changed chooses the files itself: name no package or file with it");
+  }
+  return options;
+}
+
+const readBaseline = (): Baseline => JSON.parse(readFileSync(baselineFile, "utf8")) as Baseline;
+const seconds = (since: number) => Math.round((Date.now() - since) / 1000);
+
+/** Every package's files, each as (package, files) — what one Stryker run per package mutates. */
+function groupByPackage(targets: readonly Target[]): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const t of targets) groups.set(t.pkg, [...(groups.get(t.pkg) ?? []), t.file]);
+  return groups;
+}
+
+/** `--changed`: mutate what changed since `rev`, within the budget; exit 1 when a file is below its bar. */
+async function runChanged(options: Options, rev: string): Promise<number> {
+  const git = (...a: string[]) =>
+    execFileSync("git", a, { cwd: root, encoding: "utf8" }).split("\n").filter(Boolean);
+  try {
+    git("rev-parse", "--verify", "--quiet", `${rev}^{commit}`);
+  } catch {
+    console.error(
+      `mutation: ${rev} is not a commit in this clone (a shallow clone?): nothing to diff against`,
+    );
+    return 1;
+  }
+  const paths = [...git("diff", "--name-only", rev), ...git("ls-files", "--others", "--exclude-standard")];
+  const targets = changedTargets(paths, (p) => existsSync(join(root, p)));
+  if (targets.length === 0) {
+    console.log(`mutation: no mutation-tested source file changed since ${rev}; nothing to mutate.`);
+    return 0;
+  }
+  const baseline = readBaseline();
+  const estimated = targets.map((target) => {
+    const lines = readFileSync(join(root, "packages", target.pkg, target.file), "utf8").split("\n").length;
+    return { target, seconds: estimateSeconds(target, baseline, lines) };
+  });
+  const plan = planWithinBudget(estimated, baseline, options.budgetSeconds);
+  console.log(`mutation: source files changed since ${rev}, budget ${options.budgetSeconds} s`);
+  for (const p of plan.run)
+    console.log(`  mutate   @forkd/${p.target.pkg} ${p.target.file} (~${Math.round(p.seconds)} s)`);
+  for (const l of plan.leftOut) {
+    console.log(`  LEFT OUT @forkd/${l.target.pkg} ${l.target.file}: ${l.reason}`);
+  }
+  if (plan.run.length === 0) console.log("mutation: nothing fits in the budget; nothing mutated.");
+  const started = Date.now();
+  const measured: { path: string; score: number | null; mutants: number }[] = [];
+  const survivors = new Map<string, Survivor[]>();
+  for (const [pkg, files] of groupByPackage(plan.run.map((p) => p.target))) {
+    if (seconds(started) >= options.budgetSeconds) {
+      for (const f of files) {
+        console.log(`  LEFT OUT @forkd/${pkg} ${f}: the budget was spent after ${seconds(started)} s`);
+      }
+      continue;
+    }
+    const result = await mutatePackage(pkg, files, options.concurrency);
+    console.log(`\n@forkd/${pkg}\n${table(result.scores)}`);
+    for (const s of result.scores) measured.push({ ...s, path: `packages/${pkg}/${s.file}` });
+    for (const s of result.survivors) {
+      const path = `packages/${pkg}/${s.file}`;
+      survivors.set(path, [...(survivors.get(path) ?? []), s]);
+    }
+  }
+  const verdicts = checkScores(measured, baseline);
+  console.log(`\nmutation: ${seconds(started)} s; each file must score at least min(90, its baseline) − 1`);
+  for (const v of verdicts) {
+    const score = v.score === null ? "n/a" : v.score.toFixed(2);
+    console.log(`  ${v.pass ? "ok  " : "FAIL"} ${v.path}: ${score} % (minimum ${v.minimum.toFixed(2)} %)`);
+    if (!v.pass) for (const s of survivors.get(v.path) ?? []) console.log(`    ${formatSurvivor(s).trim()}`);
+  }
+  if (options.updateBaseline) writeBaseline(updatedBaseline(baseline, measured));
+  const failed = verdicts.filter((v) => !v.pass);
+  if (failed.length > 0) {
+    console.log(
+      `\n${failed.length} file(s) below their minimum: kill the survivors above with tests, or name them` +
+        " as equivalent in docs/testing.md and lower the file's score in scripts/mutation-baseline.json.",
+    );
+    return 1;
+  }
+  return 0;
+}
+
+function writeBaseline(baseline: Baseline): void {
+  writeFileSync(baselineFile, `${JSON.stringify(baseline, null, 2)}\n`);
+  console.log(`baseline written: ${relative(root, baselineFile)}`);
 }
 
 process.chdir(root);
-const args = process.argv.slice(2).filter((a) => a !== "--");
-const isFile = (a: string) => a.includes("/") || a.includes("*") || a.endsWith(".ts");
-const packages = args.filter((a) => !isFile(a)).map((a) => a.replace(/^@forkd\//, ""));
-const files = args.filter(isFile);
+const options = parseArgs(process.argv.slice(2));
 mkdirSync(reports, { recursive: true });
-const started = Date.now();
-const summary: string[] = [];
-for (const name of packages.length > 0 ? packages : DEFAULT_PACKAGES) {
-  const scores = await mutatePackage(name, files);
-  summary.push(`\n@forkd/${name}\n${table(scores)}`);
+if (options.changed !== undefined) {
+  process.exitCode = await runChanged(options, options.changed);
+} else {
+  const started = Date.now();
+  const summary: string[] = [];
+  const measured: { path: string; score: number | null; mutants: number }[] = [];
+  for (const name of options.packages.length > 0 ? options.packages : DEFAULT_PACKAGES) {
+    const { scores } = await mutatePackage(name, options.files, options.concurrency);
+    summary.push(`\n@forkd/${name}\n${table(scores)}`);
+    for (const s of scores) measured.push({ ...s, path: `packages/${name}/${s.file}` });
+  }
+  console.log(summary.join("\n"));
+  console.log(`\nmutation run: ${seconds(started)} s; reports in ${relative(root, reports)}/`);
+  if (options.updateBaseline) writeBaseline(updatedBaseline(readBaseline(), measured));
 }
-console.log(summary.join("\n"));
-console.log(
-  `\nmutation run: ${((Date.now() - started) / 1000).toFixed(0)} s; reports in ${relative(root, reports)}/`,
-);
