@@ -24,11 +24,12 @@ const baseline: Baseline = {
 };
 
 describe("isMutationSource", () => {
-  it("takes a package's sources, not its tests, test support or arbitraries", () => {
+  it("takes a package's sources, not its tests, test support, corpora or arbitraries", () => {
     expect(isMutationSource("core", "src/usage.ts")).toBe(true);
     expect(isMutationSource("core", "src/tools/shell/commands/sed.ts")).toBe(true);
     expect(isMutationSource("core", "src/usage.test.ts")).toBe(false);
     expect(isMutationSource("core", "src/test-support/fake.ts")).toBe(false);
+    expect(isMutationSource("core", "src/tools/shell/hostile-corpus.ts")).toBe(false);
     expect(isMutationSource("protocol", "src/arbitraries.ts")).toBe(false);
     expect(isMutationSource("protocol", "src/codec.ts")).toBe(true);
     expect(isMutationSource("core", "vitest.config.ts")).toBe(false);

@@ -9,7 +9,8 @@ import { matchesGlob } from "node:path";
  * ones their unit tests reach without NATS; the rest is covered by integration tests.
  */
 export const MUTATION_SOURCES: Readonly<Record<string, readonly string[]>> = {
-  core: ["src/**/*.ts", "!src/**/*.test.ts", "!src/test-support/**"],
+  // The shell corpora are the classifier's specification by example: data the tests read.
+  core: ["src/**/*.ts", "!src/**/*.test.ts", "!src/test-support/**", "!src/tools/shell/*corpus.ts"],
   protocol: ["src/**/*.ts", "!src/**/*.test.ts", "!src/arbitraries.ts"],
 };
 

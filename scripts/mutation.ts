@@ -117,8 +117,9 @@ async function mutatePackage(
     concurrency,
     // Paths from the repository root: the sandbox is a copy of it, so tests that read another package's
     // fixtures find them.
-    mutate: (files.length > 0 ? files : sources).map((glob) =>
-      glob.startsWith("!") ? `!packages/${name}/${glob.slice(1)}` : `packages/${name}/${glob}`,
+    // Named files keep the package's exclusions: `src/tools/**/*.ts` mutates no test.
+    mutate: (files.length > 0 ? [...files, ...sources.filter((g) => g.startsWith("!"))] : sources).map(
+      (glob) => (glob.startsWith("!") ? `!packages/${name}/${glob.slice(1)}` : `packages/${name}/${glob}`),
     ),
     ignorePatterns: ["dist", "reports", "bench", "deploy", "docs", "test"],
     incremental: true,
