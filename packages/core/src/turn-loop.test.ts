@@ -1,11 +1,15 @@
 import { once } from "node:events";
 import type { ForkEventBody, Limits, MessageParam, ProviderUsage } from "@forkd/protocol";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { listBreakpoints } from "./breakpoints.js";
 import { computeCacheKey } from "./cache-key.js";
 import { createForkPrefix } from "./cache-safe-params.js";
+import { EventLogError } from "./errors.js";
 import { buildForkedRequest } from "./forked-request.js";
-import { LlmError } from "./llm-client.js";
+import { LlmError, type LlmRequest } from "./llm-client.js";
+import type { Logger } from "./logger.js";
+import { createPricingTable } from "./pricing.js";
+import type { ResumeState } from "./resume.js";
 import { testDispatcher } from "./test-support/dispatcher.js";
 import { loadFixture } from "./test-support/fixtures.js";
 import {
@@ -58,6 +62,18 @@ function setup(steps: ScriptStep[], extra: Partial<TurnLoopOptions> = {}) {
 }
 
 const types = (events: ForkEventBody[]) => events.map((event) => event.type);
+
+/** A logger that keeps every line: `[level, fields, message]`. */
+function recordingLogger() {
+  const lines: [string, unknown, string | undefined][] = [];
+  const at =
+    (level: string) =>
+    (fields: unknown, message?: string): void => {
+      lines.push([level, fields, message]);
+    };
+  const logger: Logger = { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  return { lines, logger };
+}
 
 describe("runTurnLoop", () => {
   it("runs one turn to the model's end", async () => {
@@ -112,6 +128,13 @@ describe("runTurnLoop", () => {
       "tool.call",
       "tool.result",
     ]);
+    // Turn 2 builds on two results: the rolling breakpoint goes on the second, the last block.
+    const second = JSON.parse(t.llm.requests[1]!) as LlmRequest;
+    expect(listBreakpoints(second).at(-1)!.location).toEqual({
+      area: "messages",
+      messageIndex: second.messages.length - 1,
+      blockIndex: 1,
+    });
     const third = t.llm.lastRequest();
     const breakpoints = listBreakpoints(third);
     expect(breakpoints).toHaveLength(4);
@@ -386,13 +409,27 @@ describe("runTurnLoop", () => {
       is_error: true,
       content: "Permission for Write was denied: not today. The call was not run.",
     });
-    expect(results[3]).toMatchObject({ is_error: true });
+    expect(results[3]).toMatchObject({
+      is_error: true,
+      content:
+        "Permission for Write was not approved in time: no decision within 20 ms. The call was not run.",
+    });
   });
 
   it("turns a throwing dispatcher into an error result and goes on", async () => {
-    const t = setup([toolReply([{ id: "t1", name: "Throw", input: {} }]), textReply("done")]);
+    const log = recordingLogger();
+    const t = setup([toolReply([{ id: "t1", name: "Throw", input: {} }]), textReply("done")], {
+      logger: log.logger,
+    });
     const outcome = await t.run();
     expect(outcome.status).toBe("completed");
+    expect(log.lines).toEqual([
+      [
+        "warn",
+        { err: new Error("dispatcher bug"), tool: "Throw", tool_use_id: "t1" },
+        "tool dispatcher threw",
+      ],
+    ]);
     expect((outcome.messages.at(-2)!.content as Block[])[0]).toMatchObject({
       content: "Tool Throw failed: dispatcher bug",
       is_error: true,
@@ -435,8 +472,12 @@ describe("runTurnLoop", () => {
         partialText: "Scope: par",
       });
     };
-    const once = setup([cut, textReply("Scope: x\nResult: done")]);
+    const log = recordingLogger();
+    const once = setup([cut, textReply("Scope: x\nResult: done")], { logger: log.logger });
     const recovered = await once.run();
+    expect(log.lines).toEqual([
+      ["warn", { turn: 1, interruptions: 1 }, "model stream cut after output began: sending the turn again"],
+    ]);
     expect(recovered).toMatchObject({ status: "completed", turns: 1 });
     expect(types(once.events).filter((type) => type === "llm.request")).toHaveLength(2);
     expect(once.llm.requests[0]).toBe(once.llm.requests[1]);
@@ -638,6 +679,329 @@ describe("stopping a run", () => {
     }) as typeof signal.removeEventListener;
     await setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], { signal }).run();
     expect(added.length).toBeGreaterThan(0);
-    expect(removed.length).toBe(added.length);
+    expect(removed.sort()).toEqual(added.sort());
+  });
+});
+
+describe("time: deadlines and durations", () => {
+  // A clock that moves only when a test moves it; timers still run on real time.
+  function manualClock(start = 1_000_000) {
+    const clock = { t: start, now: () => clock.t };
+    return clock;
+  }
+
+  it("takes the earlier of timeout_ms and deadlineAt, and reports that one's limit", async () => {
+    const clock = manualClock();
+    const deadlineFirst = await setup([hangingStep()], {
+      clock,
+      limits: { timeout_ms: 60_000 },
+      deadlineAt: clock.t + 40,
+    }).run();
+    expect(deadlineFirst).toMatchObject({
+      status: "timeout",
+      error: { message: "run exceeded its time limit of 40 ms" },
+    });
+    const timeoutFirst = await setup([hangingStep()], {
+      clock,
+      limits: { timeout_ms: 30 },
+      deadlineAt: clock.t + 60_000,
+    }).run();
+    expect(timeoutFirst).toMatchObject({ error: { message: "run exceeded its time limit of 30 ms" } });
+  });
+
+  it("stops before the first call at a deadline that is exactly now, with a limit of 0 ms when it had passed", async () => {
+    const clock = manualClock();
+    const now = setup([textReply("never")], { clock, deadlineAt: clock.t });
+    expect(await now.run()).toMatchObject({ status: "timeout" });
+    expect(now.llm.calls).toBe(0);
+    const passed = await setup([textReply("never")], { clock, deadlineAt: clock.t - 5 }).run();
+    expect(passed).toMatchObject({ error: { message: "run exceeded its time limit of 0 ms" } });
+  });
+
+  it("measures the run and each tool on its clock", async () => {
+    const clock = manualClock();
+    const t = setup(
+      [
+        () => {
+          clock.t += 250;
+          return toolReply([{ id: "t1", name: "Slow", input: {} }]);
+        },
+        textReply("done"),
+      ],
+      { clock },
+    );
+    const dispatcher = t.options.dispatcher;
+    t.options.dispatcher = {
+      isSafeToRepeat: (call) => dispatcher.isSafeToRepeat(call),
+      execute: async (call, context) => {
+        clock.t += 70;
+        return dispatcher.execute(call, context);
+      },
+    };
+    const outcome = await t.run();
+    expect(outcome.durationMs).toBe(320);
+    expect(t.events.find((event) => event.type === "tool.result")).toMatchObject({ duration_ms: 70 });
+  });
+
+  it("leaves no timer behind: the run's deadline, a permission's wait, an aborted tool's grace", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const asker: PermissionAsker = {
+        needsApproval: () => true,
+        ask: async () => ({ decision: "allow" }),
+      };
+      await setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], {
+        limits: { timeout_ms: 60_000 },
+        permissions: { asker, timeoutMs: 60_000 },
+      }).run();
+      expect(vi.getTimerCount()).toBe(0);
+
+      // A tool that stops on its signal, after a moment of cleanup: the loop waits for it, then
+      // cancels the grace timer.
+      const controller = new AbortController();
+      let cleanedUp = false;
+      const t = setup([toolReply([{ id: "t1", name: "Careful", input: {} }])], { signal: controller.signal });
+      t.options.dispatcher = {
+        isSafeToRepeat: () => false,
+        execute: (_call, context) =>
+          new Promise((_resolve, reject) => {
+            context.signal.addEventListener("abort", () =>
+              setImmediate(() =>
+                setImmediate(() => {
+                  cleanedUp = true;
+                  reject(new Error("stopped"));
+                }),
+              ),
+            );
+            controller.abort("enough");
+          }),
+      };
+      expect(await t.run()).toMatchObject({ status: "aborted", reason: "enough" });
+      expect(cleanedUp).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("turn loop edges", () => {
+  it("refuses to resume a run that already ended", async () => {
+    const t = setup([textReply("never")], {
+      resume: { terminal: { type: "completed", seq: 7 } } as unknown as ResumeState,
+    });
+    const error = await t.run().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(EventLogError);
+    expect(error).toMatchObject({ message: "the run already ended with a completed event", seq: 7 });
+  });
+
+  it("names an abort without a reason 'aborted'", async () => {
+    const controller = new AbortController();
+    const t = setup([hangingStep(() => controller.abort(""))], { signal: controller.signal });
+    expect(await t.run()).toMatchObject({ status: "aborted", reason: "aborted" });
+  });
+
+  it("does not send a turn again when the cut stream was the abort's doing", async () => {
+    const controller = new AbortController();
+    const t = setup(
+      [
+        () => {
+          controller.abort("stop");
+          throw new LlmError("stream_interrupted", "cut", { retryable: true });
+        },
+        textReply("never"),
+      ],
+      { signal: controller.signal },
+    );
+    expect(await t.run()).toMatchObject({ status: "aborted", reason: "stop" });
+    expect(types(t.events).filter((type) => type === "llm.request")).toHaveLength(1);
+    expect(t.llm.calls).toBe(1);
+  });
+
+  it("returns at an abort even when the model client ignores its signal and never settles", async () => {
+    const controller = new AbortController();
+    const t = setup(
+      [
+        () =>
+          new Promise(() => {
+            controller.abort("stop");
+          }),
+      ],
+      { signal: controller.signal },
+    );
+    expect(await t.run()).toMatchObject({ status: "aborted", reason: "stop" });
+  });
+
+  it("marks only the response's start with an immediate llm.delta, not other stream events", async () => {
+    const t = setup([
+      (_request, options) => {
+        options.onEvent?.({ type: "retry", attempt: 1, delayMs: 10, error: "overloaded" });
+        options.onEvent?.({ type: "thinking_delta", thinking: "hm" });
+        return textReply("");
+      },
+    ]);
+    await t.run();
+    expect(t.events.filter((event) => event.type === "llm.delta")).toEqual([
+      { type: "llm.delta", turn: 1, text: "" },
+    ]);
+  });
+
+  it("waits for stored events only before a call built on tool results not yet stored", async () => {
+    let barriers = 0;
+    const t = setup(
+      [
+        toolReply([{ id: "t1", name: "Echo", input: {} }]),
+        textReply("thinking", { stop_reason: "pause_turn" }),
+        textReply("done"),
+      ],
+      {
+        durable: async () => {
+          barriers += 1;
+        },
+      },
+    );
+    expect(await t.run()).toMatchObject({ status: "completed", turns: 3 });
+    // Before the tool, and before turn 2 (built on its result); turn 3 adds nothing unstored.
+    expect(barriers).toBe(2);
+  });
+
+  it("checks the cache on the first turn only", async () => {
+    const { prefix } = forked48k();
+    const layers = computeCacheKey(prefix.params).layers;
+    const lowReads = usage({
+      input_tokens: 40_000,
+      cache_creation_input_tokens: 8_000,
+      cache_read_input_tokens: 0,
+    });
+    const t = setup(
+      [
+        toolReply([{ id: "t1", name: "Echo", input: {} }], { usage: lowReads }),
+        textReply("done", { usage: lowReads }),
+      ],
+      { cacheCheck: { parentLayers: layers, prefixLayers: layers } },
+    );
+    await t.run();
+    expect(t.events.filter((event) => event.type === "cache.break")).toMatchObject([{ turn: 1 }]);
+  });
+
+  it("places no rolling breakpoint when told not to", async () => {
+    const t = setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], {
+      rollingBreakpoint: false,
+    });
+    await t.run();
+    const first = listBreakpoints(JSON.parse(t.llm.requests[0]!) as LlmRequest);
+    expect(listBreakpoints(t.llm.lastRequest())).toEqual(first);
+  });
+
+  it("after pause_turn with a system reminder, puts the rolling breakpoint on the assistant's last block", async () => {
+    const t = setup([textReply("working", { stop_reason: "pause_turn" }), textReply("done")], {
+      systemReminder: "Stay in packages/core.",
+    });
+    await t.run();
+    const second = t.llm.lastRequest();
+    expect(listBreakpoints(second).at(-1)!.location).toEqual({
+      area: "messages",
+      messageIndex: second.messages.length - 1,
+      blockIndex: 0,
+    });
+  });
+
+  it("keeps the fork's own breakpoint when the rolling one needs room, even when it is the earliest", async () => {
+    const marked = (text: string) => ({ type: "text", text, cache_control: { type: "ephemeral" } });
+    const request = {
+      model: "claude-sonnet-4-6",
+      max_tokens: 100,
+      messages: [{ role: "user", content: [marked("a"), marked("b"), marked("c"), marked("d")] }],
+    } as unknown as LlmRequest;
+    const forkBreakpoint = { area: "messages", messageIndex: 0, blockIndex: 0 } as const;
+    const t = setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], {
+      request,
+      forkBreakpoint,
+    });
+    await t.run();
+    const locations = listBreakpoints(t.llm.lastRequest()).map((b) => b.location);
+    expect(locations).toHaveLength(4);
+    expect(locations[0]).toEqual(forkBreakpoint);
+    expect(locations).not.toContainEqual({ area: "messages", messageIndex: 0, blockIndex: 1 });
+  });
+
+  it("does not enforce a cost budget when a model has no price, and says so", async () => {
+    const log = recordingLogger();
+    const t = setup(
+      [
+        toolReply([{ id: "t1", name: "Echo", input: {} }], { usage: usage({ output_tokens: 1_000_000 }) }),
+        textReply("done"),
+      ],
+      { logger: log.logger, limits: { budget: { max_cost_usd: 0.000001 } }, pricing: createPricingTable([]) },
+    );
+    expect(await t.run()).toMatchObject({ status: "completed", stop: "end_turn", turns: 2 });
+    expect(log.lines[0]).toEqual([
+      "warn",
+      { unpriced_models: ["claude-sonnet-4-6"], max_cost_usd: 0.000001 },
+      "cost budget not enforced: a model has no price",
+    ]);
+    // Without a cost budget an unpriced model is no warning.
+    const quiet = recordingLogger();
+    await setup([toolReply([{ id: "t1", name: "Echo", input: {} }]), textReply("done")], {
+      logger: quiet.logger,
+      limits: { budget: { max_input_tokens: 1_000_000 } },
+      pricing: createPricingTable([]),
+    }).run();
+    expect(quiet.lines).toEqual([]);
+  });
+
+  it("logs an unexpected failure as an error, and a forkd error not at all", async () => {
+    const log = recordingLogger();
+    const boom = new Error("boom");
+    const failed = await setup(
+      [
+        () => {
+          throw boom;
+        },
+      ],
+      { logger: log.logger },
+    ).run();
+    expect(failed).toMatchObject({ status: "failed", error: { code: "internal" } });
+    expect(log.lines).toEqual([["error", { err: boom }, "turn loop failed unexpectedly"]]);
+    const known = recordingLogger();
+    await setup(
+      [
+        () => {
+          throw new LlmError("overloaded", "overloaded", { retryable: true });
+        },
+      ],
+      { logger: known.logger },
+    ).run();
+    expect(known.lines).toEqual([]);
+  });
+
+  it("denies a call whose permission request failed, and goes on", async () => {
+    const asker: PermissionAsker = {
+      needsApproval: () => true,
+      ask: async () => {
+        throw new Error("no route to parent");
+      },
+    };
+    const t = setup([toolReply([{ id: "t1", name: "Write", input: {} }]), textReply("done")], {
+      permissions: { asker },
+    });
+    const outcome = await t.run();
+    expect(outcome).toMatchObject({ status: "completed", stop: "end_turn" });
+    expect(t.dispatcher.executed).toEqual([]);
+    expect(t.events.find((event) => event.type === "permission.resolved")).toEqual({
+      type: "permission.resolved",
+      turn: 1,
+      tool_use_id: "t1",
+      decision: "deny",
+      reason: "the permission request failed: no route to parent",
+    });
+    expect((outcome.messages.at(-2)!.content as Block[])[0]).toMatchObject({
+      is_error: true,
+      content:
+        "Permission for Write was denied: the permission request failed: no route to parent. The call was not run.",
+    });
   });
 });
