@@ -1005,3 +1005,33 @@ describe("turn loop edges", () => {
     });
   });
 });
+
+describe("turn loop edges, continued", () => {
+  it("ends at an abort while a permission is asked, with no decision and no result after it", async () => {
+    const controller = new AbortController();
+    const asker: PermissionAsker = {
+      needsApproval: () => true,
+      ask: () => {
+        controller.abort("stop");
+        return new Promise(() => {});
+      },
+    };
+    const t = setup([toolReply([{ id: "t1", name: "Write", input: {} }]), textReply("never")], {
+      permissions: { asker },
+      signal: controller.signal,
+    });
+    expect(await t.run()).toMatchObject({ status: "aborted", reason: "stop", turns: 1 });
+    expect(types(t.events).slice(-2)).toEqual(["tool.call", "permission.requested"]);
+  });
+
+  it("places no rolling breakpoint when the last message has no block that can carry one", async () => {
+    const empty = {
+      message: { role: "assistant" as const, content: [] },
+      stop_reason: "pause_turn" as const,
+    };
+    const t = setup([empty, textReply("done")]);
+    expect(await t.run()).toMatchObject({ status: "completed", turns: 2 });
+    const first = listBreakpoints(JSON.parse(t.llm.requests[0]!) as LlmRequest);
+    expect(listBreakpoints(t.llm.lastRequest())).toEqual(first);
+  });
+});
