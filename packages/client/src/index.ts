@@ -25,7 +25,8 @@ export type {
   PermissionHandler,
 } from "./nats-fork-subagent.js";
 export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
-export type { ForkResourceOptions, ForkResources } from "./resources.js";
+export type { ForkResourceOptions } from "./resource-options.js";
+export type { ForkResources } from "./resources.js";
 export { ensureForkResources } from "./resources.js";
 export type { RunStateEntry } from "./run-registry.js";
 export { getRunState } from "./run-registry.js";

@@ -10,7 +10,7 @@ export {
   uploadPrefix,
   uploadPrefixBytes,
 } from "./prefix-store.js";
-export type { ResolvedForkResourceOptions } from "./resources.js";
-export { resolveResourceOptions } from "./resources.js";
+export type { ResolvedForkResourceOptions } from "./resource-options.js";
+export { resolveResourceOptions } from "./resource-options.js";
 export type { RunStateMutation } from "./run-registry.js";
 export { updateRunState } from "./run-registry.js";

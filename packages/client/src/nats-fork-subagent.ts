@@ -40,7 +40,8 @@ import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { isStorageFull } from "./jetstream-errors.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
-import { ensureForkResources, type ForkResourceOptions, type ForkResources } from "./resources.js";
+import type { ForkResourceOptions } from "./resource-options.js";
+import { ensureForkResources, type ForkResources } from "./resources.js";
 import { getRunState, updateRunState } from "./run-registry.js";
 
 /** Answers a daemon that asks whether a tool call of one of this parent's forks may run. */
