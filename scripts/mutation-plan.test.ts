@@ -35,6 +35,14 @@ describe("isMutationSource", () => {
     expect(isMutationSource("core", "vitest.config.ts")).toBe(false);
   });
 
+  it("takes only the listed pure modules of daemon and client", () => {
+    expect(isMutationSource("daemon", "src/tools/secrets.ts")).toBe(true);
+    expect(isMutationSource("daemon", "src/tools/secrets.test.ts")).toBe(false);
+    expect(isMutationSource("daemon", "src/run-executor.ts")).toBe(false);
+    expect(isMutationSource("client", "src/resource-options.ts")).toBe(true);
+    expect(isMutationSource("client", "src/resources.ts")).toBe(false);
+  });
+
   it("takes nothing from a package that is not mutation-tested", () => {
     expect(isMutationSource("sim", "src/server.ts")).toBe(false);
   });

@@ -12,6 +12,14 @@ export const MUTATION_SOURCES: Readonly<Record<string, readonly string[]>> = {
   // The shell corpora are the classifier's specification by example: data the tests read.
   core: ["src/**/*.ts", "!src/**/*.test.ts", "!src/test-support/**", "!src/tools/shell/*corpus.ts"],
   protocol: ["src/**/*.ts", "!src/**/*.test.ts", "!src/arbitraries.ts"],
+  daemon: [
+    "src/config-secrets.ts",
+    "src/redact.ts",
+    "src/tools/glob-pattern.ts",
+    "src/tools/output.ts",
+    "src/tools/secrets.ts",
+  ],
+  client: ["src/jetstream-errors.ts", "src/resource-options.ts"],
 };
 
 /** Whether `file` (relative to its package) is one of the package's mutation sources. */
