@@ -1,12 +1,15 @@
 import { describe, expect, it } from "vitest";
 import {
   type Baseline,
+  changedLines,
   changedTargets,
   checkScores,
   estimateSeconds,
+  isAsked,
   isMutationSource,
   MUTANTS_PER_LINE,
   minimumScore,
+  mutatePatterns,
   planWithinBudget,
   updatedBaseline,
 } from "./mutation-plan.js";
@@ -90,8 +93,92 @@ describe("changedTargets", () => {
     ).toEqual([{ pkg: "core", file: "src/kept.ts" }]);
   });
 
+  it("keeps a changed source's changed lines, unless its test changed too", () => {
+    const lines = new Map([
+      ["packages/core/src/a.ts", [[3, 4] as const]],
+      ["packages/core/src/b.ts", [[1, 2] as const]],
+    ]);
+    const exists = (p: string) => p === "packages/core/src/a.ts" || p === "packages/core/src/b.ts";
+    expect(
+      changedTargets(
+        ["packages/core/src/a.ts", "packages/core/src/b.ts", "packages/core/src/b.test.ts"],
+        exists,
+        lines,
+      ),
+    ).toEqual([
+      { pkg: "core", file: "src/a.ts", lines: [[3, 4]] },
+      { pkg: "core", file: "src/b.ts" },
+    ]);
+    expect(changedTargets(["packages/core/src/b.test.ts", "packages/core/src/b.ts"], exists, lines)).toEqual([
+      { pkg: "core", file: "src/b.ts" },
+    ]);
+  });
+
   it("finds nothing in a change that touched no mutation source", () => {
     expect(changedTargets(["README.md", "packages/core/src/test-support/x.ts"], all)).toEqual([]);
+  });
+});
+
+describe("changedLines", () => {
+  it("reads the new side of every hunk of git diff --unified=0, file by file", () => {
+    const diff = [
+      "diff --git a/packages/core/src/usage.ts b/packages/core/src/usage.ts",
+      "index 1..2 100644",
+      "--- a/packages/core/src/usage.ts",
+      "+++ b/packages/core/src/usage.ts",
+      "@@ -10 +10 @@ export function x() {",
+      "-  a",
+      "+  b",
+      "@@ -20,0 +21,3 @@",
+      "+c",
+      "@@ -40,2 +43,0 @@",
+      "-gone",
+      "diff --git a/packages/protocol/src/new.ts b/packages/protocol/src/new.ts",
+      "--- /dev/null",
+      "+++ b/packages/protocol/src/new.ts",
+      "@@ -0,0 +1,5 @@",
+    ].join("\n");
+    expect(changedLines(diff)).toEqual(
+      new Map([
+        [
+          "packages/core/src/usage.ts",
+          [
+            [10, 10],
+            [21, 23],
+          ],
+        ],
+        ["packages/protocol/src/new.ts", [[1, 5]]],
+      ]),
+    );
+  });
+});
+
+describe("mutatePatterns and isAsked", () => {
+  it("name a whole file, or each range of lines", () => {
+    expect(mutatePatterns({ pkg: "core", file: "src/a.ts" })).toEqual(["src/a.ts"]);
+    expect(
+      mutatePatterns({
+        pkg: "core",
+        file: "src/a.ts",
+        lines: [
+          [3, 3],
+          [7, 9],
+        ],
+      }),
+    ).toEqual(["src/a.ts:3-3", "src/a.ts:7-9"]);
+  });
+
+  it("keep a mutant of an asked file, within an asked range when there is one, first and last line included", () => {
+    const patterns = ["src/a.ts:7-9", "src/tools/**/*.ts"];
+    expect([6, 7, 9, 10].map((line) => isAsked(patterns, "src/a.ts", line))).toEqual([
+      false,
+      true,
+      true,
+      false,
+    ]);
+    expect(isAsked(patterns, "src/tools/shell/lexer.ts", 500)).toBe(true);
+    expect(isAsked(patterns, "src/b.ts", 1)).toBe(false);
+    expect(isAsked([], "src/b.ts", 1)).toBe(true);
   });
 });
 
@@ -102,6 +189,20 @@ describe("estimateSeconds", () => {
 
   it("prefers the file's own cost per mutant", () => {
     expect(estimateSeconds({ pkg: "protocol", file: "src/codec.ts" }, baseline, 999)).toBe(710);
+  });
+
+  it("charges changed lines their share of the file's mutants", () => {
+    // 463 mutants over 500 lines, 50 lines changed: 47 mutants at 1 s.
+    const target = {
+      pkg: "core",
+      file: "src/turn-loop.ts",
+      lines: [
+        [1, 40],
+        [100, 109],
+      ] as const,
+    };
+    expect(estimateSeconds(target, baseline, 500)).toBe(47);
+    expect(estimateSeconds({ ...target, lines: [[1, 900]] as const }, baseline, 500)).toBe(463);
   });
 
   it("guesses a new file's mutants from its lines", () => {

@@ -35,6 +35,48 @@ export function isMutationSource(pkg: string, file: string): boolean {
 export interface Target {
   pkg: string;
   file: string;
+  /** Only these lines (first and last, 1-based, inclusive); the whole file when absent. */
+  lines?: readonly (readonly [number, number])[];
+}
+
+/**
+ * The lines each file gained or changed, from `git diff --unified=0` (repository-relative paths): the
+ * `+c,d` side of every hunk. A hunk that only deletes lines adds none.
+ */
+export function changedLines(diff: string): Map<string, [number, number][]> {
+  const lines = new Map<string, [number, number][]>();
+  let current: [number, number][] | undefined;
+  for (const line of diff.split("\n")) {
+    const file = /^\+\+\+ b\/(.+)$/.exec(line);
+    if (file !== null) {
+      current = [];
+      lines.set(file[1]!, current);
+      continue;
+    }
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/.exec(line);
+    if (hunk !== null && current !== undefined) {
+      const start = Number(hunk[1]);
+      const count = hunk[2] === undefined ? 1 : Number(hunk[2]);
+      if (count > 0) current.push([start, start + count - 1]);
+    }
+  }
+  return lines;
+}
+
+/** Stryker's mutate patterns for a target: the file, or one `file:first-last` per range of lines. */
+export function mutatePatterns(target: Target): string[] {
+  if (target.lines === undefined) return [target.file];
+  return target.lines.map(([first, last]) => `${target.file}:${first}-${last}`);
+}
+
+/** Whether a mutant at `line` of `file` is one that `patterns` (globs, with or without a line range) asked for. */
+export function isAsked(patterns: readonly string[], file: string, line: number): boolean {
+  if (patterns.length === 0) return true;
+  return patterns.some((pattern) => {
+    const range = /^(.*):(\d+)-(\d+)$/.exec(pattern);
+    if (range === null) return matchesGlob(file, pattern);
+    return matchesGlob(file, range[1]!) && line >= Number(range[2]) && line <= Number(range[3]);
+  });
 }
 
 /**
@@ -42,15 +84,24 @@ export interface Target {
  * lists. A changed unit test stands for the source it tests (`src/codec.hostile.test.ts` for
  * `src/codec.ts`, when that file exists): deleting an assertion can lower an untouched file's score.
  */
-export function changedTargets(paths: readonly string[], exists: (path: string) => boolean): Target[] {
+export function changedTargets(
+  paths: readonly string[],
+  exists: (path: string) => boolean,
+  lines: ReadonlyMap<string, readonly (readonly [number, number])[]> = new Map(),
+): Target[] {
   const targets = new Map<string, Target>();
   for (const path of paths) {
     const m = /^packages\/([^/]+)\/(.+)$/.exec(path);
     if (m === null) continue;
     const [, pkg, file] = m as unknown as [string, string, string];
-    for (const candidate of file.endsWith(".test.ts") ? testedSources(file) : [file]) {
+    const isTest = file.endsWith(".test.ts");
+    for (const candidate of isTest ? testedSources(file) : [file]) {
       if (isMutationSource(pkg, candidate) && exists(`packages/${pkg}/${candidate}`)) {
-        targets.set(`${pkg}/${candidate}`, { pkg, file: candidate });
+        const key = `${pkg}/${candidate}`;
+        const ranges = isTest ? undefined : lines.get(path);
+        // A changed test stands for its whole source; so does a source whose changed lines are unknown.
+        const whole = ranges === undefined || (targets.has(key) && targets.get(key)!.lines === undefined);
+        targets.set(key, whole ? { pkg, file: candidate } : { pkg, file: candidate, lines: ranges });
         break;
       }
     }
@@ -84,7 +135,10 @@ export const MUTANTS_PER_LINE = 0.8;
 /** What a package without a baseline entry is assumed to cost. */
 const UNKNOWN_PACKAGE = { startupSeconds: 60, secondsPerMutant: 2 };
 
-/** Seconds a from-scratch run of `target` is expected to take, startup of its package excluded. */
+/**
+ * Seconds a from-scratch run of `target` is expected to take, startup of its package excluded.
+ * @param lines the file's length in lines.
+ */
 export function estimateSeconds(target: Target, baseline: Baseline, lines: number): number {
   const known = baseline.files[`packages/${target.pkg}/${target.file}`];
   const perMutant =
@@ -92,7 +146,10 @@ export function estimateSeconds(target: Target, baseline: Baseline, lines: numbe
     baseline.packages[target.pkg]?.secondsPerMutant ??
     UNKNOWN_PACKAGE.secondsPerMutant;
   const mutants = known?.mutants ?? Math.ceil(lines * MUTANTS_PER_LINE);
-  return mutants * perMutant;
+  if (target.lines === undefined) return mutants * perMutant;
+  // Mutants are spread over the file about evenly: changed lines carry their share.
+  const changed = target.lines.reduce((sum, [first, last]) => sum + last - first + 1, 0);
+  return Math.ceil(mutants * Math.min(1, changed / Math.max(1, lines))) * perMutant;
 }
 
 export interface Planned {

@@ -13,14 +13,17 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { join, matchesGlob, relative, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { Stryker } from "@stryker-mutator/core";
 import {
   type Baseline,
+  changedLines,
   changedTargets,
   checkScores,
   estimateSeconds,
+  isAsked,
   MUTATION_SOURCES,
+  mutatePatterns,
   planWithinBudget,
   type Target,
   updatedBaseline,
@@ -131,10 +134,9 @@ async function mutatePackage(
     ignoreStatic: true,
     cleanTempDir: "always",
   };
-  // Incremental mode also reports the files of earlier runs: keep the ones asked for.
-  const asked = (file: string) => files.length === 0 || files.some((glob) => matchesGlob(file, glob));
+  // Incremental mode also reports the files (and lines) of earlier runs: keep the ones asked for.
   const results = (await new Stryker(options).runMutationTest()).filter((r) =>
-    asked(relative(dir, resolve(root, r.fileName))),
+    isAsked(files, relative(dir, resolve(root, r.fileName)), r.location.start.line),
   );
   const byFile = new Map<string, MutantResult[]>();
   for (const r of results) {
@@ -215,11 +217,13 @@ function parseArgs(argv: readonly string[]): Options {
 
 const readBaseline = (): Baseline => JSON.parse(readFileSync(baselineFile, "utf8")) as Baseline;
 const seconds = (since: number) => Math.round((Date.now() - since) / 1000);
+const shown = (t: Target) =>
+  `@forkd/${t.pkg} ${t.file}${t.lines === undefined ? "" : ` lines ${t.lines.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(", ")}`}`;
 
-/** Every package's files, each as (package, files) — what one Stryker run per package mutates. */
+/** Every package's mutate patterns (files, or files with line ranges): one Stryker run per package. */
 function groupByPackage(targets: readonly Target[]): Map<string, string[]> {
   const groups = new Map<string, string[]>();
-  for (const t of targets) groups.set(t.pkg, [...(groups.get(t.pkg) ?? []), t.file]);
+  for (const t of targets) groups.set(t.pkg, [...(groups.get(t.pkg) ?? []), ...mutatePatterns(t)]);
   return groups;
 }
 
@@ -236,7 +240,18 @@ async function runChanged(options: Options, rev: string): Promise<number> {
     return 1;
   }
   const paths = [...git("diff", "--name-only", rev), ...git("ls-files", "--others", "--exclude-standard")];
-  const targets = changedTargets(paths, (p) => existsSync(join(root, p)));
+  // Only the changed lines of a changed source are mutated (a whole run of turn-loop.ts or codec.ts
+  // alone would not fit the budget); a changed test brings its whole source.
+  const diff = execFileSync(
+    "git",
+    ["diff", "--unified=0", "--no-color", "--no-ext-diff", rev, "--", "packages"],
+    {
+      cwd: root,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
+  const targets = changedTargets(paths, (p) => existsSync(join(root, p)), changedLines(diff));
   if (targets.length === 0) {
     console.log(`mutation: no mutation-tested source file changed since ${rev}; nothing to mutate.`);
     return 0;
@@ -248,11 +263,8 @@ async function runChanged(options: Options, rev: string): Promise<number> {
   });
   const plan = planWithinBudget(estimated, baseline, options.budgetSeconds);
   console.log(`mutation: source files changed since ${rev}, budget ${options.budgetSeconds} s`);
-  for (const p of plan.run)
-    console.log(`  mutate   @forkd/${p.target.pkg} ${p.target.file} (~${Math.round(p.seconds)} s)`);
-  for (const l of plan.leftOut) {
-    console.log(`  LEFT OUT @forkd/${l.target.pkg} ${l.target.file}: ${l.reason}`);
-  }
+  for (const p of plan.run) console.log(`  mutate   ${shown(p.target)} (~${Math.round(p.seconds)} s)`);
+  for (const l of plan.leftOut) console.log(`  LEFT OUT ${shown(l.target)}: ${l.reason}`);
   if (plan.run.length === 0) console.log("mutation: nothing fits in the budget; nothing mutated.");
   const started = Date.now();
   const measured: { path: string; score: number | null; mutants: number }[] = [];
