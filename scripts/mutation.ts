@@ -9,9 +9,10 @@
 //                                          checked against scripts/mutation-baseline.json (CI)
 //
 // Options: --concurrency N (default 1 on two cores or fewer, else cores - 1), --budget SECONDS
-// (--changed only; default 420), --update-baseline (write the measured scores into the baseline).
+// (--changed only; default 420), --update-baseline (write the measured scores into the baseline),
+// --tests GLOB,… (only these unit tests: a cheap lower bound of the score, reported apart).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { Stryker } from "@stryker-mutator/core";
@@ -101,21 +102,61 @@ function table(rows: readonly FileScore[]): string {
 const formatSurvivor = (s: Survivor) =>
   `  ${s.file}:${s.line}:${s.column}  ${s.status}  ${s.mutator}  → ${JSON.stringify(s.replacement)}`;
 
+/** The config `--tests` writes beside a package's own, for one run (git-ignored). */
+const TESTS_ONLY_CONFIG = "vitest.tests-only.config.ts";
+
 async function mutatePackage(
   name: string,
   files: readonly string[],
   concurrency: number,
+  tests: readonly string[] = [],
 ): Promise<{ scores: FileScore[]; survivors: Survivor[] }> {
   const dir = join(root, "packages", name);
   const sources = MUTATION_SOURCES[name];
   if (sources === undefined || !existsSync(join(dir, "vitest.config.ts"))) {
     throw new Error(`@forkd/${name} has no unit-tests vitest.config.ts or no entry in MUTATION_SOURCES`);
   }
+  // Against some tests only, a run is cheap and its score a lower bound; it keeps its own incremental
+  // file and report, so that the package's full results are not mixed with it.
+  const only = tests.length > 0;
+  const suffix = only ? ".tests-only" : "";
+  if (only) {
+    writeFileSync(
+      join(dir, TESTS_ONLY_CONFIG),
+      "// Written by scripts/mutation.ts for --tests, removed after the run.\n" +
+        'import { unitTestsConfig } from "../../scripts/unit-vitest-config.js";\n\n' +
+        `export default unitTestsConfig(import.meta.dirname, ${JSON.stringify(tests)});\n`,
+    );
+  }
+  try {
+    return await runStryker(
+      name,
+      dir,
+      sources,
+      files,
+      concurrency,
+      only ? TESTS_ONLY_CONFIG : "vitest.config.ts",
+      suffix,
+    );
+  } finally {
+    if (only) rmSync(join(dir, TESTS_ONLY_CONFIG), { force: true });
+  }
+}
+
+async function runStryker(
+  name: string,
+  dir: string,
+  sources: readonly string[],
+  files: readonly string[],
+  concurrency: number,
+  config: string,
+  suffix: string,
+): Promise<{ scores: FileScore[]; survivors: Survivor[] }> {
   const options: PartialStrykerOptions = {
     testRunner: "vitest",
     // Under pnpm, Stryker cannot discover its plugins next to itself: name the runner.
     plugins: ["@stryker-mutator/vitest-runner"],
-    vitest: { configFile: `packages/${name}/vitest.config.ts` },
+    vitest: { configFile: `packages/${name}/${config}` },
     coverageAnalysis: "perTest",
     concurrency,
     // Paths from the repository root: the sandbox is a copy of it, so tests that read another package's
@@ -126,7 +167,7 @@ async function mutatePackage(
     ),
     ignorePatterns: ["dist", "reports", "bench", "deploy", "docs", "test"],
     incremental: true,
-    incrementalFile: join(reports, `${name}.incremental.json`),
+    incrementalFile: join(reports, `${name}${suffix}.incremental.json`),
     reporters: ["progress"],
     timeoutMS: 10_000,
     // A mutant in code that runs at import (zod schemas, tables) is "static": every test would run
@@ -160,7 +201,7 @@ async function mutatePackage(
   console.log(`\n@forkd/${name}: mutants no test killed`);
   for (const s of survivors) console.log(formatSurvivor(s));
   writeFileSync(
-    join(reports, `${name}.json`),
+    join(reports, `${name}${suffix}.json`),
     `${JSON.stringify({ package: name, scores, survivors }, null, 2)}\n`,
   );
   return { scores, survivors };
@@ -174,6 +215,8 @@ interface Options {
   budgetSeconds: number;
   concurrency: number;
   updateBaseline: boolean;
+  /** `--tests GLOB,…`: run only these of the package's unit tests (a quick lower bound). */
+  tests: string[];
 }
 
 function parseArgs(argv: readonly string[]): Options {
@@ -187,6 +230,7 @@ function parseArgs(argv: readonly string[]): Options {
     // Two cores are shared with whoever else works here: one mutant at a time unless told otherwise.
     concurrency: cores <= 2 ? 1 : cores - 1,
     updateBaseline: false,
+    tests: [],
   };
   const number = (flag: string, value: string | undefined) => {
     const n = Number(value);
@@ -202,12 +246,16 @@ function parseArgs(argv: readonly string[]): Options {
     } else if (a === "--budget") options.budgetSeconds = number(a, args[++i]);
     else if (a === "--concurrency") options.concurrency = number(a, args[++i]);
     else if (a === "--update-baseline") options.updateBaseline = true;
+    else if (a === "--tests") options.tests.push(...(args[++i] ?? "").split(",").filter(Boolean));
     else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
     else if (isFile(a)) options.files.push(a);
     else options.packages.push(a.replace(/^@forkd\//, ""));
   }
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1) {
     throw new Error(`concurrency must be a positive integer, not ${options.concurrency}`);
+  }
+  if (options.tests.length > 0 && (options.changed !== undefined || options.updateBaseline)) {
+    throw new Error("--tests measures a lower bound: not for --changed or --update-baseline");
   }
   if (options.changed !== undefined && (options.packages.length > 0 || options.files.length > 0)) {
     throw new Error("--changed chooses the files itself: name no package or file with it");
@@ -318,11 +366,14 @@ if (options.changed !== undefined) {
   const summary: string[] = [];
   const measured: { path: string; score: number | null; mutants: number }[] = [];
   for (const name of options.packages.length > 0 ? options.packages : DEFAULT_PACKAGES) {
-    const { scores } = await mutatePackage(name, options.files, options.concurrency);
+    const { scores } = await mutatePackage(name, options.files, options.concurrency, options.tests);
     summary.push(`\n@forkd/${name}\n${table(scores)}`);
     for (const s of scores) measured.push({ ...s, path: `packages/${name}/${s.file}` });
   }
   console.log(summary.join("\n"));
   console.log(`\nmutation run: ${seconds(started)} s; reports in ${relative(root, reports)}/`);
+  if (options.tests.length > 0) {
+    console.log(`against ${options.tests.join(", ")} only: each score is a lower bound of the package's`);
+  }
   if (options.updateBaseline) writeBaseline(updatedBaseline(readBaseline(), measured));
 }

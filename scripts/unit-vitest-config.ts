@@ -2,15 +2,18 @@
 // (no NATS suites, no global setup). The repository's runner is the root vitest.config.ts.
 import { defineConfig } from "vitest/config";
 
-/** The vitest config of the package whose directory is `root`. */
-export function unitTestsConfig(root: string) {
+/**
+ * The vitest config of the package whose directory is `root`.
+ * @param include its unit tests, or only some of them (`pnpm mutation --tests`).
+ */
+export function unitTestsConfig(root: string, include: readonly string[] = ["src/**/*.test.ts"]) {
   return defineConfig({
     root,
     resolve: { conditions: ["@forkd/source"] },
     // Mutated code runs instrumented, several times slower: the 10 MB hostile-input test needs room.
     test: {
       testTimeout: 30_000,
-      include: ["src/**/*.test.ts"],
+      include: [...include],
       exclude: ["**/*.integration.test.ts", "**/node_modules/**"],
     },
   });
