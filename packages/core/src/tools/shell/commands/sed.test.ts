@@ -22,4 +22,114 @@ describe("sed", () => {
     refused("sed -n '/a/{p;w out\n}' f", "writes");
     accepted("sed -n 's/we/ew/p' f");
   });
+
+  it("reads every address form and every reading command, alone and in lists", () => {
+    for (const script of [
+      "p",
+      "1d",
+      "$d",
+      "1,3p",
+      "1~2p",
+      "2,+3p",
+      "2,~4p",
+      "/a/,/b/p",
+      "\\,a,p",
+      "/a/Ip",
+      "/a/M p",
+      "/a\\/b/p",
+      "1!d",
+      "1 ! ! d",
+      "{p}",
+      "1,2{p;p}",
+      "# a comment",
+      "p # a comment",
+      "a\\\ntext",
+      "a text",
+      "i\\ x",
+      "c x",
+      "r file",
+      "R file",
+      ":a;N;ba",
+      "b",
+      "t x",
+      "T",
+      "v",
+      "=",
+      "l 5",
+      "q 3",
+      "Q",
+      "y/abc/xyz/",
+      "s/a/b/3gpiImM",
+      "s|a/b|c|",
+      "s/a\\/x/b/",
+      "z;F;x;h;H;g;G;n;N;P;D",
+      "p\n\n;;p",
+    ]) {
+      accepted(`sed -n '${script}' f`);
+    }
+    accepted("sed -e p -e d f");
+    accepted("sed --expression=p f");
+    accepted("sed --expression p f");
+    accepted("sed -n");
+  });
+
+  it("finds a writing command behind any address, in any list or block, in any script", () => {
+    for (const script of [
+      "p;w out",
+      "1w out",
+      "$w out",
+      "/x/w out",
+      "1,3w out",
+      "1~2w out",
+      "2,+3w out",
+      "2,~3w out",
+      "\\,x,w out",
+      "/x/Iw out",
+      "1!w out",
+      "{w out\n}",
+      "y/a/b/;w out",
+      "s/a/b/;w out",
+      "s/a\\/x/b/w out",
+      "s|a|b|w out",
+      "s/a/b/3w out",
+      "a text\nw out",
+      "b end;w out",
+      "l;w out",
+      "q5;w out",
+      "=;W out",
+      "# comment\nw out",
+    ]) {
+      refused(`sed '${script}' f`, /writes to a file/);
+    }
+    refused("sed -e p -e 'w out' f", "writes to a file");
+    refused("sed --expression='w out' f", "writes to a file");
+    refused("sed --expression 'w out' f", "writes to a file");
+    refused("sed 's/a/b/Ie' f", "runs the result as a shell command");
+    refused("sed '1e id' f", "e command runs a shell command");
+  });
+
+  it("refuses a script it cannot follow, or one whose text a sed version could end at a ;", () => {
+    refused("sed 'a x;w out' f", 'the text of the a command contains ";"');
+    refused("sed 'r f;w out' f", 'the text of the r command contains ";"');
+    refused("sed '}' f", "unexpected }");
+    refused("sed '{p' f", "unbalanced braces");
+    refused("sed 'p x' f", 'unexpected "x" after the p command');
+    refused("sed 'k' f", 'command "k" is not understood');
+    refused("sed '1' f", 'command "" is not understood');
+    refused("sed 's' f", "s command not understood");
+    refused("sed 's\\a\\b\\' f", "s command not understood");
+    refused("sed 's/a/b' f", "unterminated s command");
+    refused("sed 'y/a/' f", "unterminated y command");
+    refused("sed '/abc' f", "address not understood");
+    refused("sed '1,' f", "address not understood");
+    refused("sed '\\' f", "address not understood");
+  });
+
+  it("refuses a script it cannot see: from a file, or an option without its script", () => {
+    refused("sed -f script f", "sed -f reads its script from a file");
+    refused("sed --file=script f", "sed --file reads its script");
+    refused("sed --fi=script f", "sed --file reads its script");
+    refused("sed -e", "sed -e has no script");
+    refused("sed --expression", "write sed --expression=SCRIPT or -e SCRIPT");
+  });
 });

@@ -1,6 +1,6 @@
 // The sort validator, through the whole classifier.
 import { describe, it } from "vitest";
-import { refused } from "../../../test-support/shell-testing.js";
+import { accepted, refused } from "../../../test-support/shell-testing.js";
 
 describe("sort", () => {
   it("refuses sort -o / --output in every spelling", () => {
@@ -14,5 +14,16 @@ describe("sort", () => {
     ]) {
       refused(command, "sort");
     }
+  });
+
+  it("refuses temporary files and compression programs, and keeps reading options", () => {
+    refused("sort -T /tmp f", "sort -T writes temporary files");
+    refused("sort -nT/tmp f", "sort -T writes temporary files");
+    refused("sort --temporary-directory=/tmp f", "sort --temporary-directory writes temporary files");
+    refused("sort --te=/tmp f", "sort --temporary-directory writes");
+    refused("sort --compress-program=gzip f", "sort --compress-program runs a program");
+    refused("sort --comp=gzip f", "sort --compress-program runs a program");
+    accepted("sort -k 2 -t , -n -r f");
+    accepted("sort --key=2 --field-separator , f");
   });
 });

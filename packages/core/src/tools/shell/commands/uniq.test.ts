@@ -8,4 +8,11 @@ describe("uniq", () => {
     refused("uniq -f 1 in out", "second operand");
     accepted("uniq -f 1 in");
   });
+
+  it("counts operands after options that take an argument, in every spelling", () => {
+    accepted("uniq -c in");
+    accepted("uniq -s 2 -w 3 in");
+    refused("uniq --skip-chars=1 in out", "second operand (out)");
+    refused("uniq -s2 in out", "second operand");
+  });
 });

@@ -20,4 +20,23 @@ describe("xargs", () => {
     }
     accepted("xargs -0 echo");
   });
+
+  it("runs echo without a command, and checks a command up to four levels deep", () => {
+    accepted("xargs");
+    accepted("xargs -a list cat");
+    accepted("xargs xargs xargs xargs cat");
+  });
+
+  it("treats the replacement string as input: never the command name, never a literal argument", () => {
+    accepted("xargs -I{} cat {}");
+    accepted("xargs -i cat {}");
+    accepted("xargs --replace cat {}");
+    accepted("xargs -0 -n 1 -P 4 grep x");
+    refused("xargs -I{} {} x", "substitutes input into the command name");
+    refused("xargs -i {} x", "substitutes input into the command name");
+    refused("xargs --replace=X X y", "substitutes input into the command name");
+    refused("xargs -IX git log X", "expanded at run time");
+    refused("xargs -n $n cat", "expanded at run time");
+    refused("xargs $cmd", "expanded at run time");
+  });
 });
