@@ -90,4 +90,16 @@ describe("HeadTailBuffer", () => {
     // Head cap 4: "ab" and half a "€" → "ab"; tail cap 4: a last byte of "€" and "xyz" → "xyz".
     expect(collect(8, ["ab€€€€", "xyz"]).text).toBe("ab\n[output truncated: 12 of 17 bytes cut]\nxyz");
   });
+
+  it("ends a head without line ends after its last whole character, whatever the character's width", () => {
+    const head = (start: string) => collect(8, [`${start}zzzzzzzzzzzz`]).text.split("\n")[0];
+    // The head keeps 4 bytes: whole characters of 1, 2, 3 and 4 bytes stay, a cut one goes.
+    expect(head("aéb")).toBe("aéb");
+    expect(head("a€")).toBe("a€");
+    expect(head("😀")).toBe("😀");
+    expect(head("éz")).toBe("ézz");
+    expect(head("aaaé")).toBe("aaa");
+    expect(head("aa€")).toBe("aa");
+    expect(head("a😀")).toBe("a");
+  });
 });
