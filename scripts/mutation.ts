@@ -9,7 +9,7 @@
 //                                          checked against scripts/mutation-baseline.json (CI)
 //
 // Options: --concurrency N (default 1 on two cores or fewer, else cores - 1), --budget SECONDS
-// (--changed only; default 420), --update-baseline (write the measured scores into the baseline),
+// (--changed only; default 360), --update-baseline (write the measured scores into the baseline),
 // --tests GLOB,… (only these unit tests: a cheap lower bound of the score, reported apart).
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -40,7 +40,7 @@ const baselineFile = join(root, "scripts", "mutation-baseline.json");
 
 const DEFAULT_PACKAGES = ["core", "protocol"];
 /** What `--changed` may spend, estimated, so that CI stays well under its 25 minutes. */
-const DEFAULT_BUDGET_SECONDS = 420;
+const DEFAULT_BUDGET_SECONDS = 360;
 
 interface FileScore {
   file: string;
