@@ -4,6 +4,7 @@ import { ClientError } from "@forkd/client";
 import { InvalidForkParamsError, LlmError, RecursionGuardError } from "@forkd/core";
 import { DaemonConfigError, DaemonError } from "@forkd/daemon";
 import { ForkdError, ProtocolError, toWireError, WireErrorSchema } from "@forkd/protocol";
+import { ProxyUnavailableError, StreamAssemblyError } from "@forkd/proxy";
 import { SimOptionsError } from "@forkd/sim";
 import { WaitForTimeoutError } from "@forkd/testing";
 import { describe, expect, it } from "vitest";
@@ -28,6 +29,8 @@ describe("the error hierarchy", () => {
       new WaitForTimeoutError("no answer", { timeoutMs: 10, attempts: 1 }),
       { code: "wait_for_timeout", retryable: false },
     ],
+    [new StreamAssemblyError("unknown delta"), { code: "stream_unreadable", retryable: false }],
+    [new ProxyUnavailableError("no answer"), { code: "proxy_unavailable", retryable: true }],
   ];
 
   it.each(errors.map(([error, expected]) => [error.name, error, expected] as const))(

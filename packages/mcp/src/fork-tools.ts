@@ -10,6 +10,7 @@ import {
   renderTaskNotification,
   taskNotificationFromOutcome,
 } from "@forkd/core";
+import { ForkdError } from "@forkd/protocol";
 import type { FoundToolCall, ToolCallQuery } from "@forkd/proxy";
 
 /** The text a tool returns to the model; `isError` marks a call that did nothing. */
@@ -64,7 +65,11 @@ interface TrackedRun {
 }
 
 /** Thrown for arguments the model got wrong; its message goes back to the model. */
-class ToolInputError extends Error {}
+class ToolInputError extends ForkdError<"invalid_tool_input"> {
+  override readonly name = "ToolInputError";
+  readonly code = "invalid_tool_input";
+  readonly retryable = false;
+}
 
 /** The fork tools' behaviour, transport-free. */
 export class ForkTools {

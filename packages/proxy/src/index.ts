@@ -15,18 +15,9 @@
  * @module
  */
 export { captureFileOf, turnCapture } from "./capture.js";
-export {
-  type AssembledBlock,
-  type AssembledMessage,
-  MessageAssembler,
-  StreamAssemblyError,
-} from "./message-assembler.js";
-export {
-  type FoundToolCall,
-  ProxyClient,
-  type ProxyEndpoint,
-  ProxyUnavailableError,
-} from "./proxy-client.js";
+export { ProxyError, type ProxyErrorCode, ProxyUnavailableError, StreamAssemblyError } from "./errors.js";
+export { type AssembledBlock, type AssembledMessage, MessageAssembler } from "./message-assembler.js";
+export { type FoundToolCall, ProxyClient, type ProxyEndpoint } from "./proxy-client.js";
 export {
   CONTROL_PREFIX,
   DEFAULT_UPSTREAM,

@@ -1,6 +1,7 @@
 // Rebuilds the message a streamed Messages API reply carried, from the server-sent events as they
 // pass through the proxy: the same `{ role, content, stop_reason, usage, … }` the API returns to a
 // request without `stream`. The proxy forwards the bytes untouched; this reads a copy.
+import { StreamAssemblyError } from "./errors.js";
 
 /** A content block of the reassembled reply: whatever fields the API gave it, completed by its deltas. */
 export type AssembledBlock = Record<string, unknown> & { type: string };
@@ -9,11 +10,6 @@ export type AssembledBlock = Record<string, unknown> & { type: string };
 export interface AssembledMessage extends Record<string, unknown> {
   role: "assistant";
   content: AssembledBlock[];
-}
-
-/** Why a stream could not be reassembled (the bytes still went to the client unchanged). */
-export class StreamAssemblyError extends Error {
-  override readonly name = "StreamAssemblyError";
 }
 
 interface OpenBlock {

@@ -1,5 +1,6 @@
 // The control API of a running proxy, from another process: how `forkd mcp` finds the turn a fork
 // call came from.
+import { ProxyUnavailableError } from "./errors.js";
 import type { AssembledBlock } from "./message-assembler.js";
 import { CONTROL_PREFIX, type TurnJson } from "./proxy-server.js";
 import type { ToolCallQuery } from "./turn-store.js";
@@ -14,11 +15,6 @@ export interface ProxyEndpoint {
 export interface FoundToolCall {
   turn: TurnJson;
   toolUse: AssembledBlock & { id: string; name: string; input: unknown };
-}
-
-/** Why the proxy could not be asked. */
-export class ProxyUnavailableError extends Error {
-  override readonly name = "ProxyUnavailableError";
 }
 
 /** A client of a proxy's control API. */
