@@ -79,24 +79,19 @@ describe("forwarding", () => {
     });
     expect(reply.content).toEqual([{ type: "text", text: "Hi." }]);
 
-    const refused = await fetch(`${proxy.url}/v1/messages`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-api-key": API_KEY,
-        "anthropic-version": "2023-06-01",
-      },
-      body: JSON.stringify({ model: "claude-sonnet-5-5", messages: [] }),
-    });
-    const direct = await fetch(`${sim.url}/v1/messages`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-api-key": API_KEY,
-        "anthropic-version": "2023-06-01",
-      },
-      body: JSON.stringify({ model: "claude-sonnet-5-5", messages: [] }),
-    });
+    // The same invalid request, through the proxy and straight to the simulator.
+    const invalid = (baseUrl: string) =>
+      fetch(`${baseUrl}/v1/messages`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": API_KEY,
+          "anthropic-version": "2023-06-01",
+        },
+        body: JSON.stringify({ model: "claude-sonnet-5-5", messages: [] }),
+      });
+    const refused = await invalid(proxy.url);
+    const direct = await invalid(sim.url);
     expect(refused.status).toBe(400);
     expect(refused.status).toBe(direct.status);
     const [viaProxy, viaSim] = [
