@@ -25,9 +25,26 @@ export type {
   PermissionHandler,
 } from "./nats-fork-subagent.js";
 export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
+export {
+  liveRunIds,
+  liveRuns,
+  newestRuns,
+  parentIndexKey,
+  parentToken,
+  runsOfParent,
+} from "./registry-index.js";
 export type { ForkResourceOptions } from "./resource-options.js";
 export type { ForkResources } from "./resources.js";
 export { ensureForkResources } from "./resources.js";
+export type { RetentionLeaseTerms, SweepResult } from "./retention.js";
+export {
+  holdRetentionLease,
+  isExpiredRun,
+  readRetentionLease,
+  releaseRetentionLease,
+  removeFinishedRun,
+  sweepFinishedRuns,
+} from "./retention.js";
 export type { RunStateEntry } from "./run-registry.js";
 export { getRunState } from "./run-registry.js";
 export type { ServeToolsOptions, ToolHandler, ToolHost } from "./tool-host.js";

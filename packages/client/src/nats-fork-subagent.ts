@@ -40,6 +40,7 @@ import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { isStorageFull } from "./jetstream-errors.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
+import { parentIndexKey } from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { getRunState, updateRunState } from "./run-registry.js";
@@ -304,11 +305,17 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       parentAgentId: spec.parent.agent_id,
       label: spec.label,
     });
+    // The parent index key lets `forkd ps --parent` list this parent's runs without a scan; the
+    // retention sweep removes it with the entry.
+    const indexed = this.resources.runs
+      .put(parentIndexKey(spec.parent.agent_id, spec.run_id), new Uint8Array(0))
+      .catch((error: unknown) => this.#logger.warn({ err: error }, "could not index the run by its parent"));
     try {
       await this.resources.runs.create(spec.run_id, runStateCodec.encode(queued));
     } catch {
       // already registered (a daemon claimed it first, or an idempotent resubmission)
     }
+    await indexed;
   }
 
   #servePermissions(handler: PermissionHandler): void {

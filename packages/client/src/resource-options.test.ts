@@ -20,6 +20,8 @@ describe("resolveResourceOptions", () => {
       specsMaxBytes: 256 * 1024 ** 2,
       eventsMaxBytes: 4 * 1024 ** 3,
       runsTtlMs: WEEK_MS,
+      retentionMs: 6 * 60 * 60 * 1000,
+      prefixRetentionMs: 60 * 60 * 1000,
       runsMaxBytes: 128 * 1024 ** 2,
       prefixesTtlMs: WEEK_MS,
       prefixesMaxBytes: 2 * 1024 ** 3,
@@ -50,6 +52,8 @@ describe("resolveResourceOptions", () => {
       runsMaxBytes: 10,
       prefixesTtlMs: 11,
       prefixesMaxBytes: 12,
+      retentionMs: 13,
+      prefixRetentionMs: 14,
     };
     expect(resolveResourceOptions(standalone, given)).toEqual({ ...given, replicas: 1 });
   });

@@ -2,7 +2,8 @@
 // (resources.ts creates the resources).
 import { DEFAULT_SUBJECT_PREFIX } from "@forkd/protocol";
 
-const WEEK_MS = 7 * 24 * 60 * 60 * 1000;
+const HOUR_MS = 60 * 60 * 1000;
+const WEEK_MS = 7 * 24 * HOUR_MS;
 
 /** Options of the JetStream resources. Both the client and the daemon take them; they must agree. */
 export interface ForkResourceOptions {
@@ -28,6 +29,17 @@ export interface ForkResourceOptions {
   eventsMaxBytes?: number;
   /** A run's registry entry is removed this long after its last write (an ended run's record; live runs rewrite theirs on every heartbeat). @unit ms @default 604800000 (7 days) */
   runsTtlMs?: number;
+  /**
+   * A finished run's registry entry and events are removed this long after it ended, by the daemon
+   * that holds the retention lease (docs/operations.md, "Retention"). Queued and running runs are
+   * never removed, however old. @unit ms @default 21600000 (6 h)
+   */
+  retentionMs?: number;
+  /**
+   * A stored prefix that no queued or running run refers to is removed this long after its last
+   * use; a parent uploads it again when it forks from it later. @unit ms @default 3600000 (1 h)
+   */
+  prefixRetentionMs?: number;
   /** Bytes of the run registry; beyond it new entries are refused. @unit bytes @default 134217728 (128 MiB) */
   runsMaxBytes?: number;
   /** A stored prefix is removed this long after its upload; a parent uploads it again when it is gone. @unit ms @default 604800000 (7 days) */
@@ -54,13 +66,15 @@ export function resolveResourceOptions(
     replicas,
     ackWaitMs: options.ackWaitMs ?? 30_000,
     maxDeliver: options.maxDeliver ?? 5,
-    eventsMaxAgeMs: options.eventsMaxAgeMs ?? 24 * 60 * 60 * 1000,
+    eventsMaxAgeMs: options.eventsMaxAgeMs ?? 24 * HOUR_MS,
     duplicateWindowMs: options.duplicateWindowMs ?? 120_000,
     daemonTtlMs: options.daemonTtlMs ?? 30_000,
     specsMaxAgeMs: options.specsMaxAgeMs ?? WEEK_MS,
     specsMaxBytes: options.specsMaxBytes ?? 256 * 1024 ** 2,
     eventsMaxBytes: options.eventsMaxBytes ?? 4 * 1024 ** 3,
     runsTtlMs: options.runsTtlMs ?? WEEK_MS,
+    retentionMs: options.retentionMs ?? 6 * HOUR_MS,
+    prefixRetentionMs: options.prefixRetentionMs ?? HOUR_MS,
     runsMaxBytes: options.runsMaxBytes ?? 128 * 1024 ** 2,
     prefixesTtlMs: options.prefixesTtlMs ?? WEEK_MS,
     prefixesMaxBytes: options.prefixesMaxBytes ?? 2 * 1024 ** 3,

@@ -100,6 +100,13 @@ export const DaemonConfigSchema = z.object({
    * (docs/failure-behaviour.md). 0 leaves them to JetStream's redelivery after `ackWaitMs`. @unit ms
    */
   failoverAfterMs: z.coerce.number().int().nonnegative().default(1_000),
+  /**
+   * A finished run's registry entry and events are removed this long after it ended; the daemon that
+   * holds the retention lease sweeps (docs/operations.md, "Retention"). @unit ms
+   */
+  retentionMs: positiveInt.default(6 * 60 * 60 * 1000),
+  /** A stored prefix no queued or running run refers to is removed this long after its last use. @unit ms */
+  prefixRetentionMs: positiveInt.default(60 * 60 * 1000),
   /** Prometheus `/metrics` port; 0 picks a free one; absent disables it. */
   metricsPort: z.coerce.number().int().nonnegative().optional(),
   metricsHost: z.string().default("127.0.0.1"),
@@ -151,6 +158,8 @@ export const DAEMON_FLAGS = {
   heartbeat: { type: "string" },
   presence: { type: "string" },
   "failover-after": { type: "string" },
+  retention: { type: "string" },
+  "prefix-retention": { type: "string" },
   "metrics-port": { type: "string" },
   "metrics-host": { type: "string" },
   "log-level": { type: "string" },
@@ -246,6 +255,8 @@ export function loadDaemonConfig(
   layer("heartbeatMs", env.FORKD_HEARTBEAT_MS, flags.heartbeat);
   layer("presenceMs", env.FORKD_PRESENCE_MS, flags.presence);
   layer("failoverAfterMs", env.FORKD_FAILOVER_AFTER_MS, flags["failover-after"]);
+  layer("retentionMs", env.FORKD_RETENTION_MS, flags.retention);
+  layer("prefixRetentionMs", env.FORKD_PREFIX_RETENTION_MS, flags["prefix-retention"]);
   layer("metricsPort", env.FORKD_METRICS_PORT, flags["metrics-port"]);
   layer("metricsHost", env.FORKD_METRICS_HOST, flags["metrics-host"]);
   layer("logLevel", env.FORKD_LOG_LEVEL, flags["log-level"]);

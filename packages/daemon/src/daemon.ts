@@ -21,6 +21,7 @@ import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
+import { RetentionSweeper } from "./retention-sweeper.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 
 /** The daemon's lifecycle. */
@@ -57,6 +58,7 @@ export class ForkDaemon {
   #subscriptions: Subscription[] = [];
   #timers: NodeJS.Timeout[] = [];
   #pullLoop: Promise<void> | undefined;
+  #sweeper: RetentionSweeper | undefined;
   #slotFreed: (() => void) | undefined;
   #stopPulling = new AbortController();
   readonly #startedAt = Date.now();
@@ -102,6 +104,8 @@ export class ForkDaemon {
       replicas: config.replicas,
       ackWaitMs: config.ackWaitMs,
       maxDeliver: config.maxDeliver,
+      retentionMs: config.retentionMs,
+      prefixRetentionMs: config.prefixRetentionMs,
     });
     const resources = this.#resources;
     this.#executor = new RunExecutor({
@@ -153,6 +157,14 @@ export class ForkDaemon {
     this.#setState("running");
     await this.#heartbeat();
     this.#pullLoop = this.#pull();
+    this.#sweeper = new RetentionSweeper({
+      resources,
+      daemonId: this.id,
+      retentionMs: config.retentionMs,
+      prefixRetentionMs: config.prefixRetentionMs,
+      logger: this.#logger,
+    });
+    this.#sweeper.start();
     this.#logger.info(
       { daemonId: this.id, concurrency: config.concurrency, prefix: config.prefix },
       "daemon running",
@@ -181,6 +193,7 @@ export class ForkDaemon {
       clearTimeout(timer);
     }
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
+    await this.#sweeper?.stop();
     // The last beat holds no runs: the others have nothing of this daemon to hand back when it falls silent.
     this.#beat([]);
     for (const subscription of this.#subscriptions.splice(0)) subscription.unsubscribe();

@@ -27,6 +27,7 @@ import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
   ProviderThrottleSchema,
+  RetentionLeaseSchema,
   RunStateSchema,
 } from "./registry.js";
 import {
@@ -393,6 +394,8 @@ export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort 
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 /** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
+/** The retention lease in the daemons KV bucket. */
+export const retentionLeaseCodec = createCodec(RetentionLeaseSchema, message("retention lease"));
 /** Presence beats on `agent.presence.<daemon_id>`. */
 export const daemonPresenceCodec = createCodec(DaemonPresenceSchema, message("daemon presence"));
 /** "Slow down" notices on `agent.provider.throttle`. */

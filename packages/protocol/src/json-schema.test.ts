@@ -23,6 +23,7 @@ import {
   permissionRequestCodec,
   permissionResponseCodec,
   providerThrottleCodec,
+  retentionLeaseCodec,
   runStateCodec,
   toolHostRequestCodec,
   toolHostResponseCodec,
@@ -62,6 +63,7 @@ describe("docs/schema", () => {
       "tool-host-response",
       "run-state",
       "daemon-info",
+      "retention-lease",
       "daemon-presence",
       "provider-throttle",
     ]);
@@ -119,6 +121,7 @@ describe("docs/protocol.md", () => {
     "tool-host-response": toolHostResponseCodec,
     "run-state": runStateCodec,
     "daemon-info": daemonInfoCodec,
+    "retention-lease": retentionLeaseCodec,
     "daemon-presence": daemonPresenceCodec,
     "provider-throttle": providerThrottleCodec,
   };

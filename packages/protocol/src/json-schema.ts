@@ -13,6 +13,7 @@ import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
   ProviderThrottleSchema,
+  RetentionLeaseSchema,
   RunStateSchema,
 } from "./registry.js";
 import { ForkPrefixSchema, ForkSpecSchema } from "./spec.js";
@@ -149,6 +150,15 @@ function entries(): [string, Entry][] {
         schema: DaemonInfoSchema,
         title: "forkd daemon info",
         description: "Key `<daemon_id>` in the daemons KV bucket, refreshed by the daemon's heartbeat.",
+      },
+    ],
+    [
+      "retention-lease",
+      {
+        schema: RetentionLeaseSchema,
+        title: "forkd retention lease",
+        description:
+          "Key `lease.retention` in the daemons KV bucket: the daemon that sweeps finished runs and unused prefixes, and its last sweep.",
       },
     ],
     [

@@ -144,11 +144,45 @@ export const ProviderThrottleSchema = z.object({
   until: EpochMsSchema.describe("Hold requests until then (a daemon holds 60 s at most)."),
 });
 
+/** Key of the retention lease in the daemons bucket: a `.` keeps it apart from every daemon id. */
+export const RETENTION_LEASE_KEY = "lease.retention";
+
+/**
+ * Key {@link RETENTION_LEASE_KEY} in the daemons bucket: which daemon sweeps finished runs and unused
+ * prefixes, until when it holds the lease, the windows it applies and what its last sweep did
+ * (docs/operations.md, "Retention"). Taken and renewed by compare-and-set; `forkd ps` shows it.
+ */
+export const RetentionLeaseSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  holder: RunIdSchema.describe("The daemon that sweeps."),
+  until: EpochMsSchema.describe("The lease is the holder's until then; another daemon may take it after."),
+  retention_ms: z
+    .number()
+    .int()
+    .positive()
+    .describe("A finished run's registry entry and events are removed this long after it ended."),
+  prefix_retention_ms: z
+    .number()
+    .int()
+    .positive()
+    .describe("A stored prefix no queued or running run refers to is removed this long after its last use."),
+  last_sweep: z
+    .object({
+      at: EpochMsSchema.describe("When the sweep ended."),
+      runs_removed: z.number().int().nonnegative().describe("Finished runs removed."),
+      prefixes_removed: z.number().int().nonnegative().describe("Unused prefixes removed."),
+      took_ms: z.number().int().nonnegative().describe("How long it took."),
+    })
+    .optional()
+    .describe("What the holder's last sweep did."),
+});
+
 /** Where a run is. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 export type RunState = z.infer<typeof RunStateSchema>;
 export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
 export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
+export type RetentionLease = z.infer<typeof RetentionLeaseSchema>;
 export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */

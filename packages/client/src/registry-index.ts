@@ -1,0 +1,119 @@
+// The run registry's common questions, answered without reading every run it holds
+// (docs/architecture.md, "Registry index"):
+// - queued and running runs: the subjects of the specs stream. A work queue holds exactly the specs of
+//   the runs that have not ended (a daemon acks a spec when its run ends), so its subject list is an
+//   index of the live runs that nothing has to maintain; one get per live run reads their entries.
+// - the newest runs: the tail of the runs bucket's stream. With history 1 the stream holds each run's
+//   latest revision once, in the order the runs were last written; reading back from the end finds
+//   the most recently written N entries, however many older ones are stored.
+// - one parent's runs: index keys `parent.<parent hash>.<run_id>` written beside the entry when the
+//   run is queued, listed with a KV key filter.
+import { createHash } from "node:crypto";
+import { type RunState, runStateCodec } from "@forkd/protocol";
+import type { ForkResources } from "./resources.js";
+import { getRunState } from "./run-registry.js";
+import { scanStream } from "./stream-scan.js";
+
+/** First token of a parent index key. */
+const PARENT_INDEX_TOKEN = "parent";
+
+/**
+ * The token that stands for a parent agent in index keys: a hash, because an agent id may hold
+ * characters a key token cannot.
+ */
+export function parentToken(agentId: string): string {
+  return createHash("sha256").update(agentId).digest("hex").slice(0, 32);
+}
+
+/** `parent.<hash of agentId>.<runId>`: the key that lists `runId` among `agentId`'s runs. */
+export function parentIndexKey(agentId: string, runId: string): string {
+  return `${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.${runId}`;
+}
+
+/** The filter subject of run entries in the runs bucket's stream: one token after the bucket, so no index key. */
+export function runEntriesFilter(resources: ForkResources): string {
+  return `$KV.${resources.subjects.buckets.runs}.*`;
+}
+
+/** The stream subject of one key of the runs bucket. */
+export function runsKeySubject(resources: ForkResources, key: string): string {
+  return `$KV.${resources.subjects.buckets.runs}.${key}`;
+}
+
+/** Ids of the runs whose spec is in the work queue: every queued and running run (and nothing else). */
+export async function liveRunIds(resources: ForkResources): Promise<string[]> {
+  const info = await resources.jsm.streams.info(resources.subjects.streams.specs, {
+    subjects_filter: resources.subjects.allSpecs,
+  });
+  const ids: string[] = [];
+  for (const subject of Object.keys(info.state.subjects ?? {})) {
+    const runId = resources.subjects.runIdOf(subject);
+    if (runId !== undefined) ids.push(runId);
+  }
+  return ids;
+}
+
+async function statesOf(resources: ForkResources, runIds: readonly string[]): Promise<RunState[]> {
+  const states = await Promise.all(
+    runIds.map((runId) =>
+      getRunState(resources, runId).then(
+        (entry) => entry?.state,
+        () => undefined, // a malformed entry: not ours to show
+      ),
+    ),
+  );
+  return states.filter((state): state is RunState => state !== undefined);
+}
+
+/** The registry entries of every queued and running run (see {@link liveRunIds}). */
+export async function liveRuns(resources: ForkResources): Promise<RunState[]> {
+  return statesOf(resources, await liveRunIds(resources));
+}
+
+/**
+ * The `count` most recently written run entries, newest first, read from the end of the runs
+ * bucket's stream: the work grows with `count` and with how many writes live runs make, not with
+ * how many runs are stored.
+ */
+export async function newestRuns(resources: ForkResources, count: number): Promise<RunState[]> {
+  if (count <= 0) return [];
+  const stream = resources.subjects.bucketStreams.runs;
+  const { first_seq: firstSeq, last_seq: lastSeq } = (await resources.jsm.streams.info(stream)).state;
+  const found: { seq: number; state: RunState }[] = [];
+  let before = lastSeq + 1;
+  let window = Math.max(64, count * 2);
+  // Newer windows first: once one holds `count` entries, nothing before it can be among the newest.
+  while (found.length < count && before > firstSeq) {
+    const fromSeq = Math.max(firstSeq, before - window);
+    const inWindow: { seq: number; state: RunState }[] = [];
+    for await (const message of scanStream(resources, stream, {
+      filter: runEntriesFilter(resources),
+      fromSeq,
+      beforeSeq: before,
+    })) {
+      if (message.data.length === 0) continue; // a delete or purge marker
+      try {
+        inWindow.push({ seq: message.seq, state: runStateCodec.decode(message.data) });
+      } catch {
+        // a malformed entry: not ours to show
+      }
+    }
+    found.push(...inWindow.reverse());
+    before = fromSeq;
+    window *= 4;
+  }
+  return found.slice(0, count).map(({ state }) => state);
+}
+
+/** Every run `agentId` forked that the registry still holds, newest first (one key listing, one get per run). */
+export async function runsOfParent(resources: ForkResources, agentId: string): Promise<RunState[]> {
+  const runIds: string[] = [];
+  for await (const key of await resources.runs.keys(`${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.*`)) {
+    const runId = key.split(".").at(-1);
+    if (runId) runIds.push(runId);
+  }
+  const states = await statesOf(resources, runIds);
+  return states
+    .filter((state) => state.parent_agent_id === agentId)
+    .sort((a, b) => b.created_at - a.created_at);
+}

@@ -1,0 +1,165 @@
+// Retention of finished runs on any nats-server from 2.9 (docs/operations.md, "Retention"): one
+// daemon at a time, the holder of a lease in the daemons bucket, removes each run that ended longer
+// ago than the window — its events (a purge of the events stream filtered on the run's subject), its
+// parent index key and its registry entry (purges of the runs bucket's stream filtered on the key,
+// which leave no delete marker behind). Every step is idempotent, so a sweep cut short is finished by
+// the next one. A queued or running run is never touched, however old.
+import {
+  isTerminalRunStatus,
+  PROTOCOL_VERSION,
+  RETENTION_LEASE_KEY,
+  type RetentionLease,
+  type RunState,
+  retentionLeaseCodec,
+  runStateCodec,
+} from "@forkd/protocol";
+import { isWrongLastSequence } from "./jetstream-errors.js";
+import { parentIndexKey, runEntriesFilter, runsKeySubject } from "./registry-index.js";
+import type { ForkResources } from "./resources.js";
+import { scanStream } from "./stream-scan.js";
+
+/** What one sweep did. */
+export interface SweepResult {
+  /** Finished runs removed (entry, index key and events). */
+  runsRemoved: number;
+  /** Registry entries read. */
+  scanned: number;
+}
+
+/** Runs removed at once: each is three purges, and a sweep after a busy hour removes thousands. */
+const SWEEP_CONCURRENCY = 64;
+
+/** True when `state` is a run the sweep removes at `cutoff`: ended, and ended at or before it. */
+export function isExpiredRun(state: RunState, cutoff: number): boolean {
+  return isTerminalRunStatus(state.status) && (state.ended_at ?? state.updated_at) <= cutoff;
+}
+
+/**
+ * Removes one finished run: its events, its parent index key, then its registry entry up to the
+ * revision that was read (a later write, such as a resubmission of the id, survives). The entry goes
+ * last, so a removal cut short leaves what the next sweep needs to find the rest.
+ */
+export async function removeFinishedRun(
+  resources: ForkResources,
+  state: RunState,
+  revision: number,
+): Promise<void> {
+  const runsStream = resources.subjects.bucketStreams.runs;
+  await resources.jsm.streams.purge(resources.subjects.streams.events, {
+    filter: resources.subjects.events(state.run_id),
+  });
+  if (state.parent_agent_id !== undefined) {
+    await resources.jsm.streams.purge(runsStream, {
+      filter: runsKeySubject(resources, parentIndexKey(state.parent_agent_id, state.run_id)),
+    });
+  }
+  await resources.jsm.streams.purge(runsStream, {
+    filter: runsKeySubject(resources, state.run_id),
+    seq: revision + 1,
+  });
+}
+
+/**
+ * Removes every run that ended at least `retentionMs` before `now`. Reads the runs bucket's stream
+ * from its oldest write and stops at the first written after the cutoff: a run written later cannot
+ * have ended before it, so the work is the expired runs plus the live runs still at the head (queued
+ * ones wait there; running ones rewrite their entries on every heartbeat and move to the tail).
+ */
+export async function sweepFinishedRuns(
+  resources: ForkResources,
+  options: { retentionMs: number; now?: number },
+): Promise<SweepResult> {
+  const cutoff = (options.now ?? Date.now()) - options.retentionMs;
+  const result: SweepResult = { runsRemoved: 0, scanned: 0 };
+  let pending: Promise<void>[] = [];
+  const flush = async () => {
+    await Promise.all(pending);
+    pending = [];
+  };
+  for await (const message of scanStream(resources, resources.subjects.bucketStreams.runs, {
+    filter: runEntriesFilter(resources),
+    batch: 512,
+  })) {
+    if (message.info.timestampNanos / 1e6 > cutoff) break;
+    if (message.data.length === 0) continue;
+    result.scanned++;
+    let state: RunState;
+    try {
+      state = runStateCodec.decode(message.data);
+    } catch {
+      continue; // not a run entry this version reads: left to the bucket's own age limit
+    }
+    if (!isExpiredRun(state, cutoff)) continue;
+    pending.push(
+      removeFinishedRun(resources, state, message.seq).then(() => {
+        result.runsRemoved++;
+      }),
+    );
+    if (pending.length >= SWEEP_CONCURRENCY) await flush();
+  }
+  await flush();
+  return result;
+}
+
+/** What the holder of the retention lease writes into it. */
+export type RetentionLeaseTerms = Omit<RetentionLease, "v" | "holder" | "until">;
+
+/**
+ * Takes or renews the retention lease for `holder` until `now + leaseMs`, by compare-and-set: the key
+ * is created when absent, and updated at the revision read when `holder` has it or its term is over.
+ * @returns whether `holder` holds the lease now.
+ */
+export async function holdRetentionLease(
+  resources: ForkResources,
+  holder: string,
+  terms: RetentionLeaseTerms & { leaseMs: number; now?: number },
+): Promise<boolean> {
+  const now = terms.now ?? Date.now();
+  const { leaseMs, now: _now, ...rest } = terms;
+  const lease: RetentionLease = { v: PROTOCOL_VERSION, holder, until: now + leaseMs, ...rest };
+  const bytes = retentionLeaseCodec.encode(lease);
+  try {
+    const current = await resources.daemons.get(RETENTION_LEASE_KEY);
+    if (current?.operation !== "PUT" || current.length === 0) {
+      await resources.daemons.create(RETENTION_LEASE_KEY, bytes);
+      return true;
+    }
+    let held: RetentionLease | undefined;
+    try {
+      held = retentionLeaseCodec.decode(current.value);
+    } catch {
+      held = undefined; // unreadable: taken over like an expired one
+    }
+    if (held !== undefined && held.holder !== holder && held.until > now) return false;
+    await resources.daemons.update(RETENTION_LEASE_KEY, bytes, current.revision);
+    return true;
+  } catch (error) {
+    if (isWrongLastSequence(error)) return false; // another daemon took it first
+    throw error;
+  }
+}
+
+/** The retention lease as stored, or null when no daemon holds one. */
+export async function readRetentionLease(resources: ForkResources): Promise<RetentionLease | null> {
+  const entry = await resources.daemons.get(RETENTION_LEASE_KEY);
+  if (entry?.operation !== "PUT" || entry.length === 0) return null;
+  try {
+    return retentionLeaseCodec.decode(entry.value);
+  } catch {
+    return null;
+  }
+}
+
+/** Gives the lease up if `holder` has it, so that another daemon takes it at its next tick. */
+export async function releaseRetentionLease(resources: ForkResources, holder: string): Promise<void> {
+  const entry = await resources.daemons.get(RETENTION_LEASE_KEY);
+  if (entry?.operation !== "PUT" || entry.length === 0) return;
+  let held: RetentionLease;
+  try {
+    held = retentionLeaseCodec.decode(entry.value);
+  } catch {
+    return;
+  }
+  if (held.holder !== holder) return;
+  await resources.daemons.delete(RETENTION_LEASE_KEY, { previousSeq: entry.revision }).catch(() => undefined);
+}
