@@ -105,6 +105,10 @@ Options (each also as an environment variable; flags win; a JSON file with --con
   --presence MS            presence beat (default 250)              FORKD_PRESENCE_MS
   --failover-after MS      a daemon silent this long is gone and its runs move at once;
                            0 leaves them to ack_wait (default 1000) FORKD_FAILOVER_AFTER_MS
+  --retention MS           finished runs' entries and events are kept
+                           this long (default 21600000 = 6 h)       FORKD_RETENTION_MS
+  --prefix-retention MS    unused stored prefixes are kept this
+                           long (default 3600000 = 1 h)             FORKD_PREFIX_RETENTION_MS
   --metrics-port N         Prometheus /metrics (default off; 0 any) FORKD_METRICS_PORT
   --metrics-host ADDR      (default 127.0.0.1)                      FORKD_METRICS_HOST
   --log-level LEVEL        trace … fatal, silent (default info)     FORKD_LOG_LEVEL
@@ -187,13 +191,17 @@ out or was aborted · 3 NATS unavailable · 4 no such run · 130 interrupted bef
 Usage: forkd ps [options]
 
 Reads the registry (JetStream KV): daemons with their host, load/capacity, state, version and
-heartbeat age; runs with their status, attempt, daemon, label, age, tokens and cost (tokens and
-cost are recorded when a run ends), newest first.
+heartbeat age; the retention the sweeping daemon applies; runs with their status, attempt, daemon,
+label, age, tokens and cost (tokens and cost are recorded when a run ends), newest first. By
+default: every queued and running run and the N most recently written, read without a scan of the
+registry (its time does not grow with the finished runs it holds).
 
 Options:
   --status LIST        only runs with these statuses: queued,running,completed,failed,aborted
-  --limit N            at most N runs (default 50 in the table, all with --json)
-  --json               {"daemons":[…],"runs":[…]} as registry entries
+  --limit N            the N most recently written runs (default 50), and at most N rows
+  --parent AGENT_ID    the runs of one parent agent (its parent.agent_id)
+  --all                every stored run (reads the whole registry)
+  --json               {"daemons":[…],"runs":[…],"retention":{…}|null} as registry entries
 ${COMMON}
 
 ${NATS_OPTIONS}
@@ -201,6 +209,8 @@ ${NATS_OPTIONS}
 Examples:
   forkd ps
   forkd ps --status running,queued
+  forkd ps --parent my-agent --json
+  forkd ps --all --json | jq '.runs | length'
   forkd ps --json | jq '.daemons[] | {daemon_id, load, capacity}'
 
 Exit codes: 0 ok · 2 usage · 3 NATS unavailable`,

@@ -1,7 +1,22 @@
-// `forkd ps`: the registry (JetStream KV) as two tables, daemons and runs, or as JSON.
-import { type ForkResources, getRunState } from "@forkd/client";
+// `forkd ps`: the registry (JetStream KV) as two tables, daemons and runs, or as JSON. By default it
+// reads what the registry index answers without a scan (every queued and running run, the newest
+// written, one parent's); `--all` reads every stored run.
+import {
+  type ForkResources,
+  getRunState,
+  liveRuns,
+  newestRuns,
+  readRetentionLease,
+  runsOfParent,
+} from "@forkd/client";
 import { totalTokensOf } from "@forkd/core";
-import { type DaemonInfo, daemonInfoCodec, type RunState, RunStatusSchema } from "@forkd/protocol";
+import {
+  type DaemonInfo,
+  daemonInfoCodec,
+  type RetentionLease,
+  type RunState,
+  RunStatusSchema,
+} from "@forkd/protocol";
 import type { KV } from "@nats-io/kv";
 import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -15,14 +30,17 @@ const OPTIONS = {
   ...NATS_FLAGS,
   status: { type: "string" },
   limit: { type: "string" },
+  parent: { type: "string" },
+  all: { type: "boolean" },
   json: { type: "boolean" },
 } as const;
 
-const DEFAULT_TABLE_LIMIT = 50;
+const DEFAULT_LIMIT = 50;
 
+/** Keys of `kv` with one token (`*`): daemons and runs, not the lease or the parent index keys. */
 async function keysOf(kv: KV): Promise<string[]> {
   const keys: string[] = [];
-  for await (const key of await kv.keys()) keys.push(key);
+  for await (const key of await kv.keys("*")) keys.push(key);
   return keys;
 }
 
@@ -41,7 +59,7 @@ export async function listDaemons(resources: ForkResources): Promise<DaemonInfo[
   return daemons.sort((a, b) => a.daemon_id.localeCompare(b.daemon_id));
 }
 
-/** Every run entry of the registry, newest first; malformed entries are skipped. */
+/** Every run entry of the registry, newest first; malformed entries are skipped. Reads them all. */
 export async function listRuns(resources: ForkResources): Promise<RunState[]> {
   const keys = await keysOf(resources.runs);
   const states = await Promise.all(
@@ -71,6 +89,60 @@ function parseStatuses(text: string): Set<RunState["status"]> {
   return statuses;
 }
 
+/** Which runs to read; see {@link selectRuns}. */
+export interface RunSelection {
+  /** Every stored run (a full read of the registry). */
+  all: boolean;
+  /** Only this parent agent's runs. */
+  parent: string | undefined;
+  /** Only these statuses; a selection of live statuses reads no finished run. */
+  statuses: ReadonlySet<RunState["status"]> | undefined;
+  /** How many of the most recently written runs join the live ones. */
+  newest: number;
+}
+
+/**
+ * The runs `forkd ps` shows, newest first: by default every queued and running run and the `newest`
+ * most recently written, read through the registry index in time independent of how many finished
+ * runs are stored; `parent` lists one parent's; `all` reads every stored run.
+ */
+export async function selectRuns(resources: ForkResources, selection: RunSelection): Promise<RunState[]> {
+  if (selection.all) return listRuns(resources);
+  if (selection.parent !== undefined) return runsOfParent(resources, selection.parent);
+  const onlyLive =
+    selection.statuses !== undefined &&
+    [...selection.statuses].every((s) => s === "queued" || s === "running");
+  const [live, newest] = await Promise.all([
+    liveRuns(resources),
+    onlyLive ? Promise.resolve([]) : newestRuns(resources, selection.newest),
+  ]);
+  const byId = new Map<string, RunState>();
+  for (const run of [...newest, ...live]) byId.set(run.run_id, run);
+  return [...byId.values()].sort((a, b) => b.created_at - a.created_at);
+}
+
+function describeSelection(
+  values: { all?: boolean | undefined; parent?: string | undefined },
+  shown: number,
+  matching: number,
+): string {
+  const more = shown < matching ? `, newest ${shown} of ${matching}` : "";
+  if (values.all === true) return ` — every stored run${more}`;
+  if (values.parent !== undefined) return ` — of parent ${values.parent}${more}`;
+  return ` — queued, running and the newest written${more} (--all: every stored run)`;
+}
+
+/** One line on what the retention sweep keeps and when it last ran. */
+export function describeRetention(lease: RetentionLease | null, now: number): string {
+  if (lease === null)
+    return "no daemon sweeps: finished runs are kept until a daemon takes the retention lease";
+  const last =
+    lease.last_sweep === undefined
+      ? "no sweep yet"
+      : `last sweep ${formatAge(now - lease.last_sweep.at)} ago removed ${lease.last_sweep.runs_removed} runs, ${lease.last_sweep.prefixes_removed} prefixes`;
+  return `finished runs kept ${formatAge(lease.retention_ms)}, unused prefixes ${formatAge(lease.prefix_retention_ms)}; swept by ${lease.holder} (${last})`;
+}
+
 /** Prints the registry. */
 export async function run(args: string[], context: CommandContext): Promise<number> {
   const { values, positionals } = parseCommandLine("ps", args, OPTIONS);
@@ -81,17 +153,28 @@ export async function run(args: string[], context: CommandContext): Promise<numb
   const nc = await connectTarget(target, { name: "forkd-ps" });
   try {
     const resources = await openResources(nc, target.prefix);
-    const [daemons, allRuns] = await Promise.all([listDaemons(resources), listRuns(resources)]);
-    const matching = statuses === undefined ? allRuns : allRuns.filter((run) => statuses.has(run.status));
+    const [daemons, selected, retention] = await Promise.all([
+      listDaemons(resources),
+      selectRuns(resources, {
+        all: values.all === true,
+        parent: values.parent,
+        statuses,
+        newest: limit ?? DEFAULT_LIMIT,
+      }),
+      readRetentionLease(resources).catch(() => null),
+    ]);
+    const matching = statuses === undefined ? selected : selected.filter((run) => statuses.has(run.status));
     const out = context.io.stdout;
     if (values.json) {
       const runs = limit === undefined ? matching : matching.slice(0, limit);
-      writeLine(out, JSON.stringify({ daemons, runs }, null, 2));
+      writeLine(out, JSON.stringify({ daemons, runs, retention }, null, 2));
       return 0;
     }
-    const runs = matching.slice(0, limit ?? DEFAULT_TABLE_LIMIT);
     const now = Date.now();
+    const runs = matching.slice(0, limit ?? DEFAULT_LIMIT);
     const style = styleFor(out, context.io.env);
+    writeLine(out, `${style.bold("RETENTION")} ${describeRetention(retention, now)}`);
+    writeLine(out);
     writeLine(out, style.bold(`DAEMONS (${daemons.length})`));
     if (daemons.length === 0) writeLine(out, "  none registered");
     else {
@@ -109,8 +192,10 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       for (const line of renderTable(rows, ["left", "left", "right"])) writeLine(out, `  ${line}`);
     }
     writeLine(out);
-    const shown = runs.length < matching.length ? ` — newest ${runs.length} of ${matching.length}` : "";
-    writeLine(out, style.bold(`RUNS (${matching.length})${shown}`));
+    writeLine(
+      out,
+      style.bold(`RUNS (${runs.length})${describeSelection(values, runs.length, matching.length)}`),
+    );
     if (runs.length === 0) writeLine(out, "  none");
     else {
       const rows = [
