@@ -1,9 +1,10 @@
 // The client commands against a real cluster of one: a nats-server, the simulator, and a daemon
 // started as `forkd daemon` (a process). fork --json, fork --no-wait, ps --json, abort, watch.
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parentIndexKey } from "@forkd/client";
 import { forkSubjects, queuedRunState, runStateCodec } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { fixturePath, waitFor } from "@forkd/testing";
@@ -130,7 +131,7 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
       /^DAEMONS \(1\)\n {2}ID\s+HOST\s+LOAD\s+STATE\s+VERSION\s+HEARTBEAT\n {2}cli-e2e-1\s/,
     );
     expect(result.stdout).toMatch(
-      /^RUNS \(\d+\)\n {2}RUN ID\s+STATUS\s+ATTEMPT\s+DAEMON\s+LABEL\s+AGE\s+TOKENS\s+COST$/m,
+      /^RUNS \(\d+\)[^\n]*\n {2}RUN ID\s+STATUS\s+ATTEMPT\s+DAEMON\s+LABEL\s+AGE\s+TOKENS\s+COST$/m,
     );
     for (const runId of finishedRunIds)
       expect(result.stdout).toMatch(new RegExp(`^  ${runId}\\s+completed\\s+1\\s+${DAEMON_ID}\\s`, "m"));
@@ -257,38 +258,90 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     expect(ps.runs.find((run) => run.run_id === last.run_id)?.label).toBe("zero");
   });
 
-  it("ps --json through a pipe whose reader is slow is whole, past the pipe's 64 KiB", async () => {
-    // 400 registered runs make ~90 KB of JSON. Into a pipe stdout is written asynchronously, and a
-    // CLI that exited before it drained was cut at exactly 65,536 bytes (`forkd ps --json | jq`).
+  it("ps --all --json through a pipe whose reader is slow is whole: 10,000 runs, far past the pipe's 64 KiB", async () => {
+    // 10,000 registered runs make megabytes of JSON. Into a pipe stdout is written asynchronously,
+    // and a CLI that exited before it drained was cut at exactly 65,536 bytes (`forkd ps --json | jq`).
+    await seedRuns();
+    const ps = `"${process.execPath}" "${FORKD_BIN}" ps --all --json --nats ${nats().url}`;
+    const piped = await shell(`${ps} | (sleep 0.5; cat)`);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout.length).toBeGreaterThan(1_000_000);
+    const parsed = JSON.parse(piped.stdout) as { runs: { run_id: string }[] };
+    expect(parsed.runs.filter((run) => run.run_id.startsWith("bulk-"))).toHaveLength(BULK_RUNS);
+    // Into a file it is whole too, and the exit code is the command's.
+    const file = join(workspace, "ps.json");
+    const redirected = await shell(`${ps} > "${file}"; echo "exit $?"`);
+    expect(redirected.stdout).toBe("exit 0\n");
+    const stored = JSON.parse(await readFile(file, "utf8")) as { runs: { run_id: string }[] };
+    expect(stored.runs).toEqual(parsed.runs);
+    const refused = await shell(
+      `"${process.execPath}" "${FORKD_BIN}" ps --all --json --nats nats://127.0.0.1:1 > /dev/null 2>&1; echo "exit $?"`,
+    );
+    expect(refused.stdout).toBe("exit 3\n");
+  });
+
+  it("ps without --all shows the live runs and the newest written, not the 10,000 stored; --parent lists one parent's", async () => {
+    await seedRuns();
+    const result = await runCli(["ps", "--json", ...natsArgs()]);
+    expect(result.code, result.stderr).toBe(0);
+    const listed = JSON.parse(result.stdout) as { runs: { run_id: string }[] };
+    expect(listed.runs.length).toBeLessThanOrEqual(50);
+    expect(listed.runs.map((run) => run.run_id)).toContain(`bulk-${BULK_RUNS - 1}`);
+    const ofParent = await runCli(["ps", "--json", "--parent", "bulk-parent-7", ...natsArgs()]);
+    expect(ofParent.code, ofParent.stderr).toBe(0);
+    const runIds = (JSON.parse(ofParent.stdout) as { runs: { run_id: string }[] }).runs.map(
+      (run) => run.run_id,
+    );
+    expect(runIds.sort()).toEqual(
+      Array.from({ length: BULK_RUNS / 100 }, (_, i) => `bulk-${i * 100 + 7}`).sort(),
+    );
+  });
+});
+
+const BULK_RUNS = 10_000;
+let seeding: Promise<void> | undefined;
+
+/** Registers 10,000 finished runs straight into the registry (once per file), each with a parent index key. */
+function seedRuns(): Promise<void> {
+  seeding ??= (async () => {
     const nc = await connect({ servers: nats().url });
     try {
       const runs = await new Kvm(nc).open(forkSubjects().buckets.runs);
       const now = Date.now();
-      await Promise.all(
-        Array.from({ length: 400 }, (_, i) =>
-          runs.put(
-            `bulk-${i}`,
-            runStateCodec.encode(
-              queuedRunState({ runId: `bulk-${i}`, createdAt: now, now, label: `bulk ${i}` }),
-            ),
-          ),
-        ),
-      );
+      for (let start = 0; start < BULK_RUNS; start += 500) {
+        await Promise.all(
+          Array.from({ length: 500 }, async (_, offset) => {
+            const i = start + offset;
+            const runId = `bulk-${i}`;
+            const parent = `bulk-parent-${i % 100}`;
+            const queued = queuedRunState({
+              runId,
+              createdAt: now + i,
+              now,
+              label: `bulk ${i}`,
+              parentAgentId: parent,
+            });
+            await runs.put(parentIndexKey(parent, runId), new Uint8Array(0));
+            await runs.put(runId, runStateCodec.encode({ ...queued, status: "completed", ended_at: now }));
+          }),
+        );
+      }
     } finally {
       await nc.close();
     }
-    const command = `"${process.execPath}" "${FORKD_BIN}" ps --json --nats ${nats().url} | (sleep 0.5; cat)`;
-    const output = await new Promise<string>((resolve, reject) => {
-      const shell = spawn("sh", ["-c", command], { env: cleanEnv(), stdio: ["ignore", "pipe", "inherit"] });
-      let text = "";
-      shell.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-        text += chunk;
-      });
-      shell.on("error", reject);
-      shell.on("close", () => resolve(text));
+  })();
+  return seeding;
+}
+
+/** Runs `command` with sh and collects its stdout. */
+function shell(command: string): Promise<{ stdout: string; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("sh", ["-c", command], { env: cleanEnv(), stdio: ["ignore", "pipe", "inherit"] });
+    let text = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      text += chunk;
     });
-    expect(output.length).toBeGreaterThan(65_536);
-    const ps = JSON.parse(output) as { runs: { run_id: string }[] };
-    expect(ps.runs.filter((run) => run.run_id.startsWith("bulk-"))).toHaveLength(400);
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ stdout: text, code }));
   });
-});
+}

@@ -173,8 +173,6 @@ export async function run(args: string[], context: CommandContext): Promise<numb
     const now = Date.now();
     const runs = matching.slice(0, limit ?? DEFAULT_LIMIT);
     const style = styleFor(out, context.io.env);
-    writeLine(out, `${style.bold("RETENTION")} ${describeRetention(retention, now)}`);
-    writeLine(out);
     writeLine(out, style.bold(`DAEMONS (${daemons.length})`));
     if (daemons.length === 0) writeLine(out, "  none registered");
     else {
@@ -191,6 +189,8 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       ];
       for (const line of renderTable(rows, ["left", "left", "right"])) writeLine(out, `  ${line}`);
     }
+    writeLine(out);
+    writeLine(out, `${style.bold("RETENTION")} ${describeRetention(retention, now)}`);
     writeLine(out);
     writeLine(
       out,
