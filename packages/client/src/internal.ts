@@ -2,6 +2,16 @@
 // API (see index.ts). Not covered by semver; applications import from @forkd/client.
 export { readStoredEvents } from "./event-log.js";
 export { isAlreadyExists, isStorageFull, isWrongLastSequence } from "./jetstream-errors.js";
+export type { PrefixMeta } from "./prefix-collection.js";
+export {
+  COLLECTING_HEADER,
+  collectUnusedPrefixes,
+  confirmPrefix,
+  deleteMarkedPrefix,
+  markUnusedPrefixes,
+  readPrefixMeta,
+  referencedPrefixes,
+} from "./prefix-collection.js";
 export type { StoredPrefixRef } from "./prefix-store.js";
 export {
   downloadPrefix,

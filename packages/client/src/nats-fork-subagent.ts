@@ -39,6 +39,7 @@ import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { isStorageFull } from "./jetstream-errors.js";
+import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef, uploadPrefixBytes } from "./prefix-store.js";
 import { parentIndexKey } from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
@@ -236,6 +237,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
       // that owns the run, and no run id is visible before its spec holds it.
       await this.#registerQueued(spec, ack.seq);
+      if (prefixSource.kind === "ref") await this.#confirmPrefix(params.prefix!, prefixSource);
     })();
     return new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey);
   }
@@ -293,6 +295,22 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       });
     }
     return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done };
+  }
+
+  /**
+   * After the spec is stored: the prefix it refers to may have been collected meanwhile (or be
+   * being collected); upload it again then, so the run finds it (prefix-collection.ts).
+   */
+  async #confirmPrefix(prefix: ForkPrefix, ref: StoredPrefixRef): Promise<void> {
+    const encoded = this.#encodedPrefixes.get(prefix) ?? encodeStoredPrefix(prefix);
+    try {
+      await confirmPrefix(this.resources, ref, {
+        touchAfterMs: this.resources.options.prefixRetentionMs / 4,
+        upload: () => uploadPrefixBytes(this.resources, encoded.bytes, ref),
+      });
+    } catch (error) {
+      this.#logger.warn({ err: error, hash: ref.hash }, "could not confirm a stored prefix");
+    }
   }
 
   // The registry shows the run as queued until a daemon claims it; a daemon's claim wins if first.

@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import { type ForkPrefix, forkPrefixCodec, MAX_PREFIX_BYTES } from "@forkd/protocol";
 import { ClientError } from "./errors.js";
+import { isUsablePrefix, readPrefixMeta } from "./prefix-collection.js";
 import type { ForkResources } from "./resources.js";
 
 /** Where a stored prefix is. */
@@ -25,8 +26,10 @@ export async function uploadPrefixBytes(
   ref: StoredPrefixRef,
 ): Promise<void> {
   try {
-    const info = await resources.prefixes.info(ref.hash);
-    if (info && !info.deleted && info.size === ref.size) return;
+    const stored = await readPrefixMeta(resources, ref.hash);
+    // An object being collected is uploaded again: the new upload's metadata makes the collector's
+    // compare-and-set delete fail (prefix-collection.ts).
+    if (stored && isUsablePrefix(stored.meta, ref.size)) return;
     await resources.prefixes.putBlob({ name: ref.hash, description: "forkd shared prefix" }, bytes);
   } catch (cause) {
     throw new ClientError(

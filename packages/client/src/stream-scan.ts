@@ -1,6 +1,12 @@
 // Reads a range of a stream in sequence order with an ordered consumer: the registry's tail (the
 // newest runs) and its head (the runs the retention sweep removes) without reading the rest.
-import { DeliverPolicy, type JsMsg, type MsgRequest, type NextMsgRequest } from "@nats-io/jetstream";
+import {
+  DeliverPolicy,
+  type JsMsg,
+  type MsgRequest,
+  type NextMsgRequest,
+  type StoredMsg,
+} from "@nats-io/jetstream";
 import type { ForkResources } from "./resources.js";
 
 /** Options of {@link scanStream}. */
@@ -46,5 +52,24 @@ export async function* scanStream(
     }
   } finally {
     messages.stop();
+  }
+}
+
+/**
+ * Yields the stored messages of `stream` matching `filter` from `fromSeq` on, one get each. For the
+ * specs work queue, which admits no consumer beside the daemons' own; its messages are the live runs'.
+ */
+export async function* getEachMessage(
+  resources: ForkResources,
+  stream: string,
+  options: { filter: string; fromSeq?: number },
+): AsyncGenerator<StoredMsg> {
+  let seq = Math.max(1, options.fromSeq ?? 1);
+  for (;;) {
+    const next: NextMsgRequest = { next_by_subj: options.filter, seq };
+    const stored = await resources.jsm.streams.getMessage(stream, next as unknown as MsgRequest);
+    if (!stored) return;
+    yield stored;
+    seq = stored.seq + 1;
   }
 }

@@ -3,7 +3,7 @@
 // hands unfinished runs to other daemons.
 import { hostname } from "node:os";
 import { ensureForkResources, type ForkResources } from "@forkd/client";
-import { PrefixCache } from "@forkd/client/internal";
+import { collectUnusedPrefixes, PrefixCache } from "@forkd/client/internal";
 import {
   abortRequestCodec,
   type DaemonInfo,
@@ -163,6 +163,7 @@ export class ForkDaemon {
       retentionMs: config.retentionMs,
       prefixRetentionMs: config.prefixRetentionMs,
       logger: this.#logger,
+      collectPrefixes: () => collectUnusedPrefixes(resources, { retentionMs: config.prefixRetentionMs }),
     });
     this.#sweeper.start();
     this.#logger.info(

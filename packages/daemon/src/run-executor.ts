@@ -2,6 +2,7 @@
 // run the core turn loop, publish every event in order, end the run and settle the spec.
 
 import {
+  ClientError,
   type ForkResources,
   getRunState,
   type LoggedEvent,
@@ -43,6 +44,9 @@ import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
 import { startRunTracing } from "./run-tracing.js";
+
+/** How long a run waits for a referenced prefix that is missing (its parent uploads it again). @unit ms */
+const PREFIX_WAIT_MS = 30_000;
 
 /** What the executor needs. */
 export interface RunExecutorDeps {
@@ -569,9 +573,7 @@ export class RunExecutor {
         return null;
       case "ref":
         try {
-          return await this.#deps.prefixCache.get(source, (ref) =>
-            downloadPrefix(this.#deps.resources, ref, { maxBytes: this.#deps.config.maxPrefixBytes }),
-          );
+          return await this.#deps.prefixCache.get(source, (ref) => this.#downloadPrefixWhenStored(ref));
         } catch (error) {
           throw new DaemonError(
             "prefix_unavailable",
@@ -584,6 +586,27 @@ export class RunExecutor {
       default: {
         const unreachable: never = source;
         throw new Error(`unknown prefix kind ${String(unreachable)}`);
+      }
+    }
+  }
+
+  /**
+   * Downloads a stored prefix, waiting up to {@link PREFIX_WAIT_MS} while it is missing or cut short:
+   * a prefix collected while its fork was published is uploaded again by the fork's parent
+   * (prefix-collection.ts in @forkd/client), and the run goes on with those bytes.
+   */
+  async #downloadPrefixWhenStored(ref: { hash: string; size: number }): Promise<ForkPrefix> {
+    const deadline = Date.now() + PREFIX_WAIT_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await downloadPrefix(this.#deps.resources, ref, {
+          maxBytes: this.#deps.config.maxPrefixBytes,
+        });
+      } catch (error) {
+        // Only a missing object is waited for: one that is there and wrong will not become right.
+        const missing = !(error instanceof ClientError) || error.code === "run_not_found";
+        if (!missing || Date.now() >= deadline) throw error;
+        await new Promise((resolveDelay) => setTimeout(resolveDelay, Math.min(2_000, 100 * 2 ** attempt)));
       }
     }
   }
