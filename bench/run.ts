@@ -24,6 +24,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     only: { type: "string" },
     out: { type: "string" },
+    sizes: { type: "string" },
   },
   allowPositionals: false,
 });
@@ -32,6 +33,10 @@ const only = values.only
   ?.split(",")
   .map((id) => Number(id.trim()))
   .filter((id) => Number.isInteger(id));
+const sizes = values.sizes
+  ?.split(",")
+  .map((size) => Number(size.trim()))
+  .filter((size) => Number.isInteger(size) && size > 0);
 const selected = benchmarks.filter((b) => only === undefined || only.includes(b.id));
 if (selected.length === 0) {
   console.error(`no benchmark matches --only ${values.only}; ids: ${benchmarks.map((b) => b.id).join(", ")}`);
@@ -61,7 +66,7 @@ log(
 );
 
 // A benchmark that hangs is a crash: the suite must end, in CI too.
-const timeoutMs = quick ? 90_000 : 400_000;
+const defaultTimeoutMs = quick ? 90_000 : 400_000;
 let crashed = 0;
 for (const benchmark of selected) {
   log(`#${benchmark.id} ${benchmark.name}`);
@@ -69,8 +74,9 @@ for (const benchmark of selected) {
   const loadBefore = loadavg()[0]!;
   let stored: StoredResult;
   try {
+    const timeoutMs = benchmark.timeoutMs?.[quick ? "quick" : "full"] ?? defaultTimeoutMs;
     const result = await within(
-      benchmark.run({ quick, log: (message) => log(`  #${benchmark.id}: ${message}`) }),
+      benchmark.run({ quick, sizes, log: (message) => log(`  #${benchmark.id}: ${message}`) }),
       timeoutMs,
       `benchmark #${benchmark.id}`,
     );

@@ -9,6 +9,7 @@ import { failoverBenchmark } from "./b7-failover.js";
 import { memoryBenchmark } from "./b8-memory.js";
 import { hostileWireBenchmark } from "./b9-hostile-wire.js";
 import { proxyBenchmark } from "./b10-proxy.js";
+import { scaleBenchmark } from "./b11-scale.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -22,4 +23,5 @@ export const benchmarks: readonly Benchmark[] = [
   memoryBenchmark,
   hostileWireBenchmark,
   proxyBenchmark,
+  scaleBenchmark,
 ];

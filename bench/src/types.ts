@@ -30,6 +30,8 @@ export interface BenchResult {
 /** What the runner gives a benchmark. */
 export interface BenchContext {
   quick: boolean;
+  /** Batch sizes from `--sizes 1000,8000` (benchmarks that grow with a size read it; #11). */
+  sizes?: number[] | undefined;
   /** Progress lines (stderr), never part of the results. */
   log(message: string): void;
 }
@@ -38,5 +40,7 @@ export interface BenchContext {
 export interface Benchmark {
   id: number;
   name: string;
+  /** Its own deadline, when the runner's (90 s quick, 400 s full) is too short. @unit ms */
+  timeoutMs?: { quick: number; full: number };
   run(context: BenchContext): Promise<Omit<BenchResult, "id" | "name" | "durationMs">>;
 }
