@@ -182,7 +182,8 @@ describe("forkd under deploy/nats/accounts.conf", () => {
     const observerNc = await connectAs("observer");
     const observer = await NatsForkSubagent.create(observerNc);
     const runIds: string[] = [];
-    for await (const key of await observer.resources.runs.keys()) runIds.push(key);
+    // One-token keys are runs (parent index keys have three, docs/architecture.md "Registry index").
+    for await (const key of await observer.resources.runs.keys("*")) runIds.push(key);
     expect(runIds.length).toBeGreaterThanOrEqual(5);
     for (const runId of runIds) {
       const events = await collect(observer.attach(runId).events());
@@ -190,7 +191,8 @@ describe("forkd under deploy/nats/accounts.conf", () => {
       await waitFor(async () => /^(completed|aborted)$/.test((await observer.state(runId))?.status ?? ""));
     }
     const daemons: string[] = [];
-    for await (const key of await observer.resources.daemons.keys()) daemons.push(key);
+    // One-token keys are daemons (the retention lease is `lease.retention`).
+    for await (const key of await observer.resources.daemons.keys("*")) daemons.push(key);
     expect(daemons).toEqual(["deployed-daemon-1"]);
     expect(violations()).toEqual([]);
     // The abort's core publish is dropped by the server, and its registry write is refused.
@@ -200,6 +202,42 @@ describe("forkd under deploy/nats/accounts.conf", () => {
     expect(violations().some((line) => line.includes("agent.fork.observer-abort.abort"))).toBe(true);
     expect(await observer.state("observer-abort")).toBeNull();
     await observer.close();
+  });
+
+  it("a daemon sweeps finished runs and collects unused prefixes with the daemon's rights alone", async () => {
+    // The first daemon hands its lease over when it stops; one with windows of a second takes it.
+    await daemon.stop({ graceMs: 0 });
+    const config = loadDaemonConfig({
+      env: {
+        FORKD_NATS_URL: server.url,
+        NATS_USER: "daemon",
+        NATS_PASSWORD: TEST_PASSWORDS.daemon,
+        FORKD_DAEMON_ID: "deployed-sweeper",
+        FORKD_WORKSPACE: workspace,
+        FORKD_BASH_POLICY: "read-only",
+        FORKD_RETENTION_MS: "1000",
+        FORKD_PREFIX_RETENTION_MS: "1000",
+      },
+    });
+    daemon = await startDaemon(config, {
+      logger: createDaemonLogger({ level: "silent", format: "json", daemonId: config.daemonId }),
+      llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-deploy-roles", retry: { maxRetries: 0 } }),
+    });
+    const stored = async () => {
+      const keys: string[] = [];
+      for await (const key of await parent.resources.runs.keys()) keys.push(key);
+      const prefixes: string[] = [];
+      for await (const info of await parent.resources.prefixes.list()) prefixes.push(info.name);
+      return { keys, prefixes };
+    };
+    expect((await stored()).prefixes.length).toBeGreaterThan(0);
+    await waitFor(
+      async () => {
+        const { keys, prefixes } = await stored();
+        return keys.length === 0 && prefixes.length === 0;
+      },
+      { timeoutMs: 30_000 },
+    );
   });
 
   it("logged no permission violation for the parent or the daemon", () => {

@@ -167,7 +167,15 @@ export class ForkDaemon {
     });
     this.#sweeper.start();
     this.#logger.info(
-      { daemonId: this.id, concurrency: config.concurrency, prefix: config.prefix },
+      {
+        daemonId: this.id,
+        concurrency: config.concurrency,
+        prefix: config.prefix,
+        // Retention is a sweep on every version (docs/operations.md, "Retention"): said once, with the server's version.
+        natsServer: this.#options.nc.info?.version,
+        retentionMs: config.retentionMs,
+        prefixRetentionMs: config.prefixRetentionMs,
+      },
       "daemon running",
     );
   }
