@@ -5,7 +5,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { ForkResources } from "@forkd/client";
-import { type NatsForkSubagent, readRetentionLease } from "@forkd/client";
+import { type NatsForkHandle, type NatsForkSubagent, readRetentionLease } from "@forkd/client";
 import { readStoredEvents } from "@forkd/client/internal";
 import type { DaemonProcess } from "../../test/harness/daemons.js";
 import { memoryOf } from "./b8-memory.js";
@@ -103,22 +103,25 @@ async function runBatch(
   const turn = await parentTurn("4k");
   const before = await stored(forks.resources);
   const started = now();
-  const runIds: string[] = [];
+  const handles: NatsForkHandle[] = [];
   for (let i = 0; i < count; i++) {
     const handle = forks.fork({
       prefix: turn.prefix,
       directive: taggedDirective(`${tag}-${i}`, "Scale probe.\n@sim text 5"),
       parent: { agent_id: `bench-scale-${tag}` },
     });
-    runIds.push(handle.runId);
+    handles.push(handle);
     // Publishing never waits on a run; this only keeps the parent's own event loop responsive.
     if (i % 500 === 499) await new Promise((resolve) => setImmediate(resolve));
   }
   const ends = await within(
-    Promise.all(runIds.map((runId) => cluster.watch.terminal(runId))),
+    Promise.all(handles.map((handle) => cluster.watch.terminal(handle.runId))),
     Math.max(120_000, count * 40),
     `${count} forks`,
   );
+  // A run can end before its parent has registered it (queued entry, parent index key): the
+  // stored figures are read once every parent write is done.
+  await within(Promise.all(handles.map((handle) => handle.published())), 60_000, `${count} registrations`);
   const makespan = Math.max(...ends.map((end) => end.at)) - started;
   const completed = ends.filter((end) => end.event.type === "completed").length;
   const after = await stored(forks.resources);
