@@ -26,7 +26,7 @@ export interface SweepResult {
   scanned: number;
 }
 
-/** Runs removed at once: each is three purges, and a sweep after a busy hour removes thousands. */
+/** Runs removed at once: each is ~20 requests (its events, two purges), and a sweep after a busy hour removes thousands. */
 const SWEEP_CONCURRENCY = 64;
 /** Expired runs read before they are removed, in one pass of a sweep. */
 const SWEEP_PASS = 2_000;
