@@ -10,7 +10,8 @@ import {
   readPrefixMeta,
   referencedPrefixes,
 } from "@forkd/client/internal";
-import { createForkPrefix, type ForkPrefix } from "@forkd/core";
+import { createForkPrefix } from "@forkd/core";
+import type { ForkPrefix } from "@forkd/protocol";
 import { loadFixture, waitFor } from "@forkd/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";
