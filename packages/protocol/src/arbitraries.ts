@@ -23,7 +23,7 @@ import type {
 } from "./control.js";
 import type { ForkEvent, ForkEventOf, ForkEventType, ForkReport, ForkResult, WireError } from "./events.js";
 import { MAX_RUN_ID_LENGTH } from "./limits.js";
-import type { DaemonInfo, RunState } from "./registry.js";
+import type { DaemonInfo, RetentionLease, RunState } from "./registry.js";
 import type {
   ForkCall,
   ForkPrefix,
@@ -589,6 +589,21 @@ export const runStateArb: fc.Arbitrary<RunState> = record<RunState>(
     error: wireErrorArb,
   },
   ["v", "run_id", "status", "attempt", "last_seq", "created_at", "updated_at"],
+);
+
+export const retentionLeaseArb: fc.Arbitrary<RetentionLease> = record<RetentionLease>(
+  {
+    v: fc.constant(1 as const),
+    holder: runIdArb,
+    until: epochMsArb,
+    retention_ms: posInt,
+    prefix_retention_ms: posInt,
+    last_sweep: record(
+      { at: epochMsArb, runs_removed: nonNegInt, prefixes_removed: nonNegInt, took_ms: nonNegInt },
+      ["at", "runs_removed", "prefixes_removed", "took_ms"],
+    ),
+  },
+  ["v", "holder", "until", "retention_ms", "prefix_retention_ms"],
 );
 
 export const daemonInfoArb: fc.Arbitrary<DaemonInfo> = record<DaemonInfo>(

@@ -13,6 +13,7 @@ import {
   inlineForkSpecArb,
   permissionRequestArb,
   permissionResponseArb,
+  retentionLeaseArb,
   runStateArb,
   toolHostRequestArb,
   toolHostResponseArb,
@@ -26,6 +27,7 @@ import {
   forkSpecCodec,
   permissionRequestCodec,
   permissionResponseCodec,
+  retentionLeaseCodec,
   runStateCodec,
   toolHostRequestCodec,
   toolHostResponseCodec,
@@ -53,6 +55,7 @@ const cases: Case[] = [
   ["tool host response", toolHostResponseCodec, toolHostResponseArb],
   ["run state", runStateCodec, runStateArb],
   ["daemon info", daemonInfoCodec, daemonInfoArb],
+  ["retention lease", retentionLeaseCodec, retentionLeaseArb],
 ];
 
 describe("round trip: decode(encode(x)) deep-equals x", () => {
