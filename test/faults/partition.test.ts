@@ -86,7 +86,7 @@ describe("a daemon cut from NATS mid-run", () => {
 });
 
 describe("a parent cut from NATS mid-run", () => {
-  it("leaves its run going; when the link carries again, it follows the run to the end with no gap", async () => {
+  it("leaves its run going; reconnected, it follows the run to the end with no gap", async () => {
     const { server, sim, workspace, forks: observer, prefix } = stack();
     const link = await startPartitionRelay(server.url);
     const daemon = await spawnDaemon({
@@ -113,8 +113,9 @@ describe("a parent cut from NATS mid-run", () => {
       link.cut();
       const ended = await observer.attach(handle.runId).result();
       expect(ended.status).toBe("completed");
-      // The link carries again (what was sent meanwhile was held in TCP's buffers, not lost).
-      link.heal();
+      // The link comes back after a partition long enough for both ends to give up: the parent's
+      // connection is reset, and it reconnects.
+      link.heal({ reset: true });
       await following;
       expect(seen.map((event) => event.seq)).toEqual(seen.map((_, index) => index + 1));
       expect(seen.at(-1)?.type).toBe("completed");

@@ -88,6 +88,18 @@ export async function* readEventLog(
     signal?.addEventListener("abort", stop, { once: true });
     // An abort while the consumer was being created fired before the listener existed.
     if (signal?.aborted) stop();
+    // After a reconnect the library's consumer may sit silent until its heartbeats run out (seen
+    // after a partition ended in a reset): the reader makes a new one at once, after the last event.
+    let reconnected = false;
+    const statuses = resources.nc.status()[Symbol.asyncIterator]();
+    void (async () => {
+      for (let next = await statuses.next(); !next.done; next = await statuses.next()) {
+        if (next.value.type !== "reconnect") continue;
+        reconnected = true;
+        stop();
+        return;
+      }
+    })().catch(() => undefined);
     try {
       for await (const message of messages) {
         nextStreamSeq = message.info.streamSequence + 1;
@@ -104,6 +116,7 @@ export async function* readEventLog(
         if (!follow && message.info.pending === 0) return;
       }
       signal?.throwIfAborted();
+      if (reconnected) continue;
       return;
     } catch (error) {
       signal?.throwIfAborted();
@@ -122,6 +135,7 @@ export async function* readEventLog(
     } finally {
       signal?.removeEventListener("abort", stop);
       messages.stop();
+      void statuses.return?.();
     }
   }
 }
