@@ -232,7 +232,13 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
             { cause: error },
           );
         }
-        throw error;
+        // No answer, or "no responders": no stream leader is reachable from this connection (the
+        // cluster lost quorum, or this client's node is cut from the others).
+        throw new ClientError(
+          "publish_failed",
+          `JetStream did not confirm the spec of run ${runId}: ${(error as Error).message} (no stream leader reachable: the cluster may have lost quorum, or this client's NATS node is cut from the others). The spec may or may not be stored; forking again with the same runId is safe, it is deduplicated`,
+          { cause: error },
+        );
       }
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
       // that owns the run, and no run id is visible before its spec holds it.

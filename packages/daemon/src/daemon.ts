@@ -23,6 +23,7 @@ import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
 import { RetentionSweeper } from "./retention-sweeper.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
+import { StorageHealth, type StorageTransition } from "./storage-health.js";
 
 /** The daemon's lifecycle. */
 export type DaemonState = "starting" | "running" | "draining" | "stopped";
@@ -64,6 +65,8 @@ export class ForkDaemon {
   readonly #startedAt = Date.now();
   /** When this daemon's open pull request expires. @unit ms since epoch */
   #pullUntil = 0;
+  /** Whether JetStream stores this daemon's writes; said in the log and the metrics when it changes. */
+  readonly #storage = new StorageHealth((transition) => this.#onStorageChange(transition));
 
   constructor(options: ForkDaemonOptions) {
     this.#options = options;
@@ -107,6 +110,7 @@ export class ForkDaemon {
       retentionMs: config.retentionMs,
       prefixRetentionMs: config.prefixRetentionMs,
     });
+    this.#options.metrics?.storageAvailable.set(1); // it just stored the resources
     const resources = this.#resources;
     this.#executor = new RunExecutor({
       ...this.#options,
@@ -114,6 +118,7 @@ export class ForkDaemon {
       prefixCache: new PrefixCache(),
       config,
       logger: this.#logger,
+      storage: this.#storage,
     });
     this.#subscriptions.push(
       this.#options.nc.subscribe(resources.subjects.allAborts, {
@@ -370,7 +375,7 @@ export class ForkDaemon {
           if (late) selfHeardAt = now;
           const gone = peers.sweep(now);
           if (this.#state === "running") this.#handOffSilentPeers(gone);
-          this.#abandonRunsIfCutOff(now - selfHeardAt);
+          this.#abandonRunsIfCutOff(Math.max(now - selfHeardAt, this.#storage.unavailableForMs(now)));
         }, sweepMs).unref(),
       );
     }
@@ -396,10 +401,12 @@ export class ForkDaemon {
   }
 
   /**
-   * Cut off from NATS for `CUT_OFF_FAILOVER_MULTIPLE × failoverAfterMs`, this daemon stops its runs
-   * without ending them or touching their specs: the others took them over long ago (every model call
-   * it still streams is paid twice). Shorter cuts (a NATS node restarting, a leader election) leave
-   * the runs going: their events are published when the link is back.
+   * Cut off from NATS — or from JetStream's storage: no quorum, or its node cut from the others — for
+   * `CUT_OFF_FAILOVER_MULTIPLE × failoverAfterMs`, this daemon stops its runs without ending them or
+   * touching their specs: the others took them over long ago, or nobody can record them (every model
+   * call it still streams is paid twice, or for nothing). Shorter cuts (a NATS node restarting, a
+   * leader election) leave the runs going: their events are published when the link is back. Runs
+   * nobody took over are redelivered after `ack_wait` once JetStream stores again.
    */
   #abandonRunsIfCutOff(silentForMs: number): void {
     if (silentForMs < CUT_OFF_FAILOVER_MULTIPLE * this.#config.failoverAfterMs || this.#active.size === 0)
@@ -408,7 +415,7 @@ export class ForkDaemon {
     if (runs.length === 0) return;
     this.#logger.warn(
       { silentForMs, runs: runs.map((run) => run.runId) },
-      "cut off from NATS: the other daemons have taken these runs; stopping them here",
+      "cut off from NATS or from JetStream's storage: these runs are taken over or cannot be recorded; stopping them here",
     );
     for (const run of runs) run.abandon();
   }
@@ -427,6 +434,23 @@ export class ForkDaemon {
           );
       }
     }
+  }
+
+  #onStorageChange(transition: StorageTransition): void {
+    this.#options.metrics?.storageAvailable.set(transition.kind === "available" ? 1 : 0);
+    if (transition.kind === "unavailable") {
+      this.#logger.error(
+        { err: transition.error },
+        "JetStream is not storing this daemon's writes (no quorum, or this daemon's NATS node is cut from the others): taking no new work; runs stop after the cut-off time",
+      );
+    } else {
+      this.#logger.warn({ unavailableForMs: transition.unavailableForMs }, "JetStream stores again");
+    }
+  }
+
+  /** False while JetStream does not store this daemon's writes (see {@link StorageHealth}). */
+  get storageAvailable(): boolean {
+    return this.#storage.available;
   }
 
   #keepClaimsAlive(): void {
@@ -453,7 +477,9 @@ export class ForkDaemon {
     if (this.#options.metrics?.url) info.metrics_url = this.#options.metrics.url;
     try {
       await resources.daemons.put(this.id, daemonInfoCodec.encode(info));
+      this.#storage.succeeded(Date.now());
     } catch (error) {
+      this.#storage.failed(Date.now(), error);
       this.#logger.warn({ err: error }, "daemon heartbeat failed");
     }
     for (const run of this.#active.values()) void run.heartbeat();

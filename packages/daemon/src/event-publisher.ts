@@ -16,6 +16,7 @@ import {
 } from "@forkd/protocol";
 import type { JetStreamClient, PubAck } from "@nats-io/jetstream";
 import { DaemonError } from "./errors.js";
+import type { StorageHealth } from "./storage-health.js";
 import { daemonSecrets, type NamedSecret, scrubSecretsDeep } from "./tools/secrets.js";
 
 /** Where a run's log stands when an attempt starts publishing. */
@@ -37,6 +38,8 @@ export interface RunEventPublisherOptions {
   publishTimeoutMs?: number;
   /** Called after each stored event. */
   onPublished?: (event: ForkEvent) => void;
+  /** Told whether each publish try was stored, so the daemon knows when JetStream cannot store. */
+  storage?: StorageHealth;
   /**
    * Values no event may carry: model text, tool results, errors — whatever holds one gets
    * `[redacted NAME]` instead, before it is stored where every parent and observer can read it.
@@ -166,6 +169,7 @@ export class RunEventPublisher {
           this.#fenced = true;
           throw fencedError(this.runId, this.attempt);
         }
+        this.#options.storage?.succeeded(Date.now());
         this.#seq = seq;
         this.#lastStreamSeq = ack.seq;
         this.#options.onPublished?.(event);
@@ -176,6 +180,7 @@ export class RunEventPublisher {
           this.#fenced = true;
           throw fencedError(this.runId, this.attempt, error);
         }
+        this.#options.storage?.failed(Date.now(), error);
         if (Date.now() >= deadline) {
           throw new DaemonError(
             "publish_failed",

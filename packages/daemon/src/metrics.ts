@@ -18,6 +18,8 @@ export interface DaemonMetrics {
   readonly redeliveries: Counter;
   /** Runs of a silent daemon this daemon handed back to the queue (failover.ts). */
   readonly handoffs: Counter;
+  /** 1 while JetStream stores this daemon's writes (events, heartbeats), 0 from its first failure to its next success (storage-health.ts). */
+  readonly storageAvailable: Gauge;
   readonly toolCalls: Counter<"result">;
   /** Control messages refused: `abort` (no owner's proof), or a protocol error code (`invalid_message`, `payload_too_large`, …). */
   readonly refusedControls: Counter<"kind">;
@@ -81,6 +83,11 @@ export function createDaemonMetrics(): DaemonMetrics {
     handoffs: new Counter({
       name: "forkd_handoffs_total",
       help: "Runs of a daemon gone silent that this daemon handed back to the queue",
+      registers,
+    }),
+    storageAvailable: new Gauge({
+      name: "forkd_jetstream_available",
+      help: "1 while JetStream stores this daemon's event publishes and heartbeats; 0 from a failure (no quorum, this node cut from the others) to the next success",
       registers,
     }),
     toolCalls: new Counter({

@@ -44,6 +44,10 @@ import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
 import { startRunTracing } from "./run-tracing.js";
+import type { StorageHealth } from "./storage-health.js";
+
+/** How long a spec whose run ended with an internal error waits before it is delivered again. @unit ms */
+const INTERNAL_ERROR_RETRY_MS = 1_000;
 
 /** How long a run waits for a referenced prefix that is missing (its parent uploads it again). @unit ms */
 const PREFIX_WAIT_MS = 30_000;
@@ -58,6 +62,8 @@ export interface RunExecutorDeps {
   /** Builds the tool dispatcher of one run (built-in tools, tool host, worktree). */
   tools: RunToolsFactory;
   metrics?: DaemonMetrics;
+  /** Told the outcome of every event publish (storage-health.ts). */
+  storage?: StorageHealth;
 }
 
 /** One delivery of a spec. */
@@ -202,6 +208,11 @@ export class RunExecutor {
         });
       } catch (error) {
         logger.error({ err: error }, "run ended with an internal error");
+        // Not left to ack_wait (30 s): a passing failure — a JetStream request that timed out while
+        // the cluster routes around a lost node — is retried in a second, by whichever daemon; a
+        // lasting one ends at max_deliver (a failed event, see max-deliveries.ts). A fenced attempt
+        // leaves the spec to the attempt that owns it now.
+        if (stop?.kind !== "fenced" && !publisher?.fenced) message.nak(INTERNAL_ERROR_RETRY_MS);
       } finally {
         context.onEnd();
       }
@@ -280,6 +291,7 @@ export class RunExecutor {
       runId,
       attempt,
       position,
+      ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
     hooks.onClaimed(attempt, publisher);
     const priorEvents: ForkEvent[] =

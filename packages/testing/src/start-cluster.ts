@@ -60,6 +60,14 @@ export interface StartNatsClusterOptions extends NatsLocateOptions {
   stopGraceMs?: number;
   /** Aborts the start; every node is killed and the temp dir removed. */
   signal?: AbortSignal;
+  /**
+   * Where node `from` dials node `to`'s cluster port (`target`, `host:port`): returns the
+   * `host:port` to dial instead, e.g. a relay a test can cut to partition the cluster. With it, nodes
+   * advertise no route address of their own, so every route between two nodes is one this chose (a
+   * gossiped route would go around the relay). Called again for each start attempt.
+   * @default every node dials the others' cluster ports directly
+   */
+  routeVia?: (from: number, to: number, target: string) => Promise<string>;
 }
 
 /** A running cluster. Every node is a full {@link NatsServerHandle} (kill, restart, stop). */
@@ -111,9 +119,26 @@ async function distinctFreePorts(count: number): Promise<number[]> {
   return [...ports];
 }
 
-function clusterBlock(name: string, port: number, peers: readonly number[]): string {
-  const routes = peers.map((peer) => `"nats-route://${LOOPBACK}:${peer}"`).join(", ");
-  return `cluster {\n  name: "${name}"\n  listen: "${LOOPBACK}:${port}"\n  routes: [${routes}]\n}`;
+/** Routed on purpose: nothing listens on port 1, so a route learnt by gossip is never made. */
+const UNREACHABLE_ROUTE = `${LOOPBACK}:1`;
+
+function clusterBlock(name: string, port: number, routes: readonly string[], relayed: boolean): string {
+  const list = routes.map((route) => `"nats-route://${route}"`).join(", ");
+  const advertise = relayed ? `\n  advertise: "${UNREACHABLE_ROUTE}"` : "";
+  return `cluster {\n  name: "${name}"\n  listen: "${LOOPBACK}:${port}"${advertise}\n  routes: [${list}]\n}`;
+}
+
+async function routesOf(
+  index: number,
+  ports: readonly number[],
+  options: StartNatsClusterOptions,
+): Promise<string[]> {
+  const peers = ports.flatMap((port, peer) =>
+    peer === index ? [] : [{ peer, target: `${LOOPBACK}:${port}` }],
+  );
+  const via = options.routeVia;
+  if (via === undefined) return peers.map(({ target }) => target);
+  return Promise.all(peers.map(({ peer, target }) => via(index, peer, target)));
 }
 
 /**
@@ -173,7 +198,8 @@ export async function startNatsCluster(options: StartNatsClusterOptions = {}): P
             baseConfig: clusterBlock(
               name,
               port,
-              ports.filter((other) => other !== port),
+              await routesOf(i, ports, options),
+              options.routeVia !== undefined,
             ),
             config: options.config ?? "",
             args: options.args ?? [],
