@@ -115,7 +115,12 @@ export async function ensureForkResources(
       }
     }
     const kvm = new Kvm(js);
+    // Registry reads go to the bucket's stream leader, not to any replica ("direct get"): a replica
+    // may lag (a compare-and-set built on what it says fails, or an abort flag is missed), and on a
+    // partition the servers keep routing direct gets to a cut node's replica, where each one timed out
+    // (test/faults/minority-node.test.ts). The leader is always on the side that can write.
     const runs = await kvm.create(subjects.buckets.runs, {
+      allow_direct: false,
       replicas: resolved.replicas,
       history: 1,
       ttl: resolved.runsTtlMs,
@@ -123,6 +128,7 @@ export async function ensureForkResources(
       maxValueSize: MAX_EVENT_BYTES,
     });
     const daemons = await kvm.create(subjects.buckets.daemons, {
+      allow_direct: false,
       replicas: resolved.replicas,
       history: 1,
       ttl: resolved.daemonTtlMs,
