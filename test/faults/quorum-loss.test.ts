@@ -10,7 +10,7 @@ import { ClientError, NatsForkSubagent } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkEvent, ForkPrefix } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
-import { freePort, loadFixture, type NatsClusterHandle, startNatsCluster } from "@forkd/testing";
+import { freePort, loadFixture, type NatsClusterHandle, startNatsCluster, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
@@ -114,10 +114,17 @@ describe("two of three NATS nodes down", () => {
     // Quorum back: the daemon stores again by itself, the run comes back and completes, and what was
     // acknowledged before the loss is still the start of its log.
     await Promise.all(lost.map((node) => node.restart()));
+    const restartedAt = Date.now();
     await cluster.waitForJetStream({ timeoutMs: 60_000 });
-    await daemon.waitForLog((line) => line.msg === "JetStream stores again", 60_000);
-    expect(await storageGauge(metricsUrl)).toBe("1");
     expect((await held.result()).status).toBe("completed");
+    // The verdict may flap while the nodes elect their leaders; once the run is through, it is back.
+    await daemon.waitForLog(
+      (line) => line.msg === "JetStream stores again" && Number(line.time) >= restartedAt,
+    );
+    await waitFor(async () => (await storageGauge(metricsUrl)) === "1", {
+      timeoutMs: 30_000,
+      message: "forkd_jetstream_available to be 1 again",
+    });
     const log = await contiguousLog(forks.resources, held.runId);
     expect(log.slice(0, beforeLoss.length)).toEqual(beforeLoss);
     expect(log.filter((event) => event.type === "completed")).toHaveLength(1);
