@@ -60,18 +60,38 @@ describe("the chaos checker", () => {
     expect(invariantsOf(soundLog(), 0)).toEqual([]);
   });
 
-  it("finds a turn paid twice, and a bill that differs from the responses recorded", () => {
+  it("finds a turn paid twice, a bill short of the responses recorded, a call billed but never asked", () => {
     const log = soundLog();
     (log[7] as { turn: number }).turn = 1;
     expect(invariantsOf(log)).toEqual(["turn_paid_once"]);
-    const overbilled = soundLog();
-    (overbilled.at(-1) as unknown as { result: { usage: typeof billed } }).result.usage = {
+    const underbilled = soundLog();
+    (underbilled.at(-1) as unknown as { result: { usage: typeof billed } }).result.usage = {
       ...billed,
-      output_tokens: 61,
+      output_tokens: 59,
     };
-    expect(checkRunLog("r", overbilled, 1)).toEqual([
-      { runId: "r", invariant: "bill_matches_log", detail: "output_tokens billed 61, recorded 60" },
+    expect(checkRunLog("r", underbilled, 1)).toEqual([
+      { runId: "r", invariant: "bill_matches_log", detail: "output_tokens billed 59, recorded 60" },
     ]);
+    const phantom = soundLog();
+    (phantom.at(-1) as unknown as { result: { usage: typeof billed } }).result.usage = {
+      ...billed,
+      llm_calls: 3,
+    };
+    expect(checkRunLog("r", phantom, 1)).toEqual([
+      { runId: "r", invariant: "bill_matches_log", detail: "3 calls billed, 2 requests logged" },
+    ]);
+  });
+
+  it("accepts a bill above the recorded responses by a call that was cut and resent", () => {
+    const log = soundLog();
+    log.splice(6, 0, { type: "llm.request", turn: 2 } as unknown as ForkEvent);
+    const renumbered = log.map((event, index) => ({ ...event, seq: index + 1 }) as ForkEvent);
+    (renumbered.at(-1) as unknown as { result: { usage: typeof billed } }).result.usage = {
+      ...billed,
+      input_tokens: 30,
+      llm_calls: 3,
+    };
+    expect(checkRunLog("r", renumbered, 1)).toEqual([]);
   });
 
   it("counts an accepted spec with no stored log as not ended", () => {

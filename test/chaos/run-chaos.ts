@@ -76,6 +76,9 @@ function seededRandom(seed: number): () => number {
   };
 }
 
+/** How long the parent waits after a refused fork before the next. @unit ms */
+const REFUSAL_PAUSE_MS = 250;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One daemon place: its relays to every node (cut together for a partition) and its current process. */
@@ -137,6 +140,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // The parent: keeps `inflight` forks going, each a tool call (its line in the ledger) and a turn.
     let producing = true;
     let forked = 0;
+    let refusedAt = 0;
     const producer = (async () => {
       const inflight = new Set<Promise<unknown>>();
       while (producing) {
@@ -144,6 +148,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           await Promise.race(inflight);
           continue;
         }
+        // A refusal comes at once while JetStream cannot store: a parent would not spin on it either.
+        if (Date.now() - refusedAt < REFUSAL_PAUSE_MS) await sleep(REFUSAL_PAUSE_MS);
         const tag = `chaos-run-${++forked}`;
         const handle = forks.fork({
           prefix,
@@ -167,6 +173,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             return outcome;
           },
           (error: unknown) => {
+            refusedAt = Date.now();
             const code = error instanceof ClientError ? error.code : "untyped";
             refused[code] = (refused[code] ?? 0) + 1;
           },
@@ -176,10 +183,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     })();
 
+    const round: ChaosFault[] = [];
+    const shuffled = <T>(items: readonly T[]): T[] => {
+      const copy = [...items];
+      for (let i = copy.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+      }
+      return copy;
+    };
     const deadline = Date.now() + options.durationMs;
     while (Date.now() < deadline) {
       await sleep(between(1_000, 3_000));
-      const fault = pick(CHAOS_FAULTS);
+      // Each fault once per round, in a random order: a short run still meets every kind.
+      if (round.length === 0) round.push(...shuffled(CHAOS_FAULTS));
+      const fault = round.pop()!;
       faults[fault] += 1;
       const slot = pick(slots);
       switch (fault) {
@@ -253,7 +271,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       outcomeCounts[outcome] = (outcomeCounts[outcome] ?? 0) + 1;
     }
     const allEvents = [...logs.values()].flat();
-    const requests = sim.requests();
+    const stats = sim.stats();
     return {
       seed,
       durationMs: options.durationMs,
