@@ -278,10 +278,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       forks: { accepted: accepted.length, refused },
       outcomes: outcomeCounts,
       faults,
-      provider: {
-        requests: requests.length,
-        faulted: requests.filter((entry) => entry.fault !== null).length,
-      },
+      provider: { requests: stats.messages, faulted: stats.faults },
       events: allEvents.length,
       resumedAttempts: allEvents.filter((event) => event.type === "accepted" && event.attempt > 1).length,
       settledInMs: ended ? settledInMs : Number.NaN,
