@@ -151,6 +151,10 @@ describe("sed", () => {
     }
     // Text of odd length, then a command: the text ends at the newline, not one character later.
     refused("sed 'a txt\nw out' f", "writes to a file");
+    refused("sed 'a x\nw out' f", "writes to a file");
+    // sed joins -e scripts with newlines: the same reading across them.
+    accepted("sed -e 'a\\' -e 'w out' f");
+    refused("sed -e 'a\\\\' -e 'w out' f", "writes to a file");
   });
 
   it("checks only the a, i, c and r text for a ;, not the rest of the script", () => {
@@ -175,7 +179,19 @@ describe("sed", () => {
   });
 
   it("skips blanks, empty commands and separators wherever sed does", () => {
-    for (const script of ["p; ;p", "p;\t;p", "p;", "p\n", "1,\t3\tp", "# a; b", "L", "l  5"]) {
+    for (const script of [
+      "p; ;p",
+      "p;\t;p",
+      "p;",
+      "p\n",
+      "p;;",
+      "p; ",
+      "p\n\n",
+      "1,\t3\tp",
+      "# a; b",
+      "L",
+      "l  5",
+    ]) {
       accepted(`sed -n '${script}' f`);
     }
     refused("sed 'F 5' f", 'unexpected "5" after the F command');
