@@ -57,6 +57,7 @@ describe("xargs", () => {
     accepted("xargs -I P awk 1 P");
     // No replacement string: the word "undefined" is a word like any other.
     accepted("xargs awk undefined");
+    refused("xargs undefined", '"undefined" is not a known read-only command');
     // An empty replacement string replaces nothing.
     accepted("xargs -I '' awk 1");
   });
