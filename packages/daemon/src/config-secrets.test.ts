@@ -57,7 +57,7 @@ describe("secretsOfConfig", () => {
     const seedFile = write("named-seed", `${SEED}\r\n`);
     const keyFile = write(
       "named-key",
-      "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\nkq+hkiG9w0=\n-----END PRIVATE KEY-----\n",
+      "-----BEGIN PRIVATE KEY-----\n  MIIEvQIBADANBg  \nkq+hkiG9w0=\n-----END PRIVATE KEY-----\n",
     );
     const config = loadDaemonConfig({
       env: {},
@@ -89,7 +89,10 @@ describe("secretsOfConfig", () => {
     const config = loadDaemonConfig({
       env: {},
       argv: ["--nats", "nats://127.0.0.1:4222", "--workspace", dir, "--nats-token", "a-token"],
-      overrides: { llm: { apiKey: "an-api-key" } },
+      // A URL inside the base URL's query is not its password.
+      overrides: {
+        llm: { apiKey: "an-api-key", baseURL: "https://example.test/v1?next=http://u:not-its-password@x" },
+      },
     });
     expect(secretsOfConfig(config)).toEqual([
       { name: "nats.token", value: "a-token" },
