@@ -4,6 +4,7 @@
 // none, an assignment in command position changes the environment), so each must be exactly right.
 import { describe, expect, it } from "vitest";
 import { Lexer } from "./lexer.js";
+import { Rejection } from "./reject.js";
 
 /** The one word `line` is read as, with its flags. */
 function word(line: string) {
@@ -96,5 +97,36 @@ describe("the tokenizer's words", () => {
     reads('x"="1', "x=1", { quoted: true });
     reads('x+"="1', "x+=1", { quoted: true });
     reads("x\\+=1", "x+=1", { quoted: true });
+  });
+});
+
+describe("the tokenizer's own refusals", () => {
+  // The classifier's line check (evaluated-code.ts) refuses these first; the tokenizer must refuse
+  // them too, so that it never hands on a substitution as a word, whoever calls it.
+  it("refuses every substitution and arithmetic form itself", () => {
+    const refuses = (line: string, reason: string) => {
+      let thrown: unknown;
+      try {
+        new Lexer(line).run();
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, line).toBeInstanceOf(Rejection);
+      expect((thrown as Rejection).reason, line).toBe(reason);
+    };
+    refuses("a$(id)", "command substitution $(…) runs a command");
+    refuses("a$((1))", "arithmetic expansion $((…)) is not supported");
+    refuses("a$[1]", "arithmetic expansion $[…] is not supported");
+    refuses("a`id`", "backquote command substitution runs a command");
+    refuses('"a`id`"', "backquote command substitution runs a command");
+    refuses("cat <<EOF\n`id`\nEOF", "backquote command substitution runs a command");
+    refuses("cat <(ls)", "process substitution <(…) / >(…) runs a command");
+    refuses("tee >(ls)", "process substitution <(…) / >(…) runs a command");
+  });
+
+  it("reads &> and &>> as redirections of both outputs", () => {
+    for (const op of ["&>", "&>>"] as const) {
+      expect(new Lexer(`ls ${op}/dev/null`).run()[1]).toMatchObject({ kind: "redirect", op, fd: undefined });
+    }
   });
 });
