@@ -167,7 +167,16 @@ async function runStryker(
     ),
     // docs/ stays out but for what protocol's json-schema.test.ts compares the code with: without
     // them that file fails at collection, which Stryker's vitest runner passes over in silence.
-    ignorePatterns: ["dist", "reports", "bench", "deploy", "docs/*", "!docs/schema", "!docs/protocol.md", "test"],
+    ignorePatterns: [
+      "dist",
+      "reports",
+      "bench",
+      "deploy",
+      "docs/*",
+      "!docs/schema",
+      "!docs/protocol.md",
+      "test",
+    ],
     incremental: true,
     incrementalFile: join(reports, `${name}${suffix}.incremental.json`),
     reporters: ["progress"],
