@@ -43,6 +43,8 @@ describe("isMutationSource", () => {
     expect(isMutationSource("daemon", "src/tools/secrets.test.ts")).toBe(false);
     expect(isMutationSource("daemon", "src/run-executor.ts")).toBe(false);
     expect(isMutationSource("client", "src/resource-options.ts")).toBe(true);
+    expect(isMutationSource("client", "src/prefix-encoding.ts")).toBe(true);
+    expect(isMutationSource("client", "src/prefix-store.ts")).toBe(false);
     expect(isMutationSource("client", "src/resources.ts")).toBe(false);
   });
 

@@ -19,7 +19,7 @@ export const MUTATION_SOURCES: Readonly<Record<string, readonly string[]>> = {
     "src/tools/output.ts",
     "src/tools/secrets.ts",
   ],
-  client: ["src/jetstream-errors.ts", "src/resource-options.ts"],
+  client: ["src/jetstream-errors.ts", "src/prefix-encoding.ts", "src/resource-options.ts"],
 };
 
 /** Whether `file` (relative to its package) is one of the package's mutation sources. */

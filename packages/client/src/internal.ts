@@ -12,14 +12,9 @@ export {
   readPrefixMeta,
   referencedPrefixes,
 } from "./prefix-collection.js";
-export type { StoredPrefixRef } from "./prefix-store.js";
-export {
-  downloadPrefix,
-  encodeStoredPrefix,
-  PrefixCache,
-  uploadPrefix,
-  uploadPrefixBytes,
-} from "./prefix-store.js";
+export type { StoredPrefixRef } from "./prefix-encoding.js";
+export { encodeStoredPrefix } from "./prefix-encoding.js";
+export { downloadPrefix, PrefixCache, uploadPrefix, uploadPrefixBytes } from "./prefix-store.js";
 export type { ResolvedForkResourceOptions } from "./resource-options.js";
 export { resolveResourceOptions } from "./resource-options.js";
 export type { RunStateMutation } from "./run-registry.js";

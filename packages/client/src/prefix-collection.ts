@@ -14,7 +14,7 @@
 import { JsHeaders } from "@nats-io/jetstream";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { isWrongLastSequence } from "./jetstream-errors.js";
-import type { StoredPrefixRef } from "./prefix-store.js";
+import type { StoredPrefixRef } from "./prefix-encoding.js";
 import type { ForkResources } from "./resources.js";
 import { getEachMessage, scanStream } from "./stream-scan.js";
 

@@ -1,23 +1,11 @@
 // Shared prefixes in the object store, named by the SHA-256 of their bytes: a 48k-token prefix
-// crosses the wire once for N forks, and prefixes over NATS's 1 MB max_payload still work.
-import { createHash } from "node:crypto";
-import { type ForkPrefix, forkPrefixCodec, MAX_PREFIX_BYTES } from "@forkd/protocol";
+// crosses the wire once for N forks, and prefixes over NATS's 1 MB max_payload still work. What the
+// bytes are and how they are checked is prefix-encoding.ts; this module moves them.
+import type { ForkPrefix } from "@forkd/protocol";
 import { ClientError } from "./errors.js";
 import { isUsablePrefix, readPrefixMeta } from "./prefix-collection.js";
+import { encodeStoredPrefix, StoredPrefixReader, type StoredPrefixRef } from "./prefix-encoding.js";
 import type { ForkResources } from "./resources.js";
-
-/** Where a stored prefix is. */
-export interface StoredPrefixRef {
-  hash: string;
-  size: number;
-}
-
-/** The bytes that are stored for a prefix, and their name. */
-export function encodeStoredPrefix(prefix: ForkPrefix): { bytes: Uint8Array; ref: StoredPrefixRef } {
-  const bytes = forkPrefixCodec.encode(prefix);
-  const hash = createHash("sha256").update(bytes).digest("hex");
-  return { bytes, ref: { hash, size: bytes.byteLength } };
-}
 
 /** Uploads `bytes` under `ref.hash` unless an object of that name and size is already there. */
 export async function uploadPrefixBytes(
@@ -62,50 +50,24 @@ export async function downloadPrefix(
   ref: StoredPrefixRef,
   options: { maxBytes?: number } = {},
 ): Promise<ForkPrefix> {
-  const maxBytes = options.maxBytes ?? MAX_PREFIX_BYTES;
-  if (ref.size > maxBytes) {
-    throw new ClientError(
-      "prefix_invalid",
-      `prefix ${ref.hash} announces ${ref.size} bytes; at most ${maxBytes} are read`,
-    );
-  }
+  const prefix = new StoredPrefixReader(ref, options.maxBytes);
   const info = await resources.prefixes.info(ref.hash);
   if (!info || info.deleted)
     throw new ClientError("run_not_found", `prefix ${ref.hash} is not in the object store`);
-  if (info.size !== ref.size) {
-    throw new ClientError(
-      "prefix_invalid",
-      `prefix ${ref.hash} is stored with ${info.size} bytes, not the ${ref.size} its reference announces`,
-    );
-  }
+  prefix.checkStoredSize(info.size);
   const result = await resources.prefixes.get(ref.hash);
   if (!result) throw new ClientError("run_not_found", `prefix ${ref.hash} is not in the object store`);
-  const hasher = createHash("sha256");
-  const chunks: Uint8Array[] = [];
-  let received = 0;
   const reader = result.data.getReader();
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      received += value.byteLength;
-      if (received > ref.size) {
-        throw new ClientError(
-          "prefix_invalid",
-          `prefix ${ref.hash} holds more than the ${ref.size} bytes announced`,
-        );
-      }
-      hasher.update(value);
-      chunks.push(value);
+      prefix.push(value);
     }
   } finally {
     await reader.cancel().catch(() => undefined);
   }
-  const hash = hasher.digest("hex");
-  if (hash !== ref.hash || received !== ref.size) {
-    throw new ClientError("prefix_invalid", `prefix ${ref.hash} is corrupt (got ${hash}, ${received} bytes)`);
-  }
-  return forkPrefixCodec.decode(Buffer.concat(chunks, received));
+  return prefix.finish();
 }
 
 /**

@@ -47,6 +47,60 @@ describe("secretsOfConfig", () => {
     expect(secretFilesOf(config)).toEqual([passFile, credsFile]);
   });
 
+  it("names each secret after the setting it came from, trims it, and skips empty ones", () => {
+    const write = (name: string, text: string) => {
+      const file = join(dir, name);
+      writeFileSync(file, text);
+      return file;
+    };
+    const passFile = write("named-pass", "  file password  \r\nsecond\r\n");
+    const seedFile = write("named-seed", `${SEED}\r\n`);
+    const keyFile = write(
+      "named-key",
+      "-----BEGIN PRIVATE KEY-----\n  MIIEvQIBADANBg  \nkq+hkiG9w0=\n-----END PRIVATE KEY-----\n",
+    );
+    const config = loadDaemonConfig({
+      env: {},
+      argv: [
+        ...[
+          "--nats",
+          "NATS://u:p%40ss@127.0.0.1:4222,nats://v:bad%zz@127.0.0.1:4223,nats://w@127.0.0.1:4224",
+        ],
+        ...["--workspace", dir, "--nats-pass", " flag-password ", "--nats-token", "   "],
+        ...["--nats-pass-file", passFile, "--nats-nkey", seedFile, "--nats-tls-key", keyFile],
+      ],
+      overrides: { llm: { apiKey: "", baseURL: "https://proxy:base-url-secret@example.test/v1" } },
+    });
+    expect(secretsOfConfig(config)).toEqual([
+      { name: "nats.pass", value: "flag-password" },
+      { name: "nats.passFile", value: "file password" },
+      { name: "nats.nkeySeedFile", value: SEED },
+      { name: "nats.tls.keyFile", value: "MIIEvQIBADANBg" },
+      { name: "nats.tls.keyFile", value: "kq+hkiG9w0=" },
+      { name: "url password", value: "p@ss" },
+      // Not a valid percent-encoding: the password as written.
+      { name: "url password", value: "bad%zz" },
+      { name: "url password", value: "base-url-secret" },
+    ]);
+    expect(secretFilesOf(config)).toEqual([passFile, seedFile, keyFile]);
+  });
+
+  it("names a token and a configured API key", () => {
+    const config = loadDaemonConfig({
+      env: {},
+      argv: ["--nats", "nats://127.0.0.1:4222", "--workspace", dir, "--nats-token", "a-token"],
+      // A URL inside the base URL's query is not its password.
+      overrides: {
+        llm: { apiKey: "an-api-key", baseURL: "https://example.test/v1?next=http://u:not-its-password@x" },
+      },
+    });
+    expect(secretsOfConfig(config)).toEqual([
+      { name: "nats.token", value: "a-token" },
+      { name: "llm.apiKey", value: "an-api-key" },
+    ]);
+    expect(secretFilesOf(config)).toEqual([]);
+  });
+
   it("holds nothing for a file it cannot read (connecting reports that)", () => {
     const config = loadDaemonConfig({
       env: {},

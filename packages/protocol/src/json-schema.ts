@@ -24,7 +24,9 @@ interface Entry {
   description: string;
 }
 
-const EVENT_DESCRIPTIONS: Record<ForkEventType, string> = {
+// The tables below are built per call, not at import: code that runs at import is a static mutant,
+// which `pnpm mutation` cannot measure, and these calls only generate the docs' schemas.
+const eventDescriptions = (): Record<ForkEventType, string> => ({
   accepted: "A daemon claimed the run (first event of every attempt).",
   started: "The turn loop starts: the model is known and whether the parent's cache is shared.",
   "llm.request": "A model request of one turn is sent.",
@@ -40,7 +42,7 @@ const EVENT_DESCRIPTIONS: Record<ForkEventType, string> = {
   completed: "Terminal: the run finished and returns its result.",
   failed: "Terminal: the run failed with an error.",
   aborted: "Terminal: the run was aborted.",
-};
+});
 
 /** File name stem of one event type's schema: `fork-event-llm-delta` for `llm.delta`. */
 function eventSchemaName(type: ForkEventType): string {
@@ -52,7 +54,7 @@ function entries(): [string, Entry][] {
     const type = schema.shape.type.value;
     return [
       eventSchemaName(type),
-      { schema, title: `forkd ${type} event`, description: EVENT_DESCRIPTIONS[type] },
+      { schema, title: `forkd ${type} event`, description: eventDescriptions()[type] },
     ];
   });
   const order = new Map<string, number>(FORK_EVENT_TYPES.map((type, i) => [eventSchemaName(type), i]));
@@ -183,7 +185,7 @@ function entries(): [string, Entry][] {
 }
 
 // Keywords first in this order, then the others alphabetically; property names keep their declaration order.
-const KEYWORD_ORDER = [
+const keywordOrder = () => [
   "$schema",
   "$id",
   "$comment",
@@ -196,8 +198,9 @@ const KEYWORD_ORDER = [
 ];
 
 function keywordRank(key: string): number {
-  const i = KEYWORD_ORDER.indexOf(key);
-  return i === -1 ? KEYWORD_ORDER.length : i;
+  const order = keywordOrder();
+  const i = order.indexOf(key);
+  return i === -1 ? order.length : i;
 }
 
 function canonical(value: unknown, keepOrder = false): unknown {

@@ -23,6 +23,8 @@ describe("model facts", () => {
     expect(normaliseModelId(" us.anthropic.claude-sonnet-4-6-v1:0")).toBe("claude-sonnet-4-6-v1:0");
     expect(normaliseModelId("claude-sonnet-4-6@20250929")).toBe("claude-sonnet-4-6");
     expect(normaliseModelId("Anthropic/Claude-Haiku-4-5")).toBe("claude-haiku-4-5");
+    // Only a leading qualifier is one.
+    expect(normaliseModelId("claude-x-anthropic.y")).toBe("claude-x-anthropic.y");
     expect(modelFacts("us.anthropic.claude-haiku-4-5-20251001-v1:0")?.family).toBe("claude-haiku-4-5");
   });
 
@@ -40,6 +42,11 @@ describe("model facts", () => {
     expect(minCacheableTokens("claude-opus-5-5")).toBe(512);
     expect(minCacheableTokens("some-unknown-model")).toBe(1024);
     expect(minCacheableTokens("claude-opus-4-6", { claude: 10, "claude-opus": 20 })).toBe(20);
+    // Whatever the order of the overrides; a longer prefix that the model does not start with is not one.
+    expect(minCacheableTokens("claude-opus-4-6", { "claude-opus": 20, claude: 10 })).toBe(20);
+    expect(minCacheableTokens("claude-opus-4-6", { claude: 10, "claude-opus-4-7": 30 })).toBe(10);
+    // Overrides that name none of the model's prefixes leave the model's own figure.
+    expect(minCacheableTokens("claude-opus-4-6", { "claude-haiku": 30 })).toBe(4096);
   });
 
   it("give the context window, opened to 1M only by the beta and only where the model has it", () => {

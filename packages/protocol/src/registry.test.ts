@@ -37,6 +37,7 @@ describe("queuedRunState", () => {
     const bare = queuedRunState({ runId: "r1", createdAt: 1, now: 1, specSeq: undefined, label: undefined });
     expect(Object.keys(bare)).not.toContain("spec_seq");
     expect(Object.keys(bare)).not.toContain("label");
+    expect(Object.keys(bare)).not.toContain("parent_agent_id");
   });
 });
 

@@ -52,6 +52,48 @@ describe("globToRegExp", () => {
   });
 });
 
+describe("globToRegExp at the edges of its syntax", () => {
+  it("treats ** as segments only when it is a whole segment", () => {
+    expect(matches("*x/y", "ax/y")).toBe(true);
+    expect(matches("*x/y", "y")).toBe(false);
+    expect(matches("a**/b", "ac/b")).toBe(true);
+    expect(matches("a**/b", "a/c/b")).toBe(false);
+    expect(matches("a**", "a/b")).toBe(false);
+    expect(matches("**x", "ax")).toBe(true);
+    expect(matches("**x", "a/x")).toBe(false);
+    // `a/**` matches `a` itself too.
+    expect(matches("src/**", "src")).toBe(true);
+  });
+
+  it("reads a trailing backslash as a literal backslash", () => {
+    expect(matches("a\\", "a\\")).toBe(true);
+    expect(matches("a\\", "aundefined")).toBe(false);
+  });
+
+  it("reads a class's negation, escapes and members exactly", () => {
+    expect(matches("file[!0-9].txt", "file!.txt")).toBe(true);
+    expect(matches("[ab]", "e")).toBe(false);
+    expect(matches("a[\\]]b", "a]b")).toBe(true);
+    expect(matches("a[\\]]b", "a\\b")).toBe(false);
+    expect(matches("[a\\-z]", "-")).toBe(true);
+    expect(matches("[a\\-z]", "b")).toBe(false);
+  });
+
+  it("reads every alternative of a brace, escapes included", () => {
+    expect(matches("{a,b}", "a")).toBe(true);
+    expect(matches("{a,b}", "b")).toBe(true);
+    expect(matches("{a\\,b,c}", "a,b")).toBe(true);
+    expect(matches("{a\\,b,c}", "a")).toBe(false);
+    expect(matches("{a\\,b,c}", "c")).toBe(true);
+  });
+
+  it("compiles to exactly the regular expression it documents", () => {
+    expect(globToRegExp("{a,b}").source).toBe("^(?:a|b)$");
+    expect(globToRegExp("[ab]").source).toBe("^(?![/])[ab]$");
+    expect(globToRegExp("[!a]").source).toBe("^[^/a]$");
+  });
+});
+
 describe("splitGlobBase and maxGlobDepth", () => {
   it("splits off the literal directory", () => {
     expect(splitGlobBase("src/lib/**/*.ts")).toEqual({ base: "src/lib", rest: "**/*.ts" });

@@ -41,6 +41,8 @@ describe("utf8Prefix and utf8Suffix", () => {
     expect(utf8Prefix(text, 2).toString()).toBe("a");
     expect(utf8Prefix(text, 0).toString()).toBe("");
     expect(utf8Prefix(text, -3).toString()).toBe("");
+    // Continuation bytes only (binary output): no character starts before the limit.
+    expect(utf8Prefix(Buffer.from([0x80, 0x80, 0x80]), 2).length).toBe(0);
   });
 
   it("start after a character the limit would split", () => {
@@ -101,5 +103,52 @@ describe("HeadTailBuffer", () => {
     expect(head("aaaé")).toBe("aaa");
     expect(head("aa€")).toBe("aa");
     expect(head("a😀")).toBe("a");
+    // A whole two-byte character at the very end stays; two bytes of a three-byte one (U+0800) go.
+    expect(head("aaé")).toBe("aaé");
+    expect(head("aa\u0800")).toBe("aa");
+  });
+
+  it("never lets a stray byte of binary output into the head", () => {
+    const head = (start: number[]) => {
+      const buffer = new HeadTailBuffer(4);
+      buffer.push(Buffer.from([...start, 0x41, 0x42, 0x43, 0x44, 0x45]));
+      return buffer.toString().split("[")[0];
+    };
+    // Only continuation bytes: nothing of them is a character.
+    expect(head([0x80, 0x80])).toBe("");
+    // 0xc0 opens a two-byte sequence: alone at the end of the head it is cut.
+    expect(head([0x41, 0xc0])).toBe("A\n");
+  });
+
+  it("holds at most the cap plus one chunk in memory, dropping each tail chunk once the later ones cover the tail", () => {
+    const buffer = new HeadTailBuffer(4);
+    buffer.push(bytes("ab"));
+    buffer.push(bytes("cd"));
+    expect(buffer.retainedBytes).toBe(4);
+    // "ef" alone covers the tail's 2 bytes: "cd" is dropped at that exact boundary.
+    buffer.push(bytes("ef"));
+    expect(buffer.retainedBytes).toBe(4);
+    for (let i = 0; i < 1000; i++) buffer.push(bytes("ghi"));
+    expect(buffer.retainedBytes).toBe(5);
+    expect(buffer.toString()).toBe("ab\n[output truncated: 3,002 of 3,006 bytes cut]\nhi");
+  });
+
+  it("keeps nothing with a cap of 0, and says how much it cut", () => {
+    const buffer = new HeadTailBuffer(0);
+    buffer.push(bytes("abc"));
+    buffer.push(bytes("de"));
+    expect(buffer.retainedBytes).toBe(2);
+    expect(buffer.toString()).toBe("[output truncated: 5 of 5 bytes cut]\n");
+  });
+
+  it("starts the marker on the first line when the head is empty, without a blank line", () => {
+    expect(collect(1, ["abc"]).text).toBe("[output truncated: 2 of 3 bytes cut]\nc");
+  });
+
+  it("moves a tail on past its first line end, unless that is its last byte", () => {
+    // Tail cap 4: "xyz\n" ends at its only line end and is kept whole.
+    expect(collect(8, ["0123456789xyz\n"]).text).toBe("0123\n[output truncated: 6 of 14 bytes cut]\nxyz\n");
+    // Tail cap 4: "y\nzw" starts with the end of a cut line: it goes.
+    expect(collect(8, ["0123456789y\nzw"]).text).toBe("0123\n[output truncated: 8 of 14 bytes cut]\nzw");
   });
 });

@@ -59,6 +59,16 @@ export class HeadTailBuffer {
     return this.#total;
   }
 
+  /**
+   * Bytes held in memory: the head and the tail chunks kept. At most the cap plus one chunk, however
+   * long the stream; this is what bounds a tool's memory. @unit bytes
+   */
+  get retainedBytes(): number {
+    let bytes = 0;
+    for (const chunk of [...this.#head, ...this.#tail]) bytes += chunk.length;
+    return bytes;
+  }
+
   push(chunk: Buffer): void {
     this.#total += chunk.length;
     let rest = chunk;

@@ -345,6 +345,8 @@ export const SHELL_CORPUS: readonly ShellCorpusEntry[] = [
   rw("xargs --process-slot-var=LD_PRELOAD cat", "xargs sets an environment variable"),
   rw("sed 'a foo; w x' f", "text containing ; is read differently by sed versions"),
   rw("sed '1r x; w y' f", "a file name containing ;"),
+  rw("sed 'a\\\\\nw out' f", "a\\\\ then a newline is the text \\ and the line ends: w is a command"),
+  rw("xargs -I P awk P", "the replacement string makes awk's program input"),
   ro("sed ':a;N;$!ba;s/\\n/ /g' f", "labels, branches and a substitution"),
   ro("printf '%s\\n' *.md", "globs after the format are fine"),
   // Unsupported syntax is refused

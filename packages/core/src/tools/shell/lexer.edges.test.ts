@@ -105,4 +105,20 @@ describe("the tokenizer, through the classifier", () => {
     accepted("ls \\\n-l");
     refused("ls a#b; rm x", '"rm" is not a known read-only command');
   });
+
+  it("reads a redirection's target after blanks and line continuations, and names what it refuses there", () => {
+    accepted("ls 2> /dev/null");
+    accepted("ls 2>\t/dev/null");
+    accepted("ls >\\\n/dev/null");
+    refused("ls > \\x", "the output redirection >\\x writes to a file");
+    refused("cat < (ls)", "process substitution <(…) / >(…) runs a command");
+  });
+
+  it("ends a here-document only at its delimiter: tabs stripped for <<- only, all of them, at the start only", () => {
+    // What follows a line that is not the delimiter is body text, not a command.
+    accepted("cat <<EOF\n\tEOF\nrm x\nEOF");
+    accepted("cat <<-EOF\nEOF\t\nrm x\nEOF");
+    accepted("cat <<-EOF\n\t\tEOF");
+    accepted("cat <<EOF\nabc\nEOF");
+  });
 });

@@ -9,6 +9,9 @@ describe("parseOptions, through the classifier", () => {
     refused("uniq -- a b", "second operand");
     refused("xargs -- rm", "xargs runs rm");
     accepted("xargs -- cat");
+    // After -- come the words that are there, and no more: one operand is one.
+    accepted("uniq -- in");
+    accepted("date -- +%s");
   });
 
   it("takes a long option's argument after = or, for the options that take one, from the next word", () => {

@@ -121,4 +121,34 @@ describe("the parser, through the classifier", () => {
     expect(classifyShellCommand("{ ls; } 2>/dev/null").readOnly).toBe(true);
     refused("{ ls; } 2>x", "the output redirection 2>x writes to a file");
   });
+
+  it("continues a list after && || | |& and a newline only while a command follows", () => {
+    for (const op of ["&&", "||", "|", "|&"]) {
+      refused(`ls ${op}\n`, `syntax: the line ends after "${op}"`);
+      refused(`{ ls ${op}\n}`, 'syntax: "}" must follow ";" or a newline');
+    }
+  });
+
+  it("counts the commands of a list, compound ones included, to find an empty one", () => {
+    accepted("if ls; { ls; }; then ls; fi");
+    accepted("if { ls; }; ls; then ls; fi");
+    accepted("while (ls); do ls; done");
+    refused("\n}", 'syntax: empty command list before "}"');
+    refused("(\n)", 'syntax: empty command list before ")"');
+    refused("for x in a; do\ndone", 'syntax: empty command list before "done"');
+  });
+
+  it("names the keyword that lacks its separator, and ends at a lone ( without reading past it", () => {
+    refused("{ ls; ! }", 'syntax: "}" must follow ";" or a newline');
+    refused("for x in a; do ls; ! done", 'syntax: "done" must follow ";" or a newline');
+    refused("ls; (", 'syntax: "(" is not closed');
+  });
+
+  it("allows only newlines between a for header and its do, and only lower-case names", () => {
+    refused("for x in a;\n; do ls; done", 'syntax: for needs "do"');
+    refused("for x in a; >f do ls; done", 'syntax: for needs "do"');
+    refused("for Path in a; do ls; done", "the for loop assigns Path");
+    refused("for xY in a; do ls; done", "the for loop assigns xY");
+    accepted("for file_2 in a; do ls; done");
+  });
 });

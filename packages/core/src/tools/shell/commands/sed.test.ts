@@ -132,4 +132,75 @@ describe("sed", () => {
     refused("sed -e", "sed -e has no script");
     refused("sed --expression", "write sed --expression=SCRIPT or -e SCRIPT");
   });
+
+  it("ends a, i and c text where GNU sed 4.9 ends it: an escaped backslash does not continue the line", () => {
+    // `a\\` then a newline is the text `\`, and the next line is a command: sed writes `out`. This
+    // was accepted as read-only (the first backslash was skipped as `a\`, the second then escaped the
+    // newline). Each case below was checked against GNU sed 4.9: `out` is written exactly when refused.
+    for (const script of [
+      "a\\\\\nw out",
+      "i\\\\\nw out",
+      "c\\\\\nw out",
+      "a \\\\\nw out",
+      "1a\\\\\\\\\nw out",
+    ]) {
+      refused(`sed '${script}' f`, "writes to a file");
+    }
+    for (const script of ["a\\\nw out", "c\\\nw out", "a x\\\nw out", "a\\\\\\\nw out", "a\\\\x\\\nw out"]) {
+      accepted(`sed '${script}' f`);
+    }
+    // Text of odd length, then a command: the text ends at the newline, not one character later.
+    refused("sed 'a txt\nw out' f", "writes to a file");
+    refused("sed 'a x\nw out' f", "writes to a file");
+    // sed joins -e scripts with newlines: the same reading across them.
+    accepted("sed -e 'a\\' -e 'w out' f");
+    refused("sed -e 'a\\\\' -e 'w out' f", "writes to a file");
+  });
+
+  it("checks only the a, i, c and r text for a ;, not the rest of the script", () => {
+    refused("sed 'a ;w out' f", 'the text of the a command contains ";"');
+    refused("sed 'a\\;w out' f", 'the text of the a command contains ";"');
+    accepted("sed -n 'p;a x' f");
+    accepted("sed -n 'p;r file' f");
+  });
+
+  it("ends a label at a newline as well as at a ;", () => {
+    refused("sed 'b end\nw out' f", "writes to a file");
+    refused("sed 't end\nW out' f", "writes to a file");
+  });
+
+  it("ends a regular expression at a newline: what follows is not read as part of it", () => {
+    refused("sed '/a\nw out\n/p' f", "address not understood");
+    refused("sed '\\\nw out\np' f", "address not understood");
+    refused("sed 's\nw out\nx\n' f", "s command not understood");
+    // An escaped backslash ends before the delimiter: the w after it is a command.
+    refused("sed '/\\\\/w out/p' f", "writes to a file");
+    accepted("sed -n '//p' f");
+  });
+
+  it("skips blanks, empty commands and separators wherever sed does", () => {
+    for (const script of [
+      "p; ;p",
+      "p;\t;p",
+      "p;",
+      "p\n",
+      "p;;",
+      "p; ",
+      "p\n\n",
+      "1,\t3\tp",
+      "# a; b",
+      "L",
+      "l  5",
+    ]) {
+      accepted(`sed -n '${script}' f`);
+    }
+    refused("sed 'F 5' f", 'unexpected "5" after the F command');
+    refused("sed 'y/a/b/g' f", 'unexpected "g" after the y command');
+  });
+
+  it("reads long options: only --expression holds a script, and --line-length takes the next word", () => {
+    accepted("sed --quiet p f");
+    accepted("sed --regexp-extended -n p f");
+    accepted("sed --line-length 5 -n l f");
+  });
 });

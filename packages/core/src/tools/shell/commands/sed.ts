@@ -119,12 +119,10 @@ function checkSedScript(script: string): string | undefined {
       case "a":
       case "i":
       case "c": {
-        // Text to insert runs to the end of the line; a backslash continues it onto the next.
+        // Text to insert runs to the end of the line; a backslash continues it onto the next. The
+        // backslash of `a\` belongs to the text as GNU sed reads it: `a\` and a newline (the classic
+        // form) continues onto the next line, `a\\` and a newline is a backslash, and the line ends.
         blanks();
-        if (s[i] === "\\") {
-          i++;
-          if (s[i] === "\n") i++;
-        }
         const textStart = i;
         while (i < s.length && s[i] !== "\n") i += s[i] === "\\" ? 2 : 1;
         if (s.slice(textStart, i).includes(";")) return textWithSemicolon(command);
