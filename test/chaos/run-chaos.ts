@@ -181,6 +181,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         const tracked: Promise<unknown> = settled.finally(() => inflight.delete(tracked));
         inflight.add(tracked);
       }
+      // Forks still being published count once they are acknowledged or refused.
+      await Promise.allSettled(inflight);
     })();
 
     const round: ChaosFault[] = [];
