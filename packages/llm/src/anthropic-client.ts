@@ -137,6 +137,10 @@ export class AnthropicLlmClient implements LlmClient {
       timeout: this.#options.timeoutMs,
       // Ours is the only retry policy: the SDK's would replay silently and hide retries from the log.
       maxRetries: 0,
+      // No redirect is followed: fetch would otherwise keep a second copy of every request body for
+      // the whole call (it tees the body to re-send it after a 307/308), ~190 kB per child at 48k.
+      // The Messages API does not redirect; a base URL that does fails as a connection error.
+      fetchOptions: { redirect: "error", window: null },
       logger: options.logger === undefined ? undefined : sdkLogger(options.logger),
     });
     spliceSealedBodies(this.#sdk);
