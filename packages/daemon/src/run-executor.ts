@@ -17,6 +17,7 @@ import {
   updateRunState,
 } from "@forkd/client/internal";
 import type { LlmClient } from "@forkd/core";
+import { sealSharedPrefix } from "@forkd/core/internal";
 import {
   emptyUsageTotals,
   type ForkEvent,
@@ -573,7 +574,11 @@ export class RunExecutor {
         return null;
       case "ref":
         try {
-          return await this.#deps.prefixCache.get(source, (ref) => this.#downloadPrefixWhenStored(ref));
+          // Sealed (frozen) as it enters the cache: every run of this daemon that forks from it shares
+          // the one copy, and its bytes are serialised once for all of their requests.
+          return await this.#deps.prefixCache.get(source, async (ref) =>
+            sealSharedPrefix(await this.#downloadPrefixWhenStored(ref)),
+          );
         } catch (error) {
           throw new DaemonError(
             "prefix_unavailable",
