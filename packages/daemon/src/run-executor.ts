@@ -284,7 +284,7 @@ export class RunExecutor {
       }
       claim = firstClaim;
     } else {
-      const admitted = await this.#admit(runId, message, logger);
+      const admitted = await this.#admit(runId, message, logger, firstSpec);
       if (admitted === null) return;
       spec = admitted.spec;
       last = admitted.last;
@@ -560,6 +560,8 @@ export class RunExecutor {
     runId: string,
     message: JsMsg,
     logger: DaemonLogger,
+    /** The spec, when it was decoded already (a first delivery whose one-round-trip claim failed). */
+    decoded?: ForkSpec,
   ): Promise<{ spec: ForkSpec; registered: RunStateEntry | null; last: LoggedEvent | null } | null> {
     const { resources, metrics } = this.#deps;
     // 0. A subject token that is not a run id has no event subject and no registry key: nothing can
@@ -594,7 +596,7 @@ export class RunExecutor {
     // 2. Validate. A malformed spec fails its own run, never the daemon.
     let spec: ForkSpec;
     try {
-      spec = forkSpecCodec.decode(message.data);
+      spec = decoded ?? forkSpecCodec.decode(message.data);
       if (spec.run_id !== runId) {
         throw new ProtocolError(
           "invalid_spec",
