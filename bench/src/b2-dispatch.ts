@@ -5,9 +5,13 @@ import type { FixtureName } from "@forkd/testing";
 import { type Cluster, startCluster } from "./cluster.js";
 import { parentTurn, taggedDirective, tagOf } from "./fixtures.js";
 import { inProcessForks } from "./in-process.js";
-import { now, overBy, round, type Summary, summarize } from "./stats.js";
+import { now, round, type Summary, summarize } from "./stats.js";
 import type { BenchContext, Benchmark } from "./types.js";
 
+/** Issue #14: forkd's added latency over the in-process fork, at each percentile, 48k and 4k alike. */
+const OVERHEAD_P50_TARGET_MS = 1;
+const OVERHEAD_P99_TARGET_MS = 5;
+/** The earlier absolute target (48k), still reported in the notes. */
 const P50_TARGET_MS = 3;
 const P99_TARGET_MS = 15;
 
@@ -121,33 +125,45 @@ export const dispatchBenchmark: Benchmark = {
       const baseTotal48 = stage(base48, "total");
       const total4 = stage(nats4, "total");
       const baseTotal4 = stage(base4, "total");
-      const pass = total48.p50 <= P50_TARGET_MS && total48.p99 <= P99_TARGET_MS;
+      const overhead = (forkd: Summary, inProcess: Summary) => ({
+        p50: round(forkd.p50 - inProcess.p50),
+        p99: round(forkd.p99 - inProcess.p99),
+      });
+      const overhead48 = overhead(total48, baseTotal48);
+      const overhead4 = overhead(total4, baseTotal4);
+      const overheadMisses: string[] = [];
+      for (const [size, { p50, p99 }] of [
+        ["48k", overhead48],
+        ["4k", overhead4],
+      ] as const) {
+        if (p50 > OVERHEAD_P50_TARGET_MS)
+          overheadMisses.push(`${size} p50 overhead ${p50} ms > ${OVERHEAD_P50_TARGET_MS} ms`);
+        if (p99 > OVERHEAD_P99_TARGET_MS)
+          overheadMisses.push(`${size} p99 overhead ${p99} ms > ${OVERHEAD_P99_TARGET_MS} ms`);
+      }
+      const pass = overheadMisses.length === 0;
+      const absolutePass = total48.p50 <= P50_TARGET_MS && total48.p99 <= P99_TARGET_MS;
       const notes = [
         "Each fork is launched after the previous one's result() resolved (one at a time), so the figure is the latency of one dispatch, not of a queue. The parent calls handle.result() at once, as a parent would; that ordered consumer is created while the spec travels, on the same connection.",
         "End point: `receivedAt` of the simulator's log entry (request headers received), matched to its fork by a tag in the directive. fork() and the simulator share this process's clock (performance.timeOrigin + performance.now()).",
         "Stages come from an observer connection: a core subscription on `agent.fork.*` (the spec passing through the server) and on the events subject (`accepted`, `started`); each adds one loopback hop (~0.1 ms).",
         `Median stages, 48k: ${JSON.stringify(breakdown(nats48))}.`,
         `Median stages, 4k: ${JSON.stringify(breakdown(nats4))}.`,
-        `forkd's added latency over the in-process fork (p50): 48k ${round(total48.p50 - baseTotal48.p50)} ms, 4k ${round(total4.p50 - baseTotal4.p50)} ms. The in-process fork itself needs ${baseTotal48.p50} ms at 48k (build the child request, hash the cache key, serialise ~190 kB in the SDK, send it).`,
+        `forkd's added latency over the in-process fork (forkd − in-process at the same percentile; the verdict): 48k p50 ${overhead48.p50} ms, p99 ${overhead48.p99} ms; 4k p50 ${overhead4.p50} ms, p99 ${overhead4.p99} ms. The in-process fork itself needs ${baseTotal48.p50} ms at 48k (build the child request, hash the cache key, serialise ~190 kB in the SDK, send it).`,
+        `The earlier absolute target (48k p50 ≤ ${P50_TARGET_MS} ms, p99 ≤ ${P99_TARGET_MS} ms): ${absolutePass ? "met" : "missed"}.`,
         "The daemon, the simulator and the parent share this process (and its event loop); nats-server is a separate process. A 2-core machine runs all of it.",
       ];
-      if (!pass) {
-        const misses = [];
-        if (total48.p50 > P50_TARGET_MS)
-          misses.push(
-            `p50 ${total48.p50} ms is over ${P50_TARGET_MS} ms by ${overBy(total48.p50, P50_TARGET_MS)}`,
-          );
-        if (total48.p99 > P99_TARGET_MS)
-          misses.push(
-            `p99 ${total48.p99} ms is over ${P99_TARGET_MS} ms by ${overBy(total48.p99, P99_TARGET_MS)}`,
-          );
-        notes.push(`MISSED at 48k: ${misses.join("; ")}.`);
-      }
+      if (!pass) notes.push(`MISSED: ${overheadMisses.join("; ")}.`);
       return {
-        figures: { "48k_ms": total48, "4k_ms": total4, "48k_stages_p50_ms": breakdown(nats48) },
+        figures: {
+          "48k_ms": total48,
+          "4k_ms": total4,
+          overhead_ms: { "48k": overhead48, "4k": overhead4 },
+          "48k_stages_p50_ms": breakdown(nats48),
+        },
         baseline: { in_process_48k_ms: baseTotal48, in_process_4k_ms: baseTotal4 },
-        target: `p50 ≤ ${P50_TARGET_MS} ms, p99 ≤ ${P99_TARGET_MS} ms on one NATS node over loopback (48k prefix)`,
-        headline: `48k: p50 ${total48.p50} ms, p99 ${total48.p99} ms (4k: p50 ${total4.p50}, p99 ${total4.p99})`,
+        target: `overhead over the in-process fork ≤ ${OVERHEAD_P50_TARGET_MS} ms p50, ≤ ${OVERHEAD_P99_TARGET_MS} ms p99, at 48k and 4k (one NATS node over loopback)`,
+        headline: `48k: p50 ${total48.p50} ms, p99 ${total48.p99} ms (4k: p50 ${total4.p50}, p99 ${total4.p99}); overhead p50 ${overhead48.p50} / ${overhead4.p50} ms, p99 ${overhead48.p99} / ${overhead4.p99} ms (48k / 4k)`,
         baselineHeadline: `in-process 48k: p50 ${baseTotal48.p50} ms, p99 ${baseTotal48.p99} ms (4k: ${baseTotal4.p50} / ${baseTotal4.p99})`,
         pass,
         params: {

@@ -170,9 +170,10 @@ export const fanOutBenchmark: Benchmark = {
     const beyondInline = summarize(fixture.inline.map((t) => t.beyondTtft));
     const beyondProc = summarize(processes.byRef.map((t) => t.beyondTtft));
     const beyondProcInline = summarize(processes.inline.map((t) => t.beyondTtft));
-    const pass = beyond.p50 <= TARGET_MS;
+    // Issue #14: every trial, not the median.
+    const pass = beyond.max <= TARGET_MS;
     const notes = [
-      `Figure: (the simulator's receipt of the last child's first request) − (the fanOut() call) − one TTFT (${TTFT_MS} ms), per trial; the verdict uses the median over ${trials} trials of the suite's fixture (daemons in this process); the max is reported too.`,
+      `Figure: (the simulator's receipt of the last child's first request) − (the fanOut() call) − one TTFT (${TTFT_MS} ms), per trial; the verdict uses every one of the ${trials} trials of the suite's fixture (daemons in this process): the max; the median is reported too.`,
       "Warm-first: the first child runs alone; the parent releases the other 99 once it sees the first child's response begin (its first llm.delta or llm.message event), so they read the cache entry it writes. The parent awaits every handle's result() from the start, as a parent would (100 ordered consumers on its connection).",
       `Median stages, daemons in this process, by reference: ${JSON.stringify(stages(fixture.byRef))}.`,
       `Median stages, daemons in this process, inline: ${JSON.stringify(stages(fixture.inline))}.`,
@@ -181,7 +182,7 @@ export const fanOutBenchmark: Benchmark = {
     ];
     if (!pass) {
       notes.push(
-        `MISSED: the median is ${beyond.p50} ms beyond one TTFT, over ${TARGET_MS} ms by ${overBy(beyond.p50, TARGET_MS)}. After the release the specs are through NATS within ${stages(fixture.byRef)["release→last spec through NATS"]} ms; the time goes to claiming and building 99 runs while this process's event loop is ${Math.round(stages(fixture.byRef)["event-loop utilisation of this process, release→last request"] * 100)} % busy: CPU-bound on the one thread that hosts the daemons, the simulator and the parent.`,
+        `MISSED: the worst trial is ${beyond.max} ms beyond one TTFT (median ${beyond.p50} ms), over ${TARGET_MS} ms by ${overBy(beyond.max, TARGET_MS)}. After the release the specs are through NATS within ${stages(fixture.byRef)["release→last spec through NATS"]} ms; the time goes to claiming and building 99 runs while this process's event loop is ${Math.round(stages(fixture.byRef)["event-loop utilisation of this process, release→last request"] * 100)} % busy: CPU-bound on the one thread that hosts the daemons, the simulator and the parent.`,
       );
     }
     return {
@@ -197,7 +198,7 @@ export const fanOutBenchmark: Benchmark = {
         daemon_processes_inline_beyond_ttft_ms: beyondProcInline,
         trials: fixture.inline,
       },
-      target: `≤ ${TARGET_MS} ms beyond one time-to-first-token`,
+      target: `≤ ${TARGET_MS} ms beyond one time-to-first-token, every trial`,
       headline: `by reference: ${beyond.p50} ms beyond one TTFT (median of ${trials}, max ${beyond.max}); daemon processes: ${beyondProc.p50} ms`,
       baselineHeadline: `inline prefixes: ${beyondInline.p50} ms (max ${beyondInline.max}); daemon processes: ${beyondProcInline.p50} ms`,
       pass,

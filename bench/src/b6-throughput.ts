@@ -11,7 +11,10 @@ import type { BenchContext, Benchmark } from "./types.js";
 
 const DAEMONS = 4;
 const CONCURRENCY = 64;
+/** The earlier absolute target (48k), still reported in the notes. */
 const TARGET_PER_S = 500;
+/** Issue #14: throughput does not depend on the prefix — forks/s at 48k ≥ this × forks/s at 4k, same run. */
+const TARGET_RATIO_48K_TO_4K = 0.9;
 
 interface Throughput {
   forks: number;
@@ -136,28 +139,32 @@ export const throughputBenchmark: Benchmark = {
       await spawned.stop();
     }
     const forkd48 = results.forkd48!;
-    const pass = forkd48.steady >= TARGET_PER_S;
+    const ratio = round(forkd48.steady / results.forkd4!.steady, 2);
+    const inProcessRatio = round(results.inProcess48!.steady / results.inProcess4!.steady, 2);
+    const pass = ratio >= TARGET_RATIO_48K_TO_4K;
     const notes = [
       `All ${count48} (48k) or ${count4} (4k) forks are fanned out at once (warm-first) from one parent; a run counts when its completed event reaches an observer connection (a core subscription on the events subject), so the parent opens no consumer per run. "steady" counts the completions between the 10th and 90th percentile of completion times (the ramp-up and the tail excluded); "overall" is all forks over first fork() → last completion. The verdict uses steady at 48k.`,
       `Baseline: the in-process fork with the same Anthropic client and simulator, ${DAEMONS * CONCURRENCY} at a time (the cluster's total concurrency).`,
       `CPU (cores used = CPU time / wall time; this machine has 2): 48k on in-process daemons ${JSON.stringify(forkd48.cpu)}; in-process fork ${JSON.stringify(results.inProcess48!.cpu)}; daemon processes ${JSON.stringify(results.processes48!.cpu)}.`,
+      `forks/s at 48k ÷ forks/s at 4k (the verdict): forkd ${ratio}, in-process fork ${inProcessRatio}. The earlier absolute target (≥ ${TARGET_PER_S} forks/s at 48k): ${forkd48.steady >= TARGET_PER_S ? "met" : "missed"}.`,
       "The in-process daemons share this process's one event loop with the simulator and the parent: once it is ~100 % busy, throughput is the inverse of the CPU each fork costs across daemon, simulator and client. The simulator's share (parse and hash a ~190 kB body per request at 48k) is a cost the real provider would bear instead.",
     ];
     if (!pass) {
       notes.push(
-        `MISSED: ${forkd48.steady} forks/s at 48k, ${round((1 - forkd48.steady / TARGET_PER_S) * 100, 1)} % under ${TARGET_PER_S}. The in-process fork, with no NATS at all, does ${results.inProcess48!.steady} forks/s on the same machine; forkd reaches ${round((forkd48.steady / results.inProcess48!.steady) * 100, 0)} % of it. 4k: ${results.forkd4!.steady} forks/s (in process ${results.inProcess4!.steady}).`,
+        `MISSED: 48k runs at ${ratio} × the 4k rate, under ${TARGET_RATIO_48K_TO_4K}. ${forkd48.steady} forks/s at 48k, ${round((1 - forkd48.steady / TARGET_PER_S) * 100, 1)} % under ${TARGET_PER_S}. The in-process fork, with no NATS at all, does ${results.inProcess48!.steady} forks/s on the same machine; forkd reaches ${round((forkd48.steady / results.inProcess48!.steady) * 100, 0)} % of it. 4k: ${results.forkd4!.steady} forks/s (in process ${results.inProcess4!.steady}).`,
       );
     }
     return {
       figures: {
         forkd_48k: forkd48,
         forkd_4k: results.forkd4!,
+        ratio_48k_to_4k: ratio,
         daemon_processes_48k: results.processes48!,
       },
       baseline: { in_process_48k: results.inProcess48!, in_process_4k: results.inProcess4! },
-      target: `≥ ${TARGET_PER_S} forks/s (48k prefix)`,
-      headline: `48k: ${forkd48.steady} forks/s steady (${forkd48.overall} overall); 4k: ${results.forkd4!.steady}; 48k on daemon processes: ${results.processes48!.steady}`,
-      baselineHeadline: `in-process 48k: ${results.inProcess48!.steady} forks/s; 4k: ${results.inProcess4!.steady}`,
+      target: `forks/s at 48k ≥ ${TARGET_RATIO_48K_TO_4K} × forks/s at 4k (same run)`,
+      headline: `48k: ${forkd48.steady} forks/s steady (${forkd48.overall} overall); 4k: ${results.forkd4!.steady}; 48k ÷ 4k = ${ratio}; 48k on daemon processes: ${results.processes48!.steady}`,
+      baselineHeadline: `in-process 48k: ${results.inProcess48!.steady} forks/s; 4k: ${results.inProcess4!.steady}; 48k ÷ 4k = ${inProcessRatio}`,
       pass,
       params: {
         forks_48k: count48,

@@ -43,6 +43,7 @@ export { placeholderToolResults } from "./forked-request.js";
 export { isForkQuerySource } from "./recursion-guard.js";
 export type { LedgerEntry, PendingTurn, RebuildOptions, ResumeState, TurnUsage } from "./resume.js";
 export { rebuildRunState } from "./resume.js";
+export { isSealedValue, sealSharedPrefix } from "./shared-prefix.js";
 export { renderSystemReminder } from "./system-reminder.js";
 export type { TerminalEventContext } from "./terminal.js";
 export { forkOutcomeFromTerminalEvent, forkResultOf, outcomeToTerminalEvent } from "./terminal.js";

@@ -5,11 +5,11 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NatsForkSubagent } from "@forkd/client";
+import { lastLoggedEvent, NatsForkSubagent } from "@forkd/client";
 import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { AnthropicLlmClient } from "@forkd/llm";
-import { type ForkEvent, forkSubjects } from "@forkd/protocol";
+import { type ForkEvent, forkSpecCodec, forkSubjects, PROTOCOL_VERSION } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -103,6 +103,44 @@ describe("a daemon over real NATS", () => {
       return current?.status === "completed" ? current : undefined;
     });
     expect(state?.daemon_id).toBe("daemon-a");
+  });
+
+  it("does not run a run again whose log ended and whose registry entry is gone: a first delivery's one-round-trip claim reads the log too", async () => {
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "Summarise the codec module.",
+      parent: { agent_id: "parent-1" },
+    });
+    expect((await handle.result()).status).toBe("completed");
+    const resources = forks.resources;
+    const logged = await readStoredEvents(resources, handle.runId);
+    await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
+    // The entry is gone (an operator, a retention shorter than the log's); a spec for the run comes again.
+    const bucket = resources.subjects.buckets.runs;
+    await resources.jsm.streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${handle.runId}` });
+    expect(await forks.state(handle.runId)).toBeNull();
+    const requestsBefore = sim.requests().length;
+    const spec = forkSpecCodec.encode({
+      v: PROTOCOL_VERSION,
+      run_id: handle.runId,
+      parent: { agent_id: "parent-1", lineage: [] },
+      directive: "Summarise the codec module again.",
+      prefix: { kind: "none" },
+      created_at: Date.now(),
+    });
+    await resources.js.publish(resources.subjects.spec(handle.runId), spec, {
+      msgID: `again-${handle.runId}`,
+    });
+    // The daemon records the end the log holds and runs nothing: no model call, no event.
+    await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
+    await waitFor(
+      async () => (await resources.jsm.streams.info(resources.subjects.streams.specs)).state.messages === 0,
+    );
+    expect(sim.requests().length).toBe(requestsBefore);
+    // The log's last event is still the one that ended it (readStoredEvents stops at the terminal one).
+    expect(await lastLoggedEvent(resources, handle.runId)).toEqual(logged.at(-1));
+    expect((await forks.state(handle.runId))?.last_seq).toBe(logged.at(-1)?.event.seq);
   });
 
   it("fails a malformed spec on its own and keeps serving", async () => {

@@ -17,6 +17,7 @@ import {
   updateRunState,
 } from "@forkd/client/internal";
 import type { LlmClient } from "@forkd/core";
+import { sealSharedPrefix } from "@forkd/core/internal";
 import {
   emptyUsageTotals,
   type ForkEvent,
@@ -30,6 +31,8 @@ import {
   isValidRunId,
   ProtocolError,
   queuedRunState,
+  type RunState,
+  runStateCodec,
   toWireError,
   type UsageTotals,
 } from "@forkd/protocol";
@@ -275,12 +278,30 @@ export class RunExecutor {
     const delivery = message.info.deliveryCount;
     if (delivery > 1) metrics?.redeliveries.inc();
 
-    const admitted = await this.#admit(runId, message, logger);
-    if (admitted === null) return;
-    const { spec, registered, last } = admitted;
-    hooks.onSpec(spec);
-
-    const claim = await this.#claim(runId, message, spec, registered, last, logger);
+    let spec: ForkSpec;
+    let last: LoggedEvent | null = null;
+    let claim: { claimed: RunStateEntry; now: number } | null;
+    const firstSpec = delivery === 1 ? decodeSpecQuietly(runId, message) : undefined;
+    const firstClaim = firstSpec ? await this.#claimUnregistered(runId, message, firstSpec) : undefined;
+    if (firstSpec && firstClaim) {
+      spec = firstSpec;
+      hooks.onSpec(spec);
+      last = firstClaim.last;
+      if (last && isTerminalEvent(last.event)) {
+        // The log had already ended (a run whose registry entry is gone): as in #claim.
+        await recordTerminal(resources, runId, last.event, last.event.attempt);
+        await message.ackAck().catch(() => false);
+        return;
+      }
+      claim = firstClaim;
+    } else {
+      const admitted = await this.#admit(runId, message, logger, firstSpec);
+      if (admitted === null) return;
+      spec = admitted.spec;
+      last = admitted.last;
+      hooks.onSpec(spec);
+      claim = await this.#claim(runId, message, spec, admitted.registered, last, logger);
+    }
     if (claim === null) return;
     const { claimed, now } = claim;
     const attempt = claimed.state.attempt;
@@ -435,7 +456,7 @@ export class RunExecutor {
     last: LoggedEvent | null,
     logger: DaemonLogger,
   ): Promise<{ claimed: RunStateEntry; now: number } | null> {
-    const { resources, config, metrics } = this.#deps;
+    const { resources, metrics } = this.#deps;
     // 3. Claim, recording this spec as the run's owner. An aborted run ends `aborted` without running.
     if (last && isTerminalEvent(last.event)) {
       await recordTerminal(resources, runId, last.event, last.event.attempt);
@@ -451,25 +472,7 @@ export class RunExecutor {
         (current) => {
           // Another spec became the owner between the read and this write.
           if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
-          return {
-            ...(current ??
-              queuedRunState({
-                runId,
-                createdAt: spec.created_at,
-                now,
-                parentAgentId: spec.parent.agent_id,
-                label: spec.label,
-              })),
-            // A claim ends a handoff (failover.ts): the run is someone's again.
-            handoff: undefined,
-            spec_seq: message.seq,
-            status: "running",
-            attempt: (current?.attempt ?? 0) + 1,
-            daemon_id: config.daemonId,
-            updated_at: now,
-            heartbeat_at: now,
-            started_at: current?.started_at ?? now,
-          };
+          return this.#claimedState(current, runId, message, spec, now);
         },
         { known: registered },
       );
@@ -502,6 +505,65 @@ export class RunExecutor {
     return { claimed, now };
   }
 
+  /** The registry entry of this attempt's claim, from the entry it replaces (null: none yet). */
+  #claimedState(
+    current: RunState | null,
+    runId: string,
+    message: JsMsg,
+    spec: ForkSpec,
+    now: number,
+  ): RunState {
+    return {
+      ...(current ??
+        queuedRunState({
+          runId,
+          createdAt: spec.created_at,
+          now,
+          parentAgentId: spec.parent.agent_id,
+          label: spec.label,
+        })),
+      // A claim ends a handoff (failover.ts): the run is someone's again.
+      handoff: undefined,
+      spec_seq: message.seq,
+      status: "running",
+      attempt: (current?.attempt ?? 0) + 1,
+      daemon_id: this.#deps.config.daemonId,
+      updated_at: now,
+      heartbeat_at: now,
+      started_at: current?.started_at ?? now,
+    };
+  }
+
+  /**
+   * The claim of a first delivery in one round trip: create the run's registry entry, claimed, while
+   * the log's last event is read alongside. The create succeeds only while the run has no entry at all
+   * (its parent has not registered it yet; nobody claimed, aborted or ended it), which is exactly the
+   * case where the full path would have read nothing from the registry before creating the same
+   * entry: no other owner, no abort flag. The log read is the full path's too (a run whose entry is
+   * gone may still have a log). Undefined when the entry exists, or on any error: the caller then
+   * reads the registry and the log and claims as on a redelivery.
+   */
+  async #claimUnregistered(
+    runId: string,
+    message: JsMsg,
+    spec: ForkSpec,
+  ): Promise<{ claimed: RunStateEntry; now: number; last: LoggedEvent | null } | undefined> {
+    const { resources } = this.#deps;
+    const now = Date.now();
+    const state = this.#claimedState(null, runId, message, spec, now);
+    const [created, last] = await Promise.allSettled([
+      resources.runs.create(runId, runStateCodec.encode(state)),
+      lastLoggedEvent(resources, runId),
+    ]);
+    if (created.status === "rejected") return undefined;
+    if (last.status === "rejected") {
+      // Claimed, but the log's position is unknown: without it no event can be published. Leave the
+      // claim to a redelivery, which takes the full path (it finds this claim, and supersedes it).
+      throw last.reason;
+    }
+    return { claimed: { state, revision: created.value }, now, last: last.value };
+  }
+
   /**
    * Steps 0–2 of a delivery: a valid run id, the spec that owns the run, a spec that decodes. Returns
    * null when the delivery ends here (refused, removed, already ended, or failed as malformed).
@@ -510,6 +572,8 @@ export class RunExecutor {
     runId: string,
     message: JsMsg,
     logger: DaemonLogger,
+    /** The spec, when it was decoded already (a first delivery whose one-round-trip claim failed). */
+    decoded?: ForkSpec,
   ): Promise<{ spec: ForkSpec; registered: RunStateEntry | null; last: LoggedEvent | null } | null> {
     const { resources, metrics } = this.#deps;
     // 0. A subject token that is not a run id has no event subject and no registry key: nothing can
@@ -544,7 +608,7 @@ export class RunExecutor {
     // 2. Validate. A malformed spec fails its own run, never the daemon.
     let spec: ForkSpec;
     try {
-      spec = forkSpecCodec.decode(message.data);
+      spec = decoded ?? forkSpecCodec.decode(message.data);
       if (spec.run_id !== runId) {
         throw new ProtocolError(
           "invalid_spec",
@@ -585,7 +649,11 @@ export class RunExecutor {
         return null;
       case "ref":
         try {
-          return await this.#deps.prefixCache.get(source, (ref) => this.#downloadPrefixWhenStored(ref));
+          // Sealed (frozen) as it enters the cache: every run of this daemon that forks from it shares
+          // the one copy, and its bytes are serialised once for all of their requests.
+          return await this.#deps.prefixCache.get(source, async (ref) =>
+            sealSharedPrefix(await this.#downloadPrefixWhenStored(ref)),
+          );
         } catch (error) {
           throw new DaemonError(
             "prefix_unavailable",
@@ -636,6 +704,20 @@ export class RunExecutor {
     await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
     this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
     logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
+  }
+}
+
+/**
+ * The spec of a delivery when it decodes and names its subject's run; undefined otherwise (the full
+ * path then refuses or fails it, after checking which spec owns the run).
+ */
+function decodeSpecQuietly(runId: string, message: JsMsg): ForkSpec | undefined {
+  if (!isValidRunId(runId)) return undefined;
+  try {
+    const spec = forkSpecCodec.decode(message.data);
+    return spec.run_id === runId ? spec : undefined;
+  } catch {
+    return undefined;
   }
 }
 

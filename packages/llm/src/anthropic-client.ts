@@ -19,6 +19,7 @@ import {
 import type { ContentBlock, ProviderUsage } from "@forkd/protocol";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
+import { serialiseSealedBody } from "./request-body.js";
 import {
   abortableSleep,
   compileRetryPolicy,
@@ -117,7 +118,8 @@ type AttemptResult =
  *
  * - The request goes out as given: the SDK serialises it with `JSON.stringify` after adding
  *   `"stream": true`; nothing is re-rendered or reordered, so the provider's prompt cache sees the
- *   parent's prefix byte for byte.
+ *   parent's prefix byte for byte. A body that holds a sealed shared prefix (`sealSharedPrefix`) is
+ *   written with the bytes of that prefix serialised once, not once per child: the same bytes.
  * - The SDK's own retries are off; this client retries 429, 529, 5xx, resets and timeouts with
  *   full-jitter backoff and `retry-after`, but never once output began (`stream_interrupted`).
  * - The caller's `signal` aborts at any point; the rejection carries the usage and text so far.
@@ -135,8 +137,13 @@ export class AnthropicLlmClient implements LlmClient {
       timeout: this.#options.timeoutMs,
       // Ours is the only retry policy: the SDK's would replay silently and hide retries from the log.
       maxRetries: 0,
+      // No redirect is followed: fetch would otherwise keep a second copy of every request body for
+      // the whole call (it tees the body to re-send it after a 307/308), ~190 kB per child at 48k.
+      // The Messages API does not redirect; a base URL that does fails as a connection error.
+      fetchOptions: { redirect: "error", window: null },
       logger: options.logger === undefined ? undefined : sdkLogger(options.logger),
     });
+    spliceSealedBodies(this.#sdk);
   }
 
   /** The base URL requests go to. */
@@ -352,6 +359,31 @@ export class AnthropicLlmClient implements LlmClient {
       "llm call failed",
     );
   }
+}
+
+type BuildBody = (args: { options: { body?: unknown; headers?: unknown } }) => {
+  bodyHeaders: unknown;
+  body: unknown;
+};
+
+/**
+ * Has the SDK write a body that holds a sealed shared prefix with that prefix's cached bytes (see
+ * request-body.ts). The hook sits where the SDK turns its final body object (after its own changes:
+ * `betas` moved to a header, `"stream": true` added) into bytes, so what it serialises is exactly
+ * what the SDK would have; any other body, or an SDK without this method, is serialised by the SDK.
+ */
+function spliceSealedBodies(sdk: Anthropic): void {
+  const target = sdk as unknown as { buildBody?: BuildBody };
+  const original = target.buildBody;
+  if (typeof original !== "function") return;
+  target.buildBody = function (this: unknown, args) {
+    const body = args.options.body;
+    const plain =
+      typeof body === "object" && body !== null && Object.getPrototypeOf(body) === Object.prototype;
+    const spliced = plain ? serialiseSealedBody(body as Record<string, unknown>) : undefined;
+    if (spliced === undefined) return original.call(this, args);
+    return { bodyHeaders: { "content-type": "application/json" }, body: spliced };
+  };
 }
 
 /** The response headers an SDK error carries, if any (for `retry-after`). */

@@ -1,0 +1,96 @@
+// The spliced body: the bytes of JSON.stringify, whatever the body holds, with the sealed prefix's
+// bytes serialised once and shared by every child.
+import { readFileSync } from "node:fs";
+import Anthropic from "@anthropic-ai/sdk";
+import { createForkPrefix } from "@forkd/core";
+import { prepareForkRun, sealSharedPrefix } from "@forkd/core/internal";
+import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/protocol";
+import { describe, expect, it } from "vitest";
+import { serialiseSealedBody } from "./request-body.js";
+
+function fixturePrefix(name: "4k" | "48k"): ForkPrefix {
+  const url = new URL(`../../fixtures/turns/parent-turn-${name}.json`, import.meta.url);
+  const fixture = JSON.parse(readFileSync(url, "utf8")) as {
+    request: CacheSafeParams;
+    response: AssistantMessage;
+  };
+  return createForkPrefix(fixture.request, fixture.response);
+}
+
+function childBody(prefix: ForkPrefix, i: number): Record<string, unknown> {
+  const { request } = prepareForkRun({
+    runId: `child-${i}`,
+    prefix,
+    cacheShared: true,
+    directive: `Slice ${i}: é ✓ 🚀 "quoted" \\ \u2028`,
+  });
+  return { ...request, stream: true };
+}
+
+async function text(blob: Blob | undefined): Promise<string> {
+  if (blob === undefined) throw new Error("the body was not spliced");
+  return Buffer.from(await blob.arrayBuffer()).toString("utf8");
+}
+
+describe("serialiseSealedBody", () => {
+  for (const name of ["4k", "48k"] as const) {
+    it(`${name}: a child of a sealed prefix is JSON.stringify's bytes, for every sibling`, async () => {
+      const prefix = sealSharedPrefix(fixturePrefix(name));
+      for (const i of [1, 2, 3]) {
+        const body = childBody(prefix, i);
+        expect(await text(serialiseSealedBody(body))).toBe(JSON.stringify(body));
+      }
+    });
+  }
+
+  it("leaves a body without a sealed value to the caller", () => {
+    expect(serialiseSealedBody(childBody(fixturePrefix("4k"), 1))).toBeUndefined();
+  });
+
+  it("writes what JSON.stringify writes around sealed values: omitted members, nulls in arrays, escapes, key order", async () => {
+    const shared = sealSharedPrefix(fixturePrefix("4k"));
+    const messages = shared.params.messages;
+    const body = {
+      z_first: "keys keep their order",
+      'key "quoted" \n': 1,
+      skipped: undefined,
+      fn: () => 1,
+      system: shared.params.system,
+      messages: [
+        ...messages,
+        { role: "user", content: [undefined, { type: "text", text: "\ud800 lone", extra: undefined }, null] },
+        messages[0],
+      ],
+      numbers: [Number.NaN, -0, 1e21, Number.POSITIVE_INFINITY],
+      nested: { deep: { deeper: { deepest: [{ a: undefined, b: [undefined] }] } } },
+      tools: shared.params.tools,
+      stream: true,
+    };
+    expect(await text(serialiseSealedBody(body))).toBe(JSON.stringify(body));
+  });
+
+  it("reuses the prefix's bytes: a sealed run whose members changed is serialised anew, not taken from the cache", async () => {
+    const prefix = sealSharedPrefix(fixturePrefix("4k"));
+    const body = childBody(prefix, 1);
+    const first = await text(serialiseSealedBody(body));
+    // The same run of messages cut short, and with one member replaced by an equal but unsealed copy.
+    const messages = body.messages as unknown[];
+    const shorter = { ...body, messages: messages.slice(1) };
+    const copied = { ...body, messages: [structuredClone(messages[0]), ...messages.slice(1)] };
+    expect(await text(serialiseSealedBody(shorter))).toBe(JSON.stringify(shorter));
+    expect(await text(serialiseSealedBody(copied))).toBe(first);
+  });
+
+  it("leaves a body that is not plain data (a toJSON, a class instance) to JSON.stringify", () => {
+    const prefix = sealSharedPrefix(fixturePrefix("4k"));
+    const body = childBody(prefix, 1);
+    expect(serialiseSealedBody({ ...body, when: new Date(0) })).toBeUndefined();
+    expect(serialiseSealedBody({ ...body, metadata: { toJSON: () => "x" } })).toBeUndefined();
+  });
+
+  it("hooks a method the SDK still has: the client replaces Anthropic's buildBody to splice bodies", () => {
+    // Without it the client still sends the right bytes, only serialised per child: this test is
+    // what notices an SDK upgrade that renamed it.
+    expect(typeof (Anthropic.prototype as unknown as { buildBody?: unknown }).buildBody).toBe("function");
+  });
+});

@@ -1,0 +1,167 @@
+// Serialises a Messages API body to exactly the bytes `JSON.stringify` would give, reusing the bytes
+// of the values that belong to a sealed shared prefix (`sealSharedPrefix`). Siblings of one parent
+// send the same ~190 kB of prefix: serialised once per parent, each child's body is those bytes (a
+// Blob the child's body refers to, not a copy) plus its own few hundred bytes. A sealed value is
+// deeply frozen, so bytes cached by its identity cannot go stale.
+import { isSealedValue } from "@forkd/core/internal";
+
+// How deep the writer walks before it hands a value to JSON.stringify: body → messages → message →
+// content → block. Sealed values sit at these levels (the parent's messages, tools and system, the
+// reply's content); below them nothing is shared that is not already inside a sealed value.
+const WALK_DEPTH = 4;
+
+// Bytes of one sealed value, and of runs of consecutive sealed array elements (the parent's
+// messages, which every child's request starts with), keyed by the value or the run's first element.
+const sealedBytes = new WeakMap<object, Blob>();
+interface SealedRun {
+  members: readonly object[];
+  bytes: Blob;
+}
+const sealedRuns = new WeakMap<object, SealedRun[]>();
+/** Runs remembered per first element: a later turn may cut the parent's messages differently. */
+const RUNS_PER_START = 4;
+
+/** Thrown inside the writer when the body is not plain JSON data: the caller falls back to JSON.stringify. */
+class NotPlainData extends Error {}
+
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function hasToJson(value: object): boolean {
+  return typeof (value as { toJSON?: unknown }).toJSON === "function";
+}
+
+/** Collects a body as strings and shared Blobs, merging adjacent strings. */
+class BodyParts {
+  readonly parts: (string | Blob)[] = [];
+  #text = "";
+
+  text(chunk: string): void {
+    this.#text += chunk;
+  }
+
+  shared(bytes: Blob): void {
+    if (this.#text !== "") this.parts.push(this.#text);
+    this.#text = "";
+    this.parts.push(bytes);
+  }
+
+  finish(): (string | Blob)[] {
+    if (this.#text !== "") this.parts.push(this.#text);
+    this.#text = "";
+    return this.parts;
+  }
+}
+
+function bytesOfSealed(value: object): Blob {
+  let bytes = sealedBytes.get(value);
+  if (bytes === undefined) {
+    if (hasToJson(value)) throw new NotPlainData();
+    bytes = new Blob([JSON.stringify(value)]);
+    sealedBytes.set(value, bytes);
+  }
+  return bytes;
+}
+
+function bytesOfRun(members: readonly object[]): Blob {
+  const first = members[0]!;
+  const known = sealedRuns.get(first) ?? [];
+  const hit = known.find(
+    (run) => run.members.length === members.length && run.members.every((m, i) => m === members[i]),
+  );
+  if (hit !== undefined) return hit.bytes;
+  for (const member of members) if (hasToJson(member)) throw new NotPlainData();
+  const bytes = new Blob([members.map((member) => JSON.stringify(member)).join(",")]);
+  sealedRuns.set(first, [{ members: [...members], bytes }, ...known].slice(0, RUNS_PER_START));
+  return bytes;
+}
+
+// JSON.stringify of a value that is neither undefined, a function nor a symbol.
+function writeValue(out: BodyParts, value: unknown, depth: number): void {
+  if (typeof value === "object" && value !== null) {
+    if (isSealedValue(value)) {
+      out.shared(bytesOfSealed(value));
+      return;
+    }
+    if (depth > 0) {
+      if (hasToJson(value)) throw new NotPlainData();
+      if (Array.isArray(value)) {
+        writeArray(out, value, depth - 1);
+        return;
+      }
+      if (isPlainObject(value)) {
+        writeObject(out, value as Record<string, unknown>, depth - 1);
+        return;
+      }
+      throw new NotPlainData();
+    }
+  }
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new NotPlainData();
+  out.text(text);
+}
+
+function omitted(value: unknown): boolean {
+  return value === undefined || typeof value === "function" || typeof value === "symbol";
+}
+
+function writeObject(out: BodyParts, object: Record<string, unknown>, depth: number): void {
+  out.text("{");
+  let first = true;
+  for (const key of Object.keys(object)) {
+    const value = object[key];
+    if (omitted(value)) continue;
+    out.text(`${first ? "" : ","}${JSON.stringify(key)}:`);
+    first = false;
+    writeValue(out, value, depth);
+  }
+  out.text("}");
+}
+
+function writeArray(out: BodyParts, array: readonly unknown[], depth: number): void {
+  out.text("[");
+  for (let i = 0; i < array.length; ) {
+    if (i > 0) out.text(",");
+    let end = i;
+    while (end < array.length && isSealedValue(array[end])) end++;
+    if (end - i >= 2) {
+      out.shared(bytesOfRun(array.slice(i, end) as object[]));
+      i = end;
+      continue;
+    }
+    const value = array[i];
+    if (omitted(value)) out.text("null");
+    else writeValue(out, value, depth);
+    i++;
+  }
+  out.text("]");
+}
+
+// Whether any value the writer reaches is sealed: without one there is nothing to reuse.
+function reachesSealed(value: unknown, depth: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (isSealedValue(value)) return true;
+  if (depth === 0) return false;
+  const members = Array.isArray(value) ? value : Object.values(value);
+  return members.some((member) => reachesSealed(member, depth - 1));
+}
+
+/**
+ * The bytes of `JSON.stringify(body)`, as a Blob whose shared parts are the cached bytes of the
+ * sealed values it holds (serialised once, whichever child sends them). `undefined` when the body
+ * holds no sealed value, or is not plain JSON data (a `toJSON`, a class instance) at the levels the
+ * writer walks: the caller then serialises it as usual.
+ */
+export function serialiseSealedBody(body: Record<string, unknown>): Blob | undefined {
+  if (!reachesSealed(body, WALK_DEPTH)) return undefined;
+  const out = new BodyParts();
+  try {
+    writeValue(out, body, WALK_DEPTH);
+  } catch (error) {
+    if (error instanceof NotPlainData) return undefined;
+    throw error;
+  }
+  return new Blob(out.finish());
+}
