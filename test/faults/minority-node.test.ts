@@ -13,7 +13,7 @@ import { daemonPresenceCodec, type ForkPrefix } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { type PartitionableCluster, startPartitionableCluster } from "../harness/cluster-partition.js";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
 import { contiguousLog } from "../harness/event-log.js";
@@ -95,6 +95,9 @@ async function quietNode(nc: NatsConnection, forks: NatsForkSubagent): Promise<N
 
 describe("one NATS node of three cut from the others", () => {
   it("the majority carries on, the minority gets clear errors, nothing acknowledged is lost", async () => {
+    // Where the test was when it failed, for a timeout that names no line.
+    let step = "setting up";
+    onTestFailed(() => console.error(`minority-node test failed while: ${step}`));
     const { cluster } = partitionable;
     const setup = await parentOn(cluster.urls);
     const cutNode = await quietNode(setup.nc, setup.forks);
@@ -145,12 +148,14 @@ describe("one NATS node of three cut from the others", () => {
     const cutStreamStopped = sim.next("request", {
       filter: (entry) => entry.disconnected && entry.body.includes("Record, then"),
     });
+    step = "cutting the node";
     partitionable.isolate(cutNode);
     const cutAt = Date.now();
 
     // Majority: the held run moves and completes, its tool run once; a new fork runs too. (Made once
     // the run has moved, after the cut daemon's last pull request expired: a spec handed to that
     // request would wait for ack_wait, see docs/failure-behaviour.md.)
+    step = "waiting for the run to move";
     let takenOverAfterMs = Number.NaN;
     for await (const event of held.events()) {
       if (event.type !== "accepted" || event.attempt !== 2) continue;
@@ -159,6 +164,7 @@ describe("one NATS node of three cut from the others", () => {
       takenOverAfterMs = event.ts - cutAt;
       break;
     }
+    step = "waiting for the majority's runs to complete";
     const fresh = majority.forks.fork({
       prefix,
       parent: { agent_id: "parent-majority" },
@@ -172,6 +178,7 @@ describe("one NATS node of three cut from the others", () => {
     expect(await readFile(ledger, "utf8")).toBe("minority\n");
 
     // Minority: a parent's fork is refused clearly, not left hanging.
+    step = "waiting for the minority parent's refusal";
     const refused = minority.forks.fork({
       prefix,
       parent: { agent_id: "parent-minority" },
@@ -184,7 +191,9 @@ describe("one NATS node of three cut from the others", () => {
     expect(refusal).toBeInstanceOf(ClientError);
     expect((refusal as ClientError).code).toBe("publish_failed");
     // The cut daemon says so, and stops paying for a stream nobody can record.
+    step = "waiting for the cut daemon to say it cannot store";
     await cutDaemon.waitForLog((line) => String(line.msg).startsWith("JetStream is not storing"), 20_000);
+    step = "waiting for the cut daemon to stop its model stream";
     const stopped = await cutStreamStopped;
     expect(stopped.outputTokensSent).toBeLessThan(400);
     const stoppedAfterMs = stopped.endedAt - cutAt;
@@ -194,6 +203,7 @@ describe("one NATS node of three cut from the others", () => {
 
     // Healed: the minority's parent forks again by itself (its node catches up within seconds), and
     // the held run's log is what it was: the cut daemon, fenced, added nothing.
+    step = "healing, then forking from the minority side again";
     partitionable.heal({ reset: true });
     await partitionable.cluster.waitForJetStream({ timeoutMs: 30_000 });
     // The cut node agrees on the meta leader again; its streams may still be catching up for a moment,
@@ -218,5 +228,5 @@ describe("one NATS node of three cut from the others", () => {
     expect((await again.result()).status).toBe("completed");
     const after = await contiguousLog(majority.forks.resources, held.runId);
     expect(after).toEqual(heldLog);
-  });
+  }, 240_000);
 });

@@ -137,5 +137,5 @@ describe("two of three NATS nodes down", () => {
       directive: "Quorum again.\n@sim text 5",
     });
     expect((await after.result()).status).toBe("completed");
-  });
+  }, 240_000);
 });
