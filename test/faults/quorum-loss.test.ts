@@ -118,7 +118,8 @@ describe("two of three NATS nodes down", () => {
     // acknowledged before the loss is still the start of its log.
     await Promise.all(lost.map((node) => node.restart()));
     await cluster.waitForJetStream({ timeoutMs: 60_000 });
-    expect((await held.result()).status).toBe("completed");
+    // The whole outcome, so that a failure shows its code.
+    expect(await held.result()).toMatchObject({ status: "completed" });
     // The verdict may flap while the nodes elect their leaders; once the run is through, it is back.
     await daemon.waitForLog(
       (line) => line.msg === "JetStream stores again" && Number(line.time) > Number(notStoring.time),

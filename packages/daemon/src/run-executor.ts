@@ -49,7 +49,7 @@ import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
 import { startRunTracing } from "./run-tracing.js";
 import type { StorageHealth } from "./storage-health.js";
 
-/** How long a spec whose run ended with an internal error waits before it is delivered again. @unit ms */
+/** How long a spec whose run ended with an internal error first waits before it is delivered again. @unit ms */
 const INTERNAL_ERROR_RETRY_MS = 1_000;
 
 /** How long a run waits for a referenced prefix that is missing (its parent uploads it again). @unit ms */
@@ -211,11 +211,17 @@ export class RunExecutor {
         });
       } catch (error) {
         logger.error({ err: error }, "run ended with an internal error");
-        // Not left to ack_wait (30 s): a passing failure — a JetStream request that timed out while
-        // the cluster routes around a lost node — is retried in a second, by whichever daemon; a
-        // lasting one ends at max_deliver (a failed event, see max-deliveries.ts). A fenced attempt
-        // leaves the spec to the attempt that owns it now.
-        if (stop?.kind !== "fenced" && !publisher?.fenced) message.nak(INTERNAL_ERROR_RETRY_MS);
+        // Not left to ack_wait (30 s) while JetStream stores: a passing failure — a request that
+        // timed out while the cluster routes around a lost node — is retried soon, by whichever
+        // daemon, a second later and twice as long each time; a lasting one ends at max_deliver (a
+        // failed event, see max-deliveries.ts). While JetStream does not store (no quorum), the spec is
+        // left to ack_wait: quick retries would only spend its deliveries before the cluster is back.
+        // A fenced attempt leaves the spec to the attempt that owns it now.
+        const storing = deps.storage?.available ?? true;
+        if (stop?.kind !== "fenced" && !publisher?.fenced && storing) {
+          const retryMs = INTERNAL_ERROR_RETRY_MS * 2 ** Math.max(0, message.info.deliveryCount - 1);
+          message.nak(Math.min(retryMs, deps.config.ackWaitMs));
+        }
       } finally {
         context.onEnd();
       }
