@@ -104,6 +104,8 @@ describe("the tokenizer, through the classifier", () => {
     accepted("l\\\ns");
     accepted("ls \\\n-l");
     refused("ls a#b; rm x", '"rm" is not a known read-only command');
+    // A comment ends at the newline: what follows is a command again.
+    refused("ls # c\nrm x", '"rm" is not a known read-only command');
   });
 
   it("reads a redirection's target after blanks and line continuations, and names what it refuses there", () => {

@@ -16,6 +16,14 @@ describe("awk", () => {
       "awk -vx=1 '{print x}' f",
       "awk --field-separator=: '{print}' f",
       "awk --assign x=1 '{print x}' f",
+      "awk --field-separator : '{print}' f",
+      // Short programs, and -f inside a program, are programs, not options.
+      "awk NF f",
+      "awk '{print $1-f}' f",
+      // A lone - is the program text (awk then fails on it), not an option; -F without its
+      // argument leaves no program.
+      "awk - f",
+      "awk -F",
       "awk -- '{print}' f",
       "awk",
     ]) {
@@ -30,10 +38,18 @@ describe("awk", () => {
     refused("awk --fi=prog.awk f", "-f reads its program from a file");
     refused("gawk -i inplace '{print}' f", "option -i is not known to be read-only");
     refused("gawk -o '{print}' f", "option -o is not known");
+    // Only --file and its abbreviations are --file: another long option is named as unknown.
+    refused("awk --version", "option --version is not known");
+    refused("awk --fx '{print}' f", "option --fx is not known");
     refused("awk $prog f", "expanded at run time");
     refused("awk -F $sep '{print}' f", "expanded at run time");
     refused("awk -v $assignment '{print}' f", "expanded at run time");
     refused("gawk '@include \"x\"' f", '"@"');
     refused("awk -F: '{print > \"out\"}' f", '">"');
+    // The separator and assignment arguments are skipped, the program after them still read.
+    refused("awk -F : '{print > \"out\"}' f", '">"');
+    // A program that contains -Fx or --assign= is still the program, not an option.
+    refused('awk \'{print "-Fx" > "out"}\' f', '">"');
+    refused('awk \'{print "--assign=" > "out"}\' f', '">"');
   });
 });

@@ -10,6 +10,12 @@ describe("date", () => {
     accepted("date -r file");
     accepted("date -Iseconds");
     accepted("date --rfc-3339 seconds");
+    // The long options that take their argument as the next word: it is no operand.
+    accepted("date --date now");
+    accepted("date --file dates");
+    accepted("date --reference file");
+    // `--=x` names no option (getopt_long finds it ambiguous and date fails): it is no --set.
+    accepted("date --=x");
   });
 
   it("refuses setting the clock: -s, --set and its abbreviations, and a non-format operand", () => {

@@ -23,7 +23,7 @@ describe("git", () => {
     refused("git log --output=x", "--output");
     refused("git diff --ext-diff", "ext-diff");
     refused("git branch topic", "creates a branch");
-    refused("git commit", "not a read-only git subcommand");
+    refused("git commit", "not a read-only git subcommand (allowed: status, log, diff, show, branch,");
   });
 
   it("takes only the global options that change nothing, and names the danger of the others", () => {
@@ -53,6 +53,8 @@ describe("git", () => {
     accepted("git diff --output-indicator-new=+ a");
     accepted("git log -O order.txt");
     accepted("git grep -i x");
+    // -O only as an option: a pattern that holds -O is searched for.
+    accepted("git grep a-Ob");
   });
 
   it("lets git branch list and filter, never create, rename or delete", () => {
