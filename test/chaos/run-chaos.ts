@@ -11,7 +11,7 @@ import { ClientError, type NatsForkHandle, NatsForkSubagent } from "@forkd/clien
 import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkEvent } from "@forkd/protocol";
-import { startSim } from "@forkd/sim";
+import { mulberry32, startSim } from "@forkd/sim";
 import { loadFixture, startNatsCluster } from "@forkd/testing";
 import { connect } from "@nats-io/transport-node";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
@@ -64,18 +64,6 @@ export interface ChaosReport {
   violations: ChaosViolation[];
 }
 
-/** mulberry32: a small seeded generator, so a run can be repeated from its seed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** How long the parent waits after a refused fork before the next. @unit ms */
 const REFUSAL_PAUSE_MS = 250;
 
@@ -91,7 +79,7 @@ interface DaemonSlot {
 /** Runs chaos for `options.durationMs`, then waits for every accepted run to end and checks them. */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const seed = options.seed ?? 1;
-  const random = seededRandom(seed);
+  const random = mulberry32(seed);
   const between = (min: number, max: number) => Math.round(min + random() * (max - min));
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const log = options.log ?? (() => undefined);
