@@ -206,7 +206,7 @@ describe("one NATS node of three cut from the others", () => {
     // the held run's log is what it was: the cut daemon, fenced, added nothing.
     step = "healing, then forking from the minority side again";
     partitionable.heal({ reset: true });
-    await partitionable.cluster.waitForJetStream({ timeoutMs: 30_000 });
+    await partitionable.cluster.waitForJetStream({ timeoutMs: 90_000 }); // a loaded CI machine once took over 30 s
     // The cut node agrees on the meta leader again; its streams may still be catching up for a moment,
     // and until then the parent's fork is refused as before: it tries again, paced.
     let again: ReturnType<NatsForkSubagent["fork"]> | undefined;
