@@ -97,7 +97,7 @@ export async function sweepFinishedRuns(
       fromSeq,
       batch: 512,
     })) {
-      if (message.info.timestampNanos / 1e6 > cutoff) break;
+      if (message.storedAtMs > cutoff) break;
       fromSeq = message.seq + 1;
       if (message.data.length === 0) continue;
       result.scanned++;
