@@ -32,6 +32,11 @@ export interface NatsServerHandle extends AsyncDisposable {
   readonly port: number;
   /** Cluster (route) port, for a cluster node; undefined for a single server. */
   readonly clusterPort: number | undefined;
+  /**
+   * WebSocket URL for browsers (`ws://127.0.0.1:PORT`, no TLS), when the server was started with
+   * `websocket: true`; undefined otherwise. Stays the same across {@link restart}.
+   */
+  readonly websocketUrl: string | undefined;
   /** HTTP monitoring URL (`/varz`, `/jsz`, `/healthz`), `http://127.0.0.1:PORT`. */
   readonly monitorUrl: string;
   /**

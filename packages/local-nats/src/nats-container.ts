@@ -104,6 +104,8 @@ class NatsContainerHandle implements NatsServerHandle {
   readonly port: number;
   readonly clusterPort = undefined;
   readonly monitorUrl: string;
+  /** The container harness maps no WebSocket port. */
+  readonly websocketUrl = undefined;
   readonly storeDir = STORE_DIR;
   readonly pid = undefined;
   readonly #spec: NatsContainerSpec;

@@ -30,6 +30,8 @@ export interface NatsProcessSpec {
   config: string;
   /** Extra command-line arguments, appended last. */
   args: readonly string[];
+  /** Also listen for WebSocket clients (browsers) on a loopback port of its own, without TLS. */
+  websocket?: boolean;
   /** Fixed cluster port, for a cluster node. */
   clusterPort?: number;
   /** @unit milliseconds */
@@ -44,6 +46,7 @@ interface PortsFile {
   nats?: string[];
   monitoring?: string[];
   cluster?: string[];
+  websocket?: string[];
 }
 
 const READY_LINE = "Server is ready";
@@ -98,6 +101,7 @@ export class NatsProcess implements NatsServerHandle {
   #port: number | undefined;
   #monitorPort: number | undefined;
   #clusterPort: number | undefined;
+  #websocketPort: number | undefined;
   #stopped = false;
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -137,6 +141,10 @@ export class NatsProcess implements NatsServerHandle {
 
   get clusterPort(): number | undefined {
     return this.#clusterPort;
+  }
+
+  get websocketUrl(): string | undefined {
+    return this.#websocketPort === undefined ? undefined : `ws://${LOOPBACK}:${this.#websocketPort}`;
   }
 
   get monitorUrl(): string {
@@ -245,6 +253,10 @@ export class NatsProcess implements NatsServerHandle {
       `server_name: ${JSON.stringify(this.name)}`,
       `jetstream { store_dir: ${JSON.stringify(this.#spec.dir)} }`,
       this.#spec.baseConfig,
+      // Port -1 picks a free one, read back from the ports file; a restart keeps it. No TLS: loopback only.
+      this.#spec.websocket
+        ? `websocket { host: ${JSON.stringify(LOOPBACK)}, port: ${this.#websocketPort ?? -1}, no_tls: true }`
+        : "",
       this.#extraConfig,
       "",
     ].join("\n");
@@ -301,6 +313,7 @@ export class NatsProcess implements NatsServerHandle {
       this.#port = portOf(ports.nats);
       this.#monitorPort = portOf(ports.monitoring);
       this.#clusterPort = portOf(ports.cluster) ?? this.#clusterPort;
+      this.#websocketPort = portOf(ports.websocket) ?? this.#websocketPort;
     } finally {
       watcher.close();
     }

@@ -1,6 +1,8 @@
 // A real single nats-server: pub/sub, clean stop, crash and restart with JetStream data intact, and
 // configuration reload.
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { jetstream, jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
@@ -13,6 +15,33 @@ import {
 } from "./index.js";
 
 const connections: NatsConnection[] = [];
+
+/** The HTTP status of a WebSocket upgrade request to `url` (101 when the server speaks WebSocket). */
+function websocketHandshake(url: string): Promise<number> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({
+      host: hostname,
+      port: Number(port),
+      headers: {
+        Connection: "Upgrade",
+        Upgrade: "websocket",
+        "Sec-WebSocket-Version": "13",
+        "Sec-WebSocket-Key": randomBytes(16).toString("base64"),
+      },
+    });
+    request.once("upgrade", (response, socket) => {
+      socket.destroy();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once("response", (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once("error", reject);
+    request.end();
+  });
+}
 async function client(servers: string, options: { reconnect?: boolean } = {}): Promise<NatsConnection> {
   const nc = await connect({
     servers,
@@ -144,6 +173,19 @@ describe("startNatsServer (binary)", () => {
     await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow();
     await a.close();
     await b.close();
+  });
+
+  it("serves WebSocket clients on a loopback port of its own with websocket: true, the same port after a restart", async () => {
+    await using plain = await startNatsServer({ name: "single-no-websocket" });
+    expect(plain.websocketUrl).toBeUndefined();
+    await using server = await startNatsServer({ name: "single-websocket", websocket: true });
+    const url = server.websocketUrl;
+    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    expect(Number(new URL(url!).port)).not.toBe(server.port);
+    expect(await websocketHandshake(url!)).toBe(101);
+    await server.restart();
+    expect(server.websocketUrl).toBe(url);
+    expect(await websocketHandshake(url!)).toBe(101);
   });
 
   it("fails with the server's log when the configuration is invalid", async () => {

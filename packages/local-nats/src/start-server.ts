@@ -1,4 +1,5 @@
 // startNatsServer: one NATS server with JetStream on loopback, from the local binary or a container.
+import { NatsServerUnsupportedError } from "./errors.js";
 import type { NatsServerHandle } from "./handle.js";
 import { locateNatsServer, type NatsLocateOptions } from "./locate.js";
 import { startNatsContainer } from "./nats-container.js";
@@ -42,6 +43,12 @@ export interface StartNatsServerOptions extends NatsLocateOptions {
    * @default env `FORKD_TEST_NATS_IMAGE`, else "nats:2.9.10" (the version Debian ships)
    */
   image?: string;
+  /**
+   * Also serve WebSocket clients (browsers, e.g. the `forkd web` page) on a free loopback port
+   * without TLS; its address is {@link NatsServerHandle.websocketUrl}. Binary servers only.
+   * @default false
+   */
+  websocket?: boolean;
   /** Aborts the start; the process is killed and its temp dir removed. */
   signal?: AbortSignal;
 }
@@ -80,6 +87,11 @@ export async function startNatsServer(options: StartNatsServerOptions = {}): Pro
   const startTimeoutMs = options.startTimeoutMs ?? 10_000;
   const stopGraceMs = options.stopGraceMs ?? 5_000;
   if (location.kind === "container") {
+    if (options.websocket === true) {
+      throw new NatsServerUnsupportedError(
+        "websocket: true needs the nats-server binary; the container harness maps no WebSocket port",
+      );
+    }
     const env = options.env ?? process.env;
     return startNatsContainer({
       name,
@@ -101,6 +113,7 @@ export async function startNatsServer(options: StartNatsServerOptions = {}): Pro
       baseConfig: "",
       config,
       args,
+      websocket: options.websocket === true,
       startTimeoutMs,
       stopGraceMs,
     },
