@@ -1,5 +1,6 @@
 // Vitest global setup: find (or install, once) the nats-server every integration, e2e and fault
-// test starts, and bubblewrap, which daemons run Bash in, before any test file runs. Without them
+// test starts, bubblewrap, which daemons run Bash in, and Debian's chromium, which the web view's
+// browser tests drive headless, before any test file runs. Without them
 // the run fails here, once, with the error that lists each route tried, instead of as one failure
 // per test that needed them.
 import { ensureProgram, locateNatsServer } from "@forkd/local-nats";
@@ -16,4 +17,11 @@ export default async function setup(): Promise<void> {
       `the test suite's daemons run Bash in bubblewrap, and ${bwrap.missing}; install bubblewrap`,
     );
   }
+  // The web view is tested in a real browser (test/web): the system's chromium, driven by
+  // playwright-core. The path reaches the workers through `CHROMIUM_BIN`.
+  const chromium = await ensureProgram("chromium", "chromium");
+  if ("missing" in chromium) {
+    throw new Error(`the web view's browser tests run chromium, and ${chromium.missing}; install chromium`);
+  }
+  process.env.CHROMIUM_BIN = chromium.path;
 }

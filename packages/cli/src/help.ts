@@ -14,6 +14,7 @@ export const COMMAND_NAMES = [
   "proxy",
   "capture",
   "mcp",
+  "web",
 ] as const;
 
 /** A command name. */
@@ -52,6 +53,7 @@ export const SUMMARIES: Record<CommandName, string> = {
   proxy: "an Anthropic API proxy that lets any agent's fork calls run on the cluster",
   capture: "the proxy, writing each turn it sees as a parent-turn file for forkd fork --from",
   mcp: "the fork tools (fork, fork_status, fork_result, fork_abort) as an MCP server on stdio",
+  web: "a live web view of every run, cost and daemon, in the browser (NATS over WebSocket)",
 };
 
 const MAIN = `forkd — run LLM fork sub-agents on a cluster of daemons over NATS JetStream
@@ -365,15 +367,53 @@ Options:
   --json               print the bill as JSON instead of the live view and table
   --real               use the real Anthropic API (ANTHROPIC_API_KEY; costs money) instead of the simulator
   --yes                with --real: do not ask for confirmation
+  --web                also serve the live web view (forkd web) and print its URL; the demo then
+                       starts a nats-server of its own with WebSocket on, and waits for Ctrl-C
+                       after the bill so that the page stays up
+  --web-port PORT      port of the web view (default 4280; 0 picks a free one)
 ${COMMON}
 
 Examples:
   pnpm demo
+  forkd demo --web
   forkd demo --children 8 --tps 200
   ANTHROPIC_API_KEY=sk-ant-… forkd demo --real --children 3
 
 Exit codes: 0 every child completed · 1 a child failed · 2 usage · 3 no NATS and no way to start
 one · 5 the model provider failed · 130 interrupted`,
+
+  web: `forkd web — the live web view
+
+Usage: forkd web [options]
+
+Serves a single-page view of every run on loopback (static files built into @forkd/web: no CDN,
+works offline) and prints its URL. The page connects to NATS itself over WebSocket, with the
+credentials given here (use the read-only observer user), and shows runs grouped by parent, live;
+one run's event log from seq 1 then live, with the model's text streaming; cost per group beside
+the cost without forking; daemons with their slots, load and health. An abort button appears only
+when the credentials may publish aborts. docs/web.md has the details and screenshots.
+
+Options:
+  --nats-ws URL[,URL]  NATS WebSocket URLs (repeatable)  env FORKD_NATS_WS_URL; default ws://127.0.0.1:8080
+  --nats-user USER     --nats-pass PASS                  env NATS_USER, NATS_PASSWORD
+  --nats-pass-file FILE                                  env NATS_PASSWORD_FILE
+  --nats-token TOKEN                                     env NATS_TOKEN
+  --prefix PREFIX      subject prefix                    env FORKD_PREFIX; default agent
+  --host HOST          interface to serve on (default 127.0.0.1; with credentials only loopback)
+  --port PORT          port to serve on (default 4280; 0 picks a free one)
+  --controls           give the page your owner key, so that its abort buttons can stop your runs
+  --json               print {"url","port","nats_ws"} instead of the URL
+${COMMON}
+
+The credentials are handed to the page in /config.json: anyone who can reach the port gets them.
+Keep it on loopback; reach a remote one through an SSH tunnel.
+
+Examples:
+  forkd web --nats-user observer --nats-pass-file ~/.config/forkd/observer-pass
+  forkd demo --web
+
+Exit codes: 0 stopped with Ctrl-C · 2 usage (bad URL, port taken, credentials on a public
+interface)`,
 };
 
 /** The help of `forkd`, or of one command. */

@@ -18,6 +18,7 @@ const COMMANDS: Record<CommandName, () => Promise<{ run: Command }>> = {
   proxy: () => import("./commands/proxy.js"),
   capture: () => import("./commands/capture.js"),
   mcp: () => import("./commands/mcp.js"),
+  web: () => import("./commands/web.js"),
 };
 
 /** The arguments before `--` (after it, everything is a value). */

@@ -19,6 +19,7 @@ import { AnthropicLlmClient } from "@forkd/llm";
 import { forkSubjects, type ProviderUsage } from "@forkd/protocol";
 import { newSecret } from "@forkd/protocol/internal";
 import type { Sim } from "@forkd/sim";
+import { startWebServer } from "@forkd/web";
 import {
   type Child,
   type ChildResult,
@@ -34,6 +35,7 @@ import { CleanupStack } from "../demo/stack.js";
 import { withoutCacheControl } from "../demo/unforked.js";
 import { CliError, UsageError } from "../errors.js";
 import { formatElapsed, formatInteger, formatUsd } from "../format.js";
+import { whenAborted } from "../interrupt.js";
 import { isInteractive, type Style, styleFor, writeLine } from "../io.js";
 import { connectTarget, natsTarget, openSubagent } from "../nats.js";
 import {
@@ -45,6 +47,7 @@ import {
 } from "../options.js";
 import { type ParentTurn, parentTurnOf, readParentTurn } from "../parent-turn.js";
 import { LATENCY_FLAGS, latencyOf } from "../sim-latency.js";
+import { DEFAULT_WEB_PORT } from "./web.js";
 
 const OPTIONS = {
   ...COMMON_FLAGS,
@@ -59,6 +62,8 @@ const OPTIONS = {
   json: { type: "boolean" },
   real: { type: "boolean" },
   yes: { type: "boolean" },
+  web: { type: "boolean" },
+  "web-port": { type: "string" },
 } as const;
 
 /** The simulator's API key of the parent and the daemons: one cache scope, as one Anthropic workspace. */
@@ -73,6 +78,8 @@ interface DemoSettings {
   tokensPerSecond: number;
   real: boolean;
   json: boolean;
+  /** `--web`: the port to serve the web view on; undefined without `--web`. */
+  webPort: number | undefined;
 }
 
 function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSettings {
@@ -92,6 +99,12 @@ function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSe
     tokensPerSecond: latency.tokensPerSecond ?? 400,
     real,
     json: values.json === true,
+    webPort:
+      values.web === true
+        ? values["web-port"] === undefined
+          ? DEFAULT_WEB_PORT
+          : parseInteger("web-port", values["web-port"], { min: 0, max: 65535 })
+        : undefined,
   };
 }
 
@@ -147,6 +160,8 @@ interface DemoStack {
   daemonIds: string[];
   /** An LLM client with this API key (the simulator's cache is scoped by key). */
   llm(apiKey: string): LlmClient;
+  /** The web view's URL, with `--web`. */
+  webUrl: string | undefined;
 }
 
 /** Starts NATS (or finds it), the simulator, the daemons and the fork client; registers their cleanup. */
@@ -159,12 +174,22 @@ async function startStack(
 ): Promise<DemoStack> {
   const env = context.io.env;
   // NATS and the simulator start side by side; whichever started is stopped even if the other failed.
+  // The web view needs NATS's WebSocket port: a server the demo starts has one; a server the user
+  // names must say where its own is (FORKD_NATS_WS_URL).
+  const web = settings.webPort !== undefined;
+  const named = values["start-nats"] ? undefined : (values.nats ?? env.NATS_URL);
+  if (web && named !== undefined && !env.FORKD_NATS_WS_URL) {
+    throw new UsageError("--web with a NATS server of yours needs its WebSocket URL in FORKD_NATS_WS_URL", {
+      hint: "or leave --nats and NATS_URL out: the demo then starts a nats-server with WebSocket on",
+    });
+  }
   const [natsStarted, simStarted] = await Promise.allSettled([
     findNats({
-      url: values["start-nats"] ? undefined : (values.nats ?? env.NATS_URL),
-      forceStart: values["start-nats"] === true,
+      url: named,
+      forceStart: values["start-nats"] === true || (web && named === undefined),
       signal: context.interruption.signal,
       note,
+      websocket: web,
     }),
     settings.real
       ? Promise.resolve(undefined)
@@ -249,7 +274,19 @@ async function startStack(
     }),
   );
 
-  return { nats, sim, prefix, forks, workspace, daemonIds, llm };
+  let webUrl: string | undefined;
+  if (web) {
+    const servers =
+      nats.websocketUrl !== undefined ? [nats.websocketUrl] : (env.FORKD_NATS_WS_URL ?? "").split(",");
+    const page = await startWebServer({
+      page: { servers, prefix },
+      port: settings.webPort ?? DEFAULT_WEB_PORT,
+    });
+    cleanup.defer("the web view", () => page.close());
+    webUrl = page.url;
+  }
+
+  return { nats, sim, prefix, forks, workspace, daemonIds, llm, webUrl };
 }
 
 /**
@@ -388,6 +425,10 @@ export async function run(args: string[], context: CommandContext): Promise<numb
     );
     const stack = await startStack(settings, values, context, cleanup, note);
     for (const line of describeStack(stack, settings, env)) say(line);
+    if (stack.webUrl !== undefined) {
+      // Said on stderr too, so that --json keeps its one document on stdout.
+      writeLine(context.io.stderr, `web view: ${stack.webUrl} (it replays every run from its first event)`);
+    }
 
     // 1. The parent's own turn: the request that wrote the cache the children read.
     const parentRequest = { ...turn.prefix.params, max_tokens: DEMO_MAX_TOKENS } as LlmRequest;
@@ -448,7 +489,12 @@ export async function run(args: string[], context: CommandContext): Promise<numb
         style.dim(`finished in ${formatElapsed(Date.now() - startedAt)}; stopping what the demo started`),
       );
     }
-    return results.every((result) => result.outcome.status === "completed") ? 0 : 1;
+    const exitCode = results.every((result) => result.outcome.status === "completed") ? 0 : 1;
+    if (stack.webUrl !== undefined) {
+      writeLine(context.io.stderr, `the web view stays up at ${stack.webUrl}; Ctrl-C stops everything`);
+      await whenAborted(signal);
+    }
+    return exitCode;
   } catch (error) {
     if (!context.interruption.interrupted) throw error;
     await Promise.all(

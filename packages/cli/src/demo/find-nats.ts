@@ -14,6 +14,8 @@ export interface DemoNats {
   how: string;
   /** True when the demo started it (and so owns everything on it). */
   own: boolean;
+  /** Where it listens for WebSocket clients (the web view), when the demo started it with `websocket`. */
+  websocketUrl?: string | undefined;
   /** Stops the server when the demo started it; otherwise does nothing. */
   stop(): Promise<void>;
 }
@@ -27,6 +29,8 @@ export interface FindNatsOptions {
   signal: AbortSignal;
   /** Notes on what was tried and skipped. */
   note: (line: string) => void;
+  /** Start the server with WebSocket on a free loopback port too (for `--web`). */
+  websocket?: boolean;
 }
 
 /** The port a local NATS server listens on unless told otherwise. */
@@ -108,13 +112,14 @@ export async function findNats(options: FindNatsOptions): Promise<DemoNats> {
     const server = await startNatsServer({
       name: "forkd-demo",
       signal: options.signal,
+      websocket: options.websocket === true,
       ...(location.kind === "binary" ? { binary: location.path, mode: "binary" } : { mode: "container" }),
     });
     const how =
       location.kind === "binary"
         ? `nats-server ${location.version} (${location.route}: ${location.path}) started by the demo in a temp dir (${server.storeDir})`
         : "nats-server started by the demo in a container (testcontainers)";
-    return { url: server.url, how, own: true, stop: () => server.stop() };
+    return { url: server.url, how, own: true, websocketUrl: server.websocketUrl, stop: () => server.stop() };
   } catch (error) {
     if (options.signal.aborted) throw error;
     const where = location.kind === "binary" ? location.path : "a container";

@@ -1,0 +1,338 @@
+// One run opened: its figures, the model's text streaming, and its event log replayed from seq 1 then
+// live (virtualised, so a 10,000-event run scrolls as fast as a short one). Cache breaks, failover
+// (a new attempt, a resumed run), permission requests and tool calls are marked.
+import { h, setAttr, setText } from "./dom.js";
+import type { Feeds, LoggedEvent } from "./feeds.js";
+import type { PageModel } from "./model.js";
+import {
+  cacheReadShare,
+  describeEvent,
+  elapsedOf,
+  formatClock,
+  formatElapsed,
+  formatInteger,
+  formatPercent,
+  formatUsd,
+  isFinalStatus,
+  oneLine,
+  promptTokens,
+} from "./shared.js";
+import { VirtualList } from "./virtual-list.js";
+
+/** Height of every line of the event log. @unit px */
+export const EVENT_ROW_HEIGHT = 26;
+
+/** One line of the log, with what marks it. */
+interface LogLine {
+  logged: LoggedEvent;
+  seq: number;
+  type: string;
+  attempt: number;
+  ts: number;
+  text: string;
+  /** `failover`, `cache-break`, `permission`, `tool`, `error`, `end`, or none. */
+  mark: string | undefined;
+}
+
+function markOf(logged: LoggedEvent, previousAttempt: number): string | undefined {
+  if (logged.kind === "unknown") return "unknown";
+  const event = logged.event;
+  if (event.attempt > previousAttempt && previousAttempt > 0) return "failover";
+  switch (event.type) {
+    case "accepted":
+      return event.resumed ? "failover" : undefined;
+    case "cache.break":
+      return "cache-break";
+    case "permission.requested":
+    case "permission.resolved":
+      return "permission";
+    case "tool.call":
+    case "tool.result":
+      return "tool";
+    case "tool.denied":
+    case "failed":
+    case "aborted":
+      return "error";
+    case "completed":
+      return "end";
+    default:
+      return undefined;
+  }
+}
+
+function textOf(logged: LoggedEvent, mark: string | undefined): string {
+  if (logged.kind === "unknown") return "(an event type this page does not know)";
+  const described = describeEvent(logged.event);
+  return mark === "failover" && logged.event.type !== "accepted"
+    ? `failover to attempt ${logged.event.attempt}: ${described}`
+    : described;
+}
+
+function createEventRow(): HTMLElement {
+  return h(
+    "div",
+    { class: "ev", role: "option" },
+    h("span", { class: "ev-seq" }),
+    h("span", { class: "ev-time" }),
+    h("span", { class: "ev-type" }),
+    h("span", { class: "ev-text" }),
+  );
+}
+
+/** The detail panel of the opened run. */
+export class RunDetail {
+  readonly #model: PageModel;
+  readonly #feeds: Feeds;
+  readonly #panel: HTMLElement;
+  readonly #list: VirtualList<LogLine>;
+  readonly #scroller: HTMLElement;
+  readonly #lines: LogLine[] = [];
+  readonly #close: () => void;
+  #runId: string | undefined;
+  #stop: AbortController | undefined;
+  #firstTs = 0;
+  #attempt = 0;
+  #streamTurn = 0;
+  #streamText = "";
+  #streamState = "";
+  #follow = true;
+  #mayAbort = false;
+  #abortArmed = false;
+
+  constructor(model: PageModel, feeds: Feeds, panel: HTMLElement, close: () => void) {
+    this.#model = model;
+    this.#feeds = feeds;
+    this.#panel = panel;
+    this.#close = close;
+    this.#scroller = panel.querySelector<HTMLElement>("#event-list")!;
+    this.#list = new VirtualList<LogLine>({
+      scroller: this.#scroller,
+      rowHeight: EVENT_ROW_HEIGHT,
+      create: createEventRow,
+      render: (element, line, index, selected) => this.#renderEvent(element, line, index, selected),
+    });
+    this.#scroller.addEventListener("scroll", () => {
+      this.#follow = this.#list.atEnd();
+    });
+    this.#scroller.addEventListener("click", (event) => {
+      const row = (event.target as Element).closest<HTMLElement>(".ev");
+      if (row?.dataset.index !== undefined) this.#selectEvent(Number(row.dataset.index));
+    });
+    this.#scroller.addEventListener("keydown", (event) => this.#key(event));
+    panel.querySelector("#close-run")!.addEventListener("click", () => this.#close());
+    panel.querySelector("#abort-run")?.addEventListener("click", () => void this.#abortClicked());
+  }
+
+  /** The run shown, if any. */
+  get runId(): string | undefined {
+    return this.#runId;
+  }
+
+  /** Sets whether the abort button exists (only when the credentials may publish aborts). */
+  setMayAbort(mayAbort: boolean): void {
+    this.#mayAbort = mayAbort;
+    this.refresh();
+  }
+
+  /** Opens `runId`: its log from seq 1, then live. */
+  open(runId: string): void {
+    if (this.#runId === runId) return;
+    this.closeRun();
+    this.#runId = runId;
+    this.#panel.hidden = false;
+    this.#panel.dataset.runId = runId;
+    const stop = new AbortController();
+    this.#stop = stop;
+    const loaded = this.#panel.querySelector<HTMLElement>("#log-state")!;
+    setText(loaded, "replaying…");
+    this.#feeds
+      .followRun(runId, (logged) => this.#append(logged), stop.signal)
+      .catch((error: unknown) => {
+        if (!stop.signal.aborted) setText(loaded, `log unavailable: ${(error as Error).message}`);
+      });
+    this.refresh();
+  }
+
+  /** Closes the run shown and stops following its log. */
+  closeRun(): void {
+    this.#stop?.abort();
+    this.#stop = undefined;
+    this.#runId = undefined;
+    this.#lines.length = 0;
+    this.#firstTs = 0;
+    this.#attempt = 0;
+    this.#streamTurn = 0;
+    this.#streamText = "";
+    this.#streamState = "";
+    this.#follow = true;
+    this.#abortArmed = false;
+    this.#list.setItems(this.#lines);
+    this.#panel.hidden = true;
+    delete this.#panel.dataset.runId;
+  }
+
+  /** Puts the keyboard focus on the event log. */
+  focus(): void {
+    this.#scroller.focus();
+  }
+
+  #append(logged: LoggedEvent): void {
+    const seq = logged.kind === "event" ? logged.event.seq : logged.seq;
+    const ts = logged.kind === "event" ? logged.event.ts : logged.ts;
+    const attempt = logged.kind === "event" ? logged.event.attempt : logged.attempt;
+    if (this.#firstTs === 0) this.#firstTs = ts;
+    const mark = markOf(logged, this.#attempt);
+    this.#attempt = Math.max(this.#attempt, attempt);
+    const type = logged.kind === "event" ? logged.event.type : logged.type;
+    this.#lines.push({ logged, seq, type, attempt, ts, text: textOf(logged, mark), mark });
+    if (logged.kind === "event") {
+      const event = logged.event;
+      if (event.type === "llm.request") {
+        this.#streamTurn = event.turn;
+        this.#streamText = "";
+        this.#streamState = "waiting for the model";
+      } else if (event.type === "llm.delta") {
+        if (event.turn !== this.#streamTurn) this.#streamText = "";
+        this.#streamTurn = event.turn;
+        this.#streamText += event.text;
+        this.#streamState = "streaming";
+      } else if (event.type === "llm.message") {
+        this.#streamTurn = event.turn;
+        const text = event.message.content
+          .map((block) => (block.type === "text" ? block.text : `[${block.type}]`))
+          .join("\n");
+        if (text !== "") this.#streamText = text;
+        this.#streamState = `answered (${event.stop_reason ?? "no stop reason"})`;
+      }
+    }
+    this.#list.setItems(this.#lines);
+    if (this.#follow) this.#list.scrollToEnd();
+    this.refresh();
+  }
+
+  /** Renders the figures, the stream and the log again. */
+  refresh(): void {
+    const runId = this.#runId;
+    if (runId === undefined) return;
+    const panel = this.#panel;
+    const known = this.#model.run(runId);
+    const row = known?.row;
+    setText(panel.querySelector("#run-title")!, row?.label ?? "run");
+    setText(panel.querySelector("#run-id")!, runId);
+    const status = row?.status ?? "unknown";
+    const statusEl = panel.querySelector<HTMLElement>("#run-status")!;
+    setText(statusEl, status);
+    setAttr(statusEl, "class", `badge s-${status}`);
+    if (row !== undefined) {
+      const u = row.usage;
+      const facts: Record<string, string> = {
+        parent: known?.meta.parent ?? "–",
+        daemon: row.daemonId ?? "–",
+        attempt: row.attempt > 0 ? String(row.attempt) : "–",
+        turn: row.turn > 0 ? String(row.turn) : "–",
+        model: row.model ?? "–",
+        input: formatInteger(u.input_tokens),
+        "cache write": formatInteger(u.cache_write_5m_tokens + u.cache_write_1h_tokens),
+        "cache read": formatInteger(u.cache_read_tokens),
+        output: formatInteger(u.output_tokens),
+        cached: promptTokens(u) > 0 ? formatPercent(cacheReadShare(u)) : "–",
+        cost: formatUsd(u.cost_usd),
+        elapsed: formatElapsed(elapsedOf(row, Date.now())),
+      };
+      for (const [name, value] of Object.entries(facts)) {
+        const cell = panel.querySelector(`[data-fact="${name}"]`);
+        if (cell !== null) setText(cell, value);
+      }
+      setText(
+        panel.querySelector("#run-problem")!,
+        isFinalStatus(row.status) && row.problem !== undefined ? oneLine(row.problem) : "",
+      );
+    }
+    setText(
+      panel.querySelector("#stream-state")!,
+      this.#streamTurn > 0 ? `turn ${this.#streamTurn}: ${this.#streamState}` : "no model text yet",
+    );
+    const stream = panel.querySelector<HTMLElement>("#stream-text")!;
+    if (stream.textContent !== this.#streamText) {
+      stream.textContent = this.#streamText;
+      stream.scrollTop = stream.scrollHeight;
+    }
+    setText(
+      panel.querySelector("#log-state")!,
+      `${formatInteger(this.#lines.length)} event${this.#lines.length === 1 ? "" : "s"}${row !== undefined && isFinalStatus(row.status) ? "" : " · live"}`,
+    );
+    panel.querySelector("#event-list")!.setAttribute("aria-setsize", String(this.#lines.length));
+    // The abort button exists only for credentials that may abort, and only while the run may run.
+    const actions = panel.querySelector<HTMLElement>("#run-actions")!;
+    const wantAbort = this.#mayAbort && row !== undefined && !isFinalStatus(row.status);
+    let button = actions.querySelector<HTMLButtonElement>("#abort-run");
+    if (wantAbort && button === null) {
+      button = h("button", { id: "abort-run", class: "danger", type: "button" }, "Abort");
+      button.addEventListener("click", () => void this.#abortClicked());
+      actions.prepend(button);
+    } else if (!wantAbort && button !== null) {
+      button.remove();
+      this.#abortArmed = false;
+    }
+    if (button !== null && wantAbort) setText(button, this.#abortArmed ? "Confirm abort" : "Abort");
+  }
+
+  async #abortClicked(): Promise<void> {
+    const runId = this.#runId;
+    if (runId === undefined) return;
+    if (!this.#abortArmed) {
+      this.#abortArmed = true; // a second click confirms: one stray click never stops a run
+      this.refresh();
+      return;
+    }
+    this.#abortArmed = false;
+    await this.#feeds.abort(runId, "aborted from forkd web");
+    this.refresh();
+  }
+
+  #renderEvent(element: HTMLElement, line: LogLine, index: number, selected: boolean): void {
+    setAttr(element, "class", `ev${line.mark === undefined ? "" : ` m-${line.mark}`}`);
+    setAttr(element, "aria-selected", selected ? "true" : "false");
+    setAttr(element, "data-seq", String(line.seq));
+    setAttr(element, "data-type", line.type);
+    setAttr(element, "id", `ev-${index}`);
+    const cells = element.children;
+    setText(cells[0]!, `#${line.seq}`);
+    setText(cells[1]!, `+${formatElapsed(line.ts - this.#firstTs)}`);
+    setAttr(cells[1]!, "title", formatClock(line.ts));
+    setText(cells[2]!, line.type);
+    setText(cells[3]!, line.text);
+  }
+
+  #selectEvent(index: number): void {
+    this.#list.select(index);
+    this.#follow = this.#list.atEnd();
+    this.#scroller.setAttribute("aria-activedescendant", `ev-${this.#list.selected}`);
+    const line = this.#lines[this.#list.selected];
+    const detail = this.#panel.querySelector<HTMLElement>("#event-json")!;
+    detail.textContent =
+      line === undefined
+        ? ""
+        : JSON.stringify(line.logged.kind === "event" ? line.logged.event : line.logged.raw, null, 2);
+  }
+
+  #key(event: KeyboardEvent): void {
+    const page = Math.max(1, Math.floor(this.#scroller.clientHeight / EVENT_ROW_HEIGHT) - 1);
+    const at = Math.max(0, this.#list.selected);
+    const moves: Record<string, number> = {
+      ArrowDown: at + 1,
+      j: at + 1,
+      ArrowUp: at - 1,
+      k: at - 1,
+      PageDown: at + page,
+      PageUp: at - page,
+      Home: 0,
+      End: this.#lines.length - 1,
+    };
+    const to = moves[event.key];
+    if (to !== undefined) {
+      event.preventDefault();
+      this.#selectEvent(to);
+    }
+  }
+}
