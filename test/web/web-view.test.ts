@@ -35,6 +35,7 @@ let workspace: string;
 const daemons: RunningDaemon[] = [];
 let observerPage: RunningWebServer;
 let parentPage: RunningWebServer;
+let daemonPage: RunningWebServer;
 let browser: Browser;
 let restoreEnv: () => void;
 const ownerKey = newSecret();
@@ -43,8 +44,17 @@ beforeAll(async () => {
   restoreEnv = applyEnv(passwordEnv());
   await mkdir(ARTIFACTS, { recursive: true });
   workspace = await mkdtemp(join(tmpdir(), "forkd-web-"));
+  // deploy/nats/accounts.conf lets only the observer in over WebSocket; these tests also drive a page
+  // that aborts, so the parent gets WEBSOCKET the way docs/web.md tells an installation to.
+  const accounts = readRepoFile("deploy/nats/accounts.conf");
+  const parentOnlyStandard = 'permissions: $FORKD_PARENT_PERMISSIONS, allowed_connection_types: ["STANDARD"]';
+  expect(accounts).toContain(parentOnlyStandard);
+  const config = accounts.replace(
+    parentOnlyStandard,
+    'permissions: $FORKD_PARENT_PERMISSIONS, allowed_connection_types: ["STANDARD", "WEBSOCKET"]',
+  );
   [server, sim, browser] = await Promise.all([
-    startNatsServer({ name: "web-view", config: readRepoFile("deploy/nats/accounts.conf"), websocket: true }),
+    startNatsServer({ name: "web-view", config, websocket: true }),
     startSim({ latency: { ttftMs: 150, tokensPerSecond: 200 } }),
     launchChromium(),
   ]);
@@ -66,7 +76,7 @@ beforeAll(async () => {
     );
   }
   const servers = [server.websocketUrl!];
-  [observerPage, parentPage] = await Promise.all([
+  [observerPage, parentPage, daemonPage] = await Promise.all([
     startWebServer({
       page: { servers, prefix: "agent", user: "observer", pass: TEST_PASSWORDS.observer },
       port: 0,
@@ -75,12 +85,16 @@ beforeAll(async () => {
       page: { servers, prefix: "agent", user: "parent", pass: TEST_PASSWORDS.parent, ownerKey },
       port: 0,
     }),
+    startWebServer({
+      page: { servers, prefix: "agent", user: "daemon", pass: TEST_PASSWORDS.daemon },
+      port: 0,
+    }),
   ]);
 });
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.allSettled([observerPage?.close(), parentPage?.close()]);
+  await Promise.allSettled([observerPage?.close(), parentPage?.close(), daemonPage?.close()]);
   for (const daemon of daemons) await daemon.stop({ graceMs: 0 }).catch(() => undefined);
   await forks?.close();
   await nc?.close();
@@ -261,6 +275,14 @@ describe("forkd web in headless chromium", () => {
     expect(await parent.$("#abort-run")).toBeNull();
     expect([...pageErrors(observer), ...pageErrors(parent)]).toEqual([]);
     await Promise.all([observer.close(), parent.close()]);
+  });
+
+  it("refuses a page the daemon's credentials, which deploy/nats keeps off the websocket listener", async () => {
+    const page = await browser.newPage();
+    await page.goto(daemonPage.url);
+    await page.waitForSelector('#app[data-connection="failed"]');
+    expect(await page.textContent("#conn")).toMatch(/cannot connect: .*authorization/i);
+    await page.close();
   });
 
   it("reads on a phone: the opened run covers the list, nothing overflows sideways", async () => {

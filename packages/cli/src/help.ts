@@ -394,7 +394,7 @@ the cost without forking; daemons with their slots, load and health. An abort bu
 when the credentials may publish aborts. docs/web.md has the details and screenshots.
 
 Options:
-  --nats-ws URL[,URL]  NATS WebSocket URLs (repeatable)  env FORKD_NATS_WS_URL; default ws://127.0.0.1:8080
+  --nats-ws URL[,URL]  NATS WebSocket URLs (repeatable)  env FORKD_NATS_WS_URL; default ws://127.0.0.1:4443
   --nats-user USER     --nats-pass PASS                  env NATS_USER, NATS_PASSWORD
   --nats-pass-file FILE                                  env NATS_PASSWORD_FILE
   --nats-token TOKEN                                     env NATS_TOKEN

@@ -25,7 +25,7 @@ const OPTIONS = {
 } as const;
 
 /** Where a NATS server listens for WebSocket clients unless told otherwise (deploy/nats's port). */
-export const DEFAULT_NATS_WS_URL = "ws://127.0.0.1:8080";
+export const DEFAULT_NATS_WS_URL = "ws://127.0.0.1:4443";
 /** The port the page is served on unless told otherwise. */
 export const DEFAULT_WEB_PORT = 4280;
 
@@ -47,7 +47,7 @@ export async function pageConfigOf(
   const bad = servers.find((server) => !/^wss?:\/\/\S+$/.test(server));
   if (bad !== undefined)
     throw new UsageError(`--nats-ws: ${JSON.stringify(bad)} is not a ws:// or wss:// URL`, {
-      hint: "the page connects to NATS's websocket port (deploy/nats: 8080), not to its client port 4222",
+      hint: "the page connects to NATS's websocket port (deploy/nats: 4443), not to its client port 4222",
     });
   // The credentials are resolved as every other command resolves them; the server list is not used.
   const target = natsTarget(values, env);
