@@ -78,7 +78,8 @@ beforeAll(async () => {
   const servers = [server.websocketUrl!];
   [observerPage, parentPage, daemonPage] = await Promise.all([
     startWebServer({
-      page: { servers, prefix: "agent", user: "observer", pass: TEST_PASSWORDS.observer },
+      // With the owner key: the button is missing for want of permission, not of the key.
+      page: { servers, prefix: "agent", user: "observer", pass: TEST_PASSWORDS.observer, ownerKey },
       port: 0,
     }),
     startWebServer({

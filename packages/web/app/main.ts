@@ -137,7 +137,9 @@ async function main(): Promise<void> {
   void feeds.followEvents(model, changed, (line) => setText(byId("notice"), line));
   // What the credentials permit, said on the page so that tests (and people) can tell "no abort
   // button" from "not known yet".
-  const mayAbort = await feeds.mayAbort();
+  // Daemons refuse an abort without the owner's proof, so a page without the owner key gets no
+  // button even when its credentials may publish one.
+  const mayAbort = config.ownerKey !== undefined && (await feeds.mayAbort());
   app.dataset.controls = mayAbort ? "abort" : "none";
   detail.setMayAbort(mayAbort);
 }
