@@ -21,7 +21,9 @@ afterAll(async () => {
 
 describe("forkd demo --web", () => {
   it("follows the five children live to the bill, and the page's cost is the bill's", async () => {
-    const demo = spawnCli(["demo", "--web", "--web-port", "0", "--json", "--tps", "150"], { env: cleanEnv() });
+    const demo = spawnCli(["demo", "--web", "--web-port", "0", "--json", "--tps", "150"], {
+      env: cleanEnv(),
+    });
     try {
       const announced = await demo.waitForLine((line) => line.startsWith("web view: "), {
         stream: "stderr",
@@ -38,9 +40,9 @@ describe("forkd demo --web", () => {
         undefined,
         { timeout: 60_000 },
       );
-      expect(await page.$$eval(".line.group", (groups) => groups.map((g) => g.getAttribute("data-group")))).toEqual([
-        "forkd-demo",
-      ]);
+      expect(
+        await page.$$eval(".line.group", (groups) => groups.map((g) => g.getAttribute("data-group"))),
+      ).toEqual(["forkd-demo"]);
       await page.screenshot({ path: `${ARTIFACTS}demo-runs.png` });
 
       // The bill, then the page stays up.
@@ -52,7 +54,9 @@ describe("forkd demo --web", () => {
       expect(bill.children.map((child) => child.status)).toEqual(Array(5).fill("completed"));
       const billed = bill.children.reduce((sum, child) => sum + child.cost_usd, 0);
       await page.keyboard.press("2");
-      const forked = Number(await page.getAttribute('#cost-table tr[data-group="forkd-demo"]', "data-forked-usd"));
+      const forked = Number(
+        await page.getAttribute('#cost-table tr[data-group="forkd-demo"]', "data-forked-usd"),
+      );
       const unforked = Number(
         await page.getAttribute('#cost-table tr[data-group="forkd-demo"]', "data-unforked-usd"),
       );

@@ -98,7 +98,11 @@ export class CostsView {
         unforked += group.unforkedUsd;
         return h(
           "tr",
-          { "data-group": group.key, "data-forked-usd": String(group.forkedUsd), "data-unforked-usd": String(group.unforkedUsd) },
+          {
+            "data-group": group.key,
+            "data-forked-usd": String(group.forkedUsd),
+            "data-unforked-usd": String(group.unforkedUsd),
+          },
           h("td", {}, group.title),
           h("td", { class: "num" }, String(group.runs)),
           h("td", { class: "num" }, formatUsd(group.forkedUsd)),

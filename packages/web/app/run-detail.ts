@@ -98,6 +98,7 @@ export class RunDetail {
   #follow = true;
   #mayAbort = false;
   #abortArmed = false;
+  #renderScheduled = false;
 
   constructor(model: PageModel, feeds: Feeds, panel: HTMLElement, close: () => void) {
     this.#model = model;
@@ -205,9 +206,21 @@ export class RunDetail {
         this.#streamState = `answered (${event.stop_reason ?? "no stop reason"})`;
       }
     }
-    this.#list.setItems(this.#lines);
-    if (this.#follow) this.#list.scrollToEnd();
-    this.refresh();
+    this.#scheduleRender();
+  }
+
+  // A replay delivers thousands of events at once: the list and figures render once a frame, not
+  // once an event (each render lays the page out).
+  #scheduleRender(): void {
+    if (this.#renderScheduled) return;
+    this.#renderScheduled = true;
+    requestAnimationFrame(() => {
+      this.#renderScheduled = false;
+      if (this.#runId === undefined) return;
+      this.#list.setItems(this.#lines);
+      if (this.#follow) this.#list.scrollToEnd();
+      this.refresh();
+    });
   }
 
   /** Renders the figures, the stream and the log again. */
