@@ -199,6 +199,8 @@ describe("forkd web in headless chromium", () => {
     expect(await page.textContent("#log-state")).toBe(`${logged.length} events`);
     await page.focus("#event-list");
     await page.keyboard.press("Home");
+    // Rows render on the next frame: wait for the first one, selected, before reading the window.
+    await page.waitForSelector('#event-list .ev[data-seq="1"][aria-selected="true"]');
     const top = await seqsInView(page);
     expect(top[0]).toBe(1);
     expect(top).toEqual(top.map((_, i) => i + 1));
