@@ -19,7 +19,7 @@ export default defineConfig({
           name: "unit",
           globalSetup,
           // scripts/: the pure parts of the repository's tools (what `pnpm mutation --changed` selects).
-          include: ["packages/*/src/**/*.test.ts", "scripts/**/*.test.ts"],
+          include: ["packages/*/src/**/*.test.ts", "packages/web/app/**/*.test.ts", "scripts/**/*.test.ts"],
           exclude: ["**/*.integration.test.ts", "**/node_modules/**"],
         },
       },

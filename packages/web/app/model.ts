@@ -175,6 +175,10 @@ export class PageModel {
       const meta = this.#meta.get(runId)!;
       const row = this.tracker.row(runId);
       if (row.usage.llm_calls === 0 && row.usage.cost_usd === 0) continue;
+      // A model the pricing table does not know has no cost either way: left out of both bars.
+      const forked = row.usage.cost_usd;
+      const unforked = unforkedCostOf(row);
+      if (forked === null || unforked === undefined) continue;
       const key = groupKeyOf(meta);
       let group = groups.get(key);
       if (group === undefined) {
@@ -182,10 +186,6 @@ export class PageModel {
         groups.set(key, group);
       }
       group.runs += 1;
-      // A model the pricing table does not know has no cost either way: left out of both bars.
-      const forked = row.usage.cost_usd;
-      const unforked = unforkedCostOf(row);
-      if (forked === null || unforked === undefined) continue;
       group.forkedUsd += forked;
       group.unforkedUsd += unforked;
     }

@@ -17,7 +17,7 @@ import {
   oneLine,
   promptTokens,
 } from "./shared.js";
-import { VirtualList } from "./virtual-list.js";
+import { keyTarget, VirtualList } from "./virtual-list.js";
 
 /** Height of every line of the event log. @unit px */
 export const EVENT_ROW_HEIGHT = 26;
@@ -330,19 +330,8 @@ export class RunDetail {
   }
 
   #key(event: KeyboardEvent): void {
-    const page = Math.max(1, Math.floor(this.#scroller.clientHeight / EVENT_ROW_HEIGHT) - 1);
     const at = Math.max(0, this.#list.selected);
-    const moves: Record<string, number> = {
-      ArrowDown: at + 1,
-      j: at + 1,
-      ArrowUp: at - 1,
-      k: at - 1,
-      PageDown: at + page,
-      PageUp: at - page,
-      Home: 0,
-      End: this.#lines.length - 1,
-    };
-    const to = moves[event.key];
+    const to = keyTarget(event.key, at, this.#lines.length, this.#scroller.clientHeight, EVENT_ROW_HEIGHT);
     if (to !== undefined) {
       event.preventDefault();
       this.#selectEvent(to);

@@ -15,7 +15,7 @@ import {
   promptTokens,
   type RunRow,
 } from "./shared.js";
-import { VirtualList } from "./virtual-list.js";
+import { keyTarget, VirtualList } from "./virtual-list.js";
 
 /** Height of every line of the list. @unit px */
 export const RUN_ROW_HEIGHT = 34;
@@ -157,19 +157,8 @@ export class RunsView {
   }
 
   #key(event: KeyboardEvent): void {
-    const page = Math.max(1, Math.floor(this.#scroller.clientHeight / RUN_ROW_HEIGHT) - 1);
     const at = this.#list.selected;
-    const moves: Record<string, number> = {
-      ArrowDown: at + 1,
-      j: at + 1,
-      ArrowUp: at - 1,
-      k: at - 1,
-      PageDown: at + page,
-      PageUp: at - page,
-      Home: 0,
-      End: this.#list.items.length - 1,
-    };
-    let to = moves[event.key];
+    let to = keyTarget(event.key, at, this.#list.items.length, this.#scroller.clientHeight, RUN_ROW_HEIGHT);
     if (to !== undefined) {
       event.preventDefault();
       // Group headers are not runs: the selection steps over them (the way it was going).

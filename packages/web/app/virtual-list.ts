@@ -2,6 +2,39 @@
 // the DOM: 1,000 runs or a 10,000-event log scroll as fast as ten. Fixed heights also mean nothing
 // moves while rows update.
 
+/**
+ * Where a navigation key moves the selection of a list of `count` rows of `rowHeight` in a view of
+ * `viewHeight`, from `at`: arrows and j/k one row, Page Up/Down a view, Home/End the ends. Undefined
+ * for any other key.
+ */
+export function keyTarget(
+  key: string,
+  at: number,
+  count: number,
+  viewHeight: number,
+  rowHeight: number,
+): number | undefined {
+  const page = Math.max(1, Math.floor(viewHeight / rowHeight) - 1);
+  switch (key) {
+    case "ArrowDown":
+    case "j":
+      return at + 1;
+    case "ArrowUp":
+    case "k":
+      return at - 1;
+    case "PageDown":
+      return at + page;
+    case "PageUp":
+      return at - page;
+    case "Home":
+      return 0;
+    case "End":
+      return count - 1;
+    default:
+      return undefined;
+  }
+}
+
 /** Options of {@link VirtualList}. */
 export interface VirtualListOptions<T> {
   /** The scrolling element (its height comes from the layout). */

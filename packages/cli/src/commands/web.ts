@@ -7,17 +7,18 @@ import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { whenAborted } from "../interrupt.js";
 import { writeLine } from "../io.js";
-import { loadOwnerKey, type NatsFlagValues, natsTarget } from "../nats.js";
+import { loadOwnerKey, NATS_FLAGS, type NatsFlagValues, natsTarget } from "../nats.js";
 import { COMMON_FLAGS, expectPositionals, parseCommandLine, parseInteger } from "../options.js";
 
 const OPTIONS = {
   ...COMMON_FLAGS,
   "nats-ws": { type: "string", multiple: true },
-  "nats-user": { type: "string" },
-  "nats-pass": { type: "string" },
-  "nats-pass-file": { type: "string" },
-  "nats-token": { type: "string" },
-  prefix: { type: "string" },
+  // The credentials a browser can use (no nkey, creds or TLS client files), spelled as everywhere.
+  "nats-user": NATS_FLAGS["nats-user"],
+  "nats-pass": NATS_FLAGS["nats-pass"],
+  "nats-pass-file": NATS_FLAGS["nats-pass-file"],
+  "nats-token": NATS_FLAGS["nats-token"],
+  prefix: NATS_FLAGS.prefix,
   host: { type: "string" },
   port: { type: "string" },
   controls: { type: "boolean" },
