@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { assertBuilt, cleanEnv, runCli } from "./support.js";
 
 const NOBODY = "nats://127.0.0.1:1";
-const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo", "models"];
+const COMMAND_NAMES = ["daemon", "fork", "watch", "ps", "abort", "sim", "demo", "models", "web"];
 
 beforeAll(() => assertBuilt());
 

@@ -2,6 +2,7 @@
 // seen, filters, and the cost with and without forking.
 import { describe, expect, it } from "vitest";
 import { PageModel, unforkedCostOf } from "./model.js";
+import { markOf } from "./run-detail.js";
 import type { ForkEvent, RunState } from "./shared.js";
 import { keyTarget } from "./virtual-list.js";
 
@@ -115,5 +116,40 @@ describe("keyTarget", () => {
     expect(keyTarget("Home", 30, 100, 340, 34)).toBe(0);
     expect(keyTarget("End", 3, 100, 340, 34)).toBe(99);
     expect(keyTarget("x", 3, 100, 340, 34)).toBeUndefined();
+  });
+});
+
+describe("markOf", () => {
+  const [accepted, started, message] = completed("r1", 1, 1) as [ForkEvent, ForkEvent, ForkEvent];
+  const mark = (event: ForkEvent, previousAttempt: number) =>
+    markOf({ kind: "event", event }, previousAttempt);
+
+  it("marks failover: the first event of a new attempt, and a resumed run", () => {
+    expect(mark(accepted, 0)).toBeUndefined();
+    expect(mark({ ...started, attempt: 2 }, 1)).toBe("failover");
+    expect(mark({ ...started, attempt: 2 }, 2)).toBeUndefined();
+    expect(mark({ ...accepted, attempt: 2, resumed: true } as ForkEvent, 2)).toBe("failover");
+  });
+
+  it("marks cache breaks, permissions, tools, errors and the end", () => {
+    const base = { v: 1 as const, run_id: "r1", seq: 9, attempt: 1, ts: 1, turn: 1 };
+    expect(
+      mark(
+        { ...base, type: "cache.break", layer: "system", prompt_tokens: 9, cache_read_tokens: 0, detail: "" },
+        1,
+      ),
+    ).toBe("cache-break");
+    expect(
+      mark({ ...base, type: "permission.requested", tool_use_id: "t", name: "Bash", timeout_ms: 1 }, 1),
+    ).toBe("permission");
+    expect(mark({ ...base, type: "tool.call", tool_use_id: "t", name: "Read", input: {} }, 1)).toBe("tool");
+    expect(
+      mark(
+        { ...base, type: "tool.denied", tool_use_id: "t", name: "Bash", code: "tool_filter", reason: "" },
+        1,
+      ),
+    ).toBe("error");
+    expect(mark(message, 1)).toBeUndefined();
+    expect(markOf({ kind: "unknown", type: "x.new", seq: 9, ts: 1, attempt: 1, raw: {} }, 1)).toBe("unknown");
   });
 });

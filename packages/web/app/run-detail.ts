@@ -34,7 +34,13 @@ interface LogLine {
   mark: string | undefined;
 }
 
-function markOf(logged: LoggedEvent, previousAttempt: number): string | undefined {
+/**
+ * What marks a line of the log: `failover` (the first event of a new attempt, or a resumed run),
+ * `cache-break`, `permission`, `tool`, `error` (a denied tool, a failed or aborted run), `end`,
+ * `unknown` (a newer event type), or nothing.
+ * @param previousAttempt the highest attempt of the events before it (0 for the first).
+ */
+export function markOf(logged: LoggedEvent, previousAttempt: number): string | undefined {
   if (logged.kind === "unknown") return "unknown";
   const event = logged.event;
   if (event.attempt > previousAttempt && previousAttempt > 0) return "failover";
