@@ -368,8 +368,9 @@ Options:
   --real               use the real Anthropic API (ANTHROPIC_API_KEY; costs money) instead of the simulator
   --yes                with --real: do not ask for confirmation
   --web                also serve the live web view (forkd web) and print its URL; the demo then
-                       starts a nats-server of its own with WebSocket on, and waits for Ctrl-C
-                       after the bill so that the page stays up
+                       starts a nats-server of its own with WebSocket on, forks once a page has
+                       loaded (at most 30 s later), and waits for Ctrl-C after the bill so that
+                       the page stays up
   --web-port PORT      port of the web view (default 4280; 0 picks a free one)
 ${COMMON}
 

@@ -41,10 +41,18 @@ describe("startWebServer", () => {
     expect(await script.text()).toBe("export {};");
   });
 
-  it("tells the page where NATS is and how to connect, uncached", async () => {
+  it("tells the page where NATS is and how to connect, uncached, and says a page came", async () => {
+    let visited = false;
+    void server.visited.then(() => {
+      visited = true;
+    });
+    await fetch(server.url);
+    await Promise.resolve();
+    expect(visited).toBe(false);
     const response = await fetch(new URL("config.json", server.url));
     expect(response.headers.get("cache-control")).toBe("no-store");
     expect(await response.json()).toEqual(page);
+    await server.visited;
   });
 
   it("serves nothing else, and only reads", async () => {

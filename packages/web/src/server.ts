@@ -57,6 +57,8 @@ export interface RunningWebServer {
   /** `http://HOST:PORT/`. */
   readonly url: string;
   readonly port: number;
+  /** Resolves when a page first asked for `/config.json`: someone opened it and is about to connect. */
+  readonly visited: Promise<void>;
   /** Stops listening and closes open connections. */
   close(): Promise<void>;
 }
@@ -77,6 +79,10 @@ export async function startWebServer(options: WebServerOptions): Promise<Running
     );
   }
   const configBody = JSON.stringify(options.page);
+  let markVisited: () => void = () => undefined;
+  const visited = new Promise<void>((resolve) => {
+    markVisited = resolve;
+  });
   const host = options.host ?? "127.0.0.1";
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     void answer(request, response);
@@ -88,6 +94,7 @@ export async function startWebServer(options: WebServerOptions): Promise<Running
       return;
     }
     if (path === "/config.json") {
+      markVisited();
       response.writeHead(200, {
         "Content-Type": "application/json; charset=utf-8",
         "Cache-Control": "no-store",
@@ -135,6 +142,7 @@ export async function startWebServer(options: WebServerOptions): Promise<Running
   return {
     url: `http://${shown}:${port}/`,
     port,
+    visited,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

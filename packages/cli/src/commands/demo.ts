@@ -6,6 +6,7 @@ import { mkdir, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline/promises";
+import { setTimeout as delay } from "node:timers/promises";
 import type { NatsForkSubagent } from "@forkd/client";
 import {
   buildForkedRequest,
@@ -68,6 +69,8 @@ const OPTIONS = {
 
 /** The simulator's API key of the parent and the daemons: one cache scope, as one Anthropic workspace. */
 const DEMO_API_KEY = "sk-forkd-demo";
+/** With `--web`, how long the demo waits for a page to load before it forks. @unit ms */
+const WEB_WAIT_MS = 30_000;
 /** Output limit of every demo request (not part of the cache key). */
 const DEMO_MAX_TOKENS = 1024;
 
@@ -162,6 +165,8 @@ interface DemoStack {
   llm(apiKey: string): LlmClient;
   /** The web view's URL, with `--web`. */
   webUrl: string | undefined;
+  /** Resolves when a page of the web view was opened, with `--web`. */
+  webVisited: Promise<void> | undefined;
 }
 
 /** Starts NATS (or finds it), the simulator, the daemons and the fork client; registers their cleanup. */
@@ -275,6 +280,7 @@ async function startStack(
   );
 
   let webUrl: string | undefined;
+  let webVisited: Promise<void> | undefined;
   if (web) {
     const servers =
       nats.websocketUrl !== undefined ? [nats.websocketUrl] : (env.FORKD_NATS_WS_URL ?? "").split(",");
@@ -284,9 +290,10 @@ async function startStack(
     });
     cleanup.defer("the web view", () => page.close());
     webUrl = page.url;
+    webVisited = page.visited;
   }
 
-  return { nats, sim, prefix, forks, workspace, daemonIds, llm, webUrl };
+  return { nats, sim, prefix, forks, workspace, daemonIds, llm, webUrl, webVisited };
 }
 
 /**
@@ -427,7 +434,11 @@ export async function run(args: string[], context: CommandContext): Promise<numb
     for (const line of describeStack(stack, settings, env)) say(line);
     if (stack.webUrl !== undefined) {
       // Said on stderr too, so that --json keeps its one document on stdout.
-      writeLine(context.io.stderr, `web view: ${stack.webUrl} (it replays every run from its first event)`);
+      writeLine(
+        context.io.stderr,
+        `web view: ${stack.webUrl} — open it to follow the children live; the demo forks once a page has loaded (or after ${WEB_WAIT_MS / 1000} s: the page replays every run from its first event anyway)`,
+      );
+      await Promise.race([stack.webVisited, delay(WEB_WAIT_MS, undefined, { signal })]);
     }
 
     // 1. The parent's own turn: the request that wrote the cache the children read.
