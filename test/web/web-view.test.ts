@@ -190,13 +190,14 @@ describe("forkd web in headless chromium", () => {
     for (const handle of handles) expect((await handle.result()).status).toBe("completed");
     for (const handle of [streamer, toolUser, brief])
       await page.waitForSelector(row(handle.runId, "completed"));
-    await page.waitForFunction(
-      () => !(document.getElementById("log-state")?.textContent ?? "").includes("live"),
-    );
 
     // The opened run's log: every event of the stream, in order, from seq 1 (top) to the end (bottom).
+    // (Its own consumer may be a frame behind the list's: wait for the count, then compare.)
     const logged = await loggedEvents(streamer.runId);
-    expect(await page.textContent("#log-state")).toBe(`${logged.length} events`);
+    await page.waitForFunction(
+      (count) => document.getElementById("log-state")?.textContent === `${count} events`,
+      logged.length,
+    );
     await page.focus("#event-list");
     await page.keyboard.press("Home");
     // Rows render on the next frame: wait for the first one, selected, before reading the window.
@@ -216,12 +217,16 @@ describe("forkd web in headless chromium", () => {
     expect(await page.textContent("#event-json")).toContain('"type": "completed"');
 
     // The tool user's log marks its tool call and result.
+    // Wait for the whole replay first: a log still filling follows its end, away from the top.
+    const toolLog = await loggedEvents(toolUser.runId);
     await page.click(row(toolUser.runId));
     await page.waitForFunction(
-      () => !(document.getElementById("log-state")?.textContent ?? "").includes("live"),
+      (count) => document.getElementById("log-state")?.textContent === `${count} events`,
+      toolLog.length,
     );
     await page.focus("#event-list");
     await page.keyboard.press("Home");
+    await page.waitForSelector('#event-list .ev[data-seq="1"][aria-selected="true"]');
     await page.waitForSelector('#event-list .ev.m-tool[data-type="tool.call"]');
     await page.waitForSelector('#event-list .ev.m-tool[data-type="tool.result"]');
     await page.screenshot({ path: join(ARTIFACTS, "runs.png") });
@@ -278,6 +283,29 @@ describe("forkd web in headless chromium", () => {
     expect(await parent.$("#abort-run")).toBeNull();
     expect([...pageErrors(observer), ...pageErrors(parent)]).toEqual([]);
     await Promise.all([observer.close(), parent.close()]);
+  });
+
+  it("keeps following across a restart of the NATS server", async () => {
+    const page = await openPage(observerPage.url);
+    await page.waitForSelector(".line.run");
+    // The parent's connection says when it is back, as the page does.
+    const parentBack = (async () => {
+      for await (const status of nc.status()) if (status.type === "reconnect") return;
+    })();
+    await server.restart();
+    await parentBack;
+    await page.waitForSelector('#app[data-connection="connected"]');
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      parent: { agent_id: PARENT },
+      directive: "After the restart.\n@sim text 20",
+      label: "after restart",
+    });
+    expect((await handle.result()).status).toBe("completed");
+    await page.waitForSelector(row(handle.runId, "completed"));
+    expect(pageErrors(page)).toEqual([]);
+    await page.close();
   });
 
   it("refuses a page the daemon's credentials, which deploy/nats keeps off the websocket listener", async () => {

@@ -78,7 +78,8 @@ export class Feeds {
           }
           if (decoded.kind === "event" && model.applyEvent(decoded.event)) changed();
         }
-        return;
+        // The consumer ended without the connection closing (the server lost it): follow again.
+        // The replay is harmless: the tracker ignores every seq it has applied.
       } catch (error) {
         status(
           `waiting for forkd's event stream ${this.subjects.streams.events}: ${(error as Error).message}`,
@@ -126,7 +127,7 @@ export class Feeds {
             // a value that is not JSON is not forkd's: skipped
           }
         }
-        return;
+        // The watch ended without the connection closing: watch again (entries apply idempotently).
       } catch {
         await sleep(RETRY_MS);
       }
