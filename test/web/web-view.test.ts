@@ -145,6 +145,32 @@ function seqsInView(page: Page): Promise<number[]> {
   );
 }
 
+/**
+ * Waits until the opened run's log holds `count` events (a replay still filling follows its end, and
+ * the log's consumer may be a frame behind the list's), then selects its first row with Home and
+ * waits for that row: rows render on the next frame.
+ */
+async function toTopOfWholeLog(page: Page, count: number): Promise<void> {
+  await page.waitForFunction(
+    (expected) => document.getElementById("log-state")?.textContent === `${expected} events`,
+    count,
+  );
+  await page.focus("#event-list");
+  await page.keyboard.press("Home");
+  await page.waitForSelector('#event-list .ev[data-seq="1"][aria-selected="true"]');
+}
+
+/** One child of the 4k fixture's turn, under the test's parent. */
+async function forkOne(directive: string, label: string): Promise<NatsForkHandle> {
+  const fixture = await loadFixture("4k");
+  return forks.fork({
+    prefix: createForkPrefix(fixture.request, fixture.response),
+    parent: { agent_id: PARENT },
+    directive,
+    label,
+  });
+}
+
 async function loggedEvents(runId: string): Promise<ForkEvent[]> {
   const events: ForkEvent[] = [];
   for await (const { event } of readEventLog(forks.resources, runId, { follow: false })) events.push(event);
@@ -192,16 +218,8 @@ describe("forkd web in headless chromium", () => {
       await page.waitForSelector(row(handle.runId, "completed"));
 
     // The opened run's log: every event of the stream, in order, from seq 1 (top) to the end (bottom).
-    // (Its own consumer may be a frame behind the list's: wait for the count, then compare.)
     const logged = await loggedEvents(streamer.runId);
-    await page.waitForFunction(
-      (count) => document.getElementById("log-state")?.textContent === `${count} events`,
-      logged.length,
-    );
-    await page.focus("#event-list");
-    await page.keyboard.press("Home");
-    // Rows render on the next frame: wait for the first one, selected, before reading the window.
-    await page.waitForSelector('#event-list .ev[data-seq="1"][aria-selected="true"]');
+    await toTopOfWholeLog(page, logged.length);
     const top = await seqsInView(page);
     expect(top[0]).toBe(1);
     expect(top).toEqual(top.map((_, i) => i + 1));
@@ -217,16 +235,9 @@ describe("forkd web in headless chromium", () => {
     expect(await page.textContent("#event-json")).toContain('"type": "completed"');
 
     // The tool user's log marks its tool call and result.
-    // Wait for the whole replay first: a log still filling follows its end, away from the top.
     const toolLog = await loggedEvents(toolUser.runId);
     await page.click(row(toolUser.runId));
-    await page.waitForFunction(
-      (count) => document.getElementById("log-state")?.textContent === `${count} events`,
-      toolLog.length,
-    );
-    await page.focus("#event-list");
-    await page.keyboard.press("Home");
-    await page.waitForSelector('#event-list .ev[data-seq="1"][aria-selected="true"]');
+    await toTopOfWholeLog(page, toolLog.length);
     await page.waitForSelector('#event-list .ev.m-tool[data-type="tool.call"]');
     await page.waitForSelector('#event-list .ev.m-tool[data-type="tool.result"]');
     await page.screenshot({ path: join(ARTIFACTS, "runs.png") });
@@ -260,13 +271,7 @@ describe("forkd web in headless chromium", () => {
   it("a parent's credentials get an abort button that stops a running run, on every page", async () => {
     const [observer, parent] = await Promise.all([openPage(observerPage.url), openPage(parentPage.url)]);
     expect(await parent.getAttribute("#app", "data-controls")).toBe("abort");
-    const fixture = await loadFixture("4k");
-    const handle = forks.fork({
-      prefix: createForkPrefix(fixture.request, fixture.response),
-      parent: { agent_id: PARENT },
-      directive: "Take your time.\n@sim tps 20\n@sim text 2000",
-      label: "to abort",
-    });
+    const handle = await forkOne("Take your time.\n@sim tps 20\n@sim text 2000", "to abort");
     await parent.waitForSelector(row(handle.runId, "running"));
     await parent.click(row(handle.runId));
     await observer.click(row(handle.runId));
@@ -295,13 +300,7 @@ describe("forkd web in headless chromium", () => {
     await server.restart();
     await parentBack;
     await page.waitForSelector('#app[data-connection="connected"]');
-    const fixture = await loadFixture("4k");
-    const handle = forks.fork({
-      prefix: createForkPrefix(fixture.request, fixture.response),
-      parent: { agent_id: PARENT },
-      directive: "After the restart.\n@sim text 20",
-      label: "after restart",
-    });
+    const handle = await forkOne("After the restart.\n@sim text 20", "after restart");
     expect((await handle.result()).status).toBe("completed");
     await page.waitForSelector(row(handle.runId, "completed"));
     expect(pageErrors(page)).toEqual([]);

@@ -70,13 +70,8 @@ export class Feeds {
         const messages = await consumer.consume({ max_messages: 1024 });
         status("");
         for await (const message of messages) {
-          let decoded: ReturnType<typeof decodeEventLenient>;
-          try {
-            decoded = decodeEventLenient(message.data);
-          } catch {
-            continue; // not an event of this protocol: nothing to show
-          }
-          if (decoded.kind === "event" && model.applyEvent(decoded.event)) changed();
+          const decoded = decodeOrSkip(message.data);
+          if (decoded?.kind === "event" && model.applyEvent(decoded.event)) changed();
         }
         // The consumer ended without the connection closing (the server lost it): follow again.
         // The replay is harmless: the tracker ignores every seq it has applied.
@@ -149,12 +144,8 @@ export class Feeds {
     let lastSeq = 0;
     try {
       for await (const message of messages) {
-        let decoded: ReturnType<typeof decodeEventLenient>;
-        try {
-          decoded = decodeEventLenient(message.data);
-        } catch {
-          continue;
-        }
+        const decoded = decodeOrSkip(message.data);
+        if (decoded === undefined) continue;
         const seq = decoded.kind === "event" ? decoded.event.seq : decoded.envelope.seq;
         if (seq <= lastSeq) continue; // a republished event: already shown
         lastSeq = seq;
@@ -238,6 +229,15 @@ async function hmacHex(key: string, message: string): Promise<string> {
   );
   const signature = new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(message)));
   return [...signature].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** The event in `data`, or undefined for bytes that are no event of this protocol (nothing to show). */
+function decodeOrSkip(data: Uint8Array): ReturnType<typeof decodeEventLenient> | undefined {
+  try {
+    return decodeEventLenient(data);
+  } catch {
+    return undefined;
+  }
 }
 
 function sleep(ms: number): Promise<void> {
