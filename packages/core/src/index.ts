@@ -128,3 +128,4 @@ export {
 export type { TurnLoopOutcome } from "./turn-loop.js";
 export { DEFAULT_FORK_TOOL_NAMES } from "./turn-loop.js";
 export { addUsageTotals, tokenCountsOf, totalTokensOf, UsageAccumulator } from "./usage.js";
+export * from "./openai/index.js";

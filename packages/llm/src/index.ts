@@ -30,3 +30,5 @@ export {
 } from "./retry.js";
 export { LocalThrottle, MAX_THROTTLE_MS, type ProviderThrottle } from "./throttle.js";
 export { addUsage, costOfUsage, mergeUsage, usageTotalsOf } from "./usage.js";
+export type { OpenAiApi, OpenAiClientOptions, OpenAiRequestOptions } from "./openai-client.js";
+export { OpenAiLlmClient, usageFromOpenAi } from "./openai-client.js";
