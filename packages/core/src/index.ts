@@ -66,6 +66,7 @@ export type {
 export { LlmError } from "./llm-client.js";
 export type { LogFn, Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
+export * from "./openai/index.js";
 export type { ModelPricing, PricingTable, TokenCounts } from "./pricing.js";
 export {
   CACHE_READ_MULTIPLIER,
@@ -128,4 +129,3 @@ export {
 export type { TurnLoopOutcome } from "./turn-loop.js";
 export { DEFAULT_FORK_TOOL_NAMES } from "./turn-loop.js";
 export { addUsageTotals, tokenCountsOf, totalTokensOf, UsageAccumulator } from "./usage.js";
-export * from "./openai/index.js";

@@ -2,6 +2,7 @@
 // canonical conversation rendered in the API's format (or a native parent's request with the child's
 // messages after it), streamed, our own retry policy around it, usage mapped to forkd's fields.
 import {
+  chatAssistantToCanonical,
   type LlmCallOptions,
   type LlmClient,
   LlmError,
@@ -14,12 +15,17 @@ import {
   renderResponsesRequest,
   responsesItemsToAssistant,
   silentLogger,
-  chatAssistantToCanonical,
 } from "@forkd/core";
 import type { NativePrefix, ProviderUsage } from "@forkd/protocol";
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
-import { abortableSleep, compileRetryPolicy, parseRetryAfter, type RetryOptions, retryDelay } from "./retry.js";
+import {
+  abortableSleep,
+  compileRetryPolicy,
+  parseRetryAfter,
+  type RetryOptions,
+  retryDelay,
+} from "./retry.js";
 
 /** Which OpenAI API a client speaks. */
 export type OpenAiApi = "chat" | "responses";
@@ -67,7 +73,8 @@ interface OpenAiUsage {
  */
 export function usageFromOpenAi(usage: OpenAiUsage | null | undefined): ProviderUsage {
   const prompt = usage?.prompt_tokens ?? usage?.input_tokens ?? 0;
-  const cached = usage?.prompt_tokens_details?.cached_tokens ?? usage?.input_tokens_details?.cached_tokens ?? 0;
+  const cached =
+    usage?.prompt_tokens_details?.cached_tokens ?? usage?.input_tokens_details?.cached_tokens ?? 0;
   return {
     input_tokens: prompt - cached,
     output_tokens: usage?.completion_tokens ?? usage?.output_tokens ?? 0,
@@ -76,7 +83,12 @@ export function usageFromOpenAi(usage: OpenAiUsage | null | undefined): Provider
   };
 }
 
-const STOP_REASONS: Record<string, string> = { stop: "end_turn", tool_calls: "tool_use", length: "max_tokens", content_filter: "refusal" };
+const STOP_REASONS: Record<string, string> = {
+  stop: "end_turn",
+  tool_calls: "tool_use",
+  length: "max_tokens",
+  content_filter: "refusal",
+};
 
 interface Progress {
   startedAt: number;
@@ -148,7 +160,11 @@ export class OpenAiLlmClient implements LlmClient {
   }
 
   /** Sends one request with retries. Rejects with {@link LlmError}. */
-  async send(request: LlmRequest, requestOptions: OpenAiRequestOptions, options: LlmCallOptions = {}): Promise<LlmResponse> {
+  async send(
+    request: LlmRequest,
+    requestOptions: OpenAiRequestOptions,
+    options: LlmCallOptions = {},
+  ): Promise<LlmResponse> {
     const { signal } = options;
     const emit = (event: LlmStreamEvent) => {
       try {
@@ -164,7 +180,10 @@ export class OpenAiLlmClient implements LlmClient {
       if (result.ok) return result.response;
       const delayMs = retryDelay(result.error, attempt, result.retryAfterMs, this.#retry);
       if (delayMs === undefined) throw result.error;
-      this.#logger.warn({ model: request.model, attempt, code: result.error.code, delayMs, err: result.error }, "llm attempt failed; retrying");
+      this.#logger.warn(
+        { model: request.model, attempt, code: result.error.code, delayMs, err: result.error },
+        "llm attempt failed; retrying",
+      );
       emit({ type: "retry", attempt, delayMs, error: result.error.code, status: result.error.status });
       await abortableSleep(delayMs, signal);
     }
@@ -174,7 +193,9 @@ export class OpenAiLlmClient implements LlmClient {
     body: Record<string, unknown>,
     signal: AbortSignal | undefined,
     emit: (event: LlmStreamEvent) => void,
-  ): Promise<{ ok: true; response: LlmResponse } | { ok: false; error: LlmError; retryAfterMs: number | undefined }> {
+  ): Promise<
+    { ok: true; response: LlmResponse } | { ok: false; error: LlmError; retryAfterMs: number | undefined }
+  > {
     const controller = new AbortController();
     const abortAttempt = () => controller.abort();
     signal?.addEventListener("abort", abortAttempt, { once: true });
@@ -188,7 +209,12 @@ export class OpenAiLlmClient implements LlmClient {
         controller.abort();
       }, this.#timeoutMs);
     };
-    const progress: Progress = { startedAt: performance.now(), ttftMs: undefined, text: "", outputBegan: false };
+    const progress: Progress = {
+      startedAt: performance.now(),
+      ttftMs: undefined,
+      text: "",
+      outputBegan: false,
+    };
     const started = (requestId: string | undefined) => {
       if (progress.ttftMs !== undefined) return;
       progress.ttftMs = performance.now() - progress.startedAt;
@@ -250,19 +276,32 @@ export class OpenAiLlmClient implements LlmClient {
       }
       for (const call of delta.tool_calls ?? []) {
         progress.outputBegan = true;
-        const slot = (calls[call.index] ??= { id: "", name: "", arguments: "" });
+        let slot = calls[call.index];
+        if (slot === undefined) {
+          slot = { id: "", name: "", arguments: "" };
+          calls[call.index] = slot;
+        }
         if (call.id) slot.id = call.id;
         if (call.function?.name) slot.name += call.function.name;
         if (call.function?.arguments) slot.arguments += call.function.arguments;
       }
       if (choice.finish_reason) finish = choice.finish_reason;
     }
-    if (finish === null) throw new LlmError("connection", "The response stream ended without a finish_reason.", { retryable: true });
+    if (finish === null)
+      throw new LlmError("connection", "The response stream ended without a finish_reason.", {
+        retryable: true,
+      });
     const message = chatAssistantToCanonical({
       role: "assistant",
       content: progress.text,
       ...(calls.length > 0
-        ? { tool_calls: calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } })) }
+        ? {
+            tool_calls: calls.map((c) => ({
+              id: c.id,
+              type: "function",
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          }
         : {}),
     });
     return {
@@ -314,8 +353,13 @@ export class OpenAiLlmClient implements LlmClient {
           throw new LlmError("server_error", event.message, { retryable: true });
       }
     }
-    if (final === undefined) throw new LlmError("connection", "The response stream ended before response.completed.", { retryable: true });
-    const message = responsesItemsToAssistant(JSON.parse(JSON.stringify(final.output)) as Record<string, unknown>[]);
+    if (final === undefined)
+      throw new LlmError("connection", "The response stream ended before response.completed.", {
+        retryable: true,
+      });
+    const message = responsesItemsToAssistant(
+      JSON.parse(JSON.stringify(final.output)) as Record<string, unknown>[],
+    );
     const calls = message.content.some((block) => block.type === "tool_use");
     return {
       id: final.id,
@@ -331,8 +375,10 @@ export class OpenAiLlmClient implements LlmClient {
 
 /** An OpenAI SDK error as an {@link LlmError} with the code of its status (the rest is classified by `toLlmError`). */
 function asLlmError(thrown: unknown): unknown {
-  if (thrown instanceof APIUserAbortError) return new LlmError("aborted", "The model call was aborted.", { cause: thrown });
-  if (thrown instanceof APIConnectionTimeoutError) return new LlmError("timeout", "The model call timed out.", { retryable: true, cause: thrown });
+  if (thrown instanceof APIUserAbortError)
+    return new LlmError("aborted", "The model call was aborted.", { cause: thrown });
+  if (thrown instanceof APIConnectionTimeoutError)
+    return new LlmError("timeout", "The model call timed out.", { retryable: true, cause: thrown });
   if (thrown instanceof APIError && typeof thrown.status === "number") {
     const code = errorCodeForStatus(thrown.status);
     return new LlmError(code, thrown.message, { status: thrown.status, cause: thrown });

@@ -297,7 +297,11 @@ function restorePrefix<T extends { params: unknown; reply?: unknown; native?: un
   raw: unknown,
   parsed: T,
 ): T {
-  const rawPrefix = raw as { params: unknown; reply?: unknown; native?: { request: unknown; reply: unknown } };
+  const rawPrefix = raw as {
+    params: unknown;
+    reply?: unknown;
+    native?: { request: unknown; reply: unknown };
+  };
   const restored = { ...parsed, params: rawPrefix.params as T["params"] };
   if (rawPrefix.reply !== undefined) restored.reply = rawPrefix.reply as T["reply"];
   // A native (OpenAI) parent's request and reply are the child's first bytes: kept as sent too.

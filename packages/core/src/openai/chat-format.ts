@@ -59,7 +59,11 @@ export function renderChatMessage(message: MessageParam): ChatMessage[] {
           type: "function",
           function: { name: String(block.name), arguments: toolArguments(block) },
         });
-      else if (block.type === OPENAI_ITEM_BLOCK || block.type === "thinking" || block.type === "redacted_thinking")
+      else if (
+        block.type === OPENAI_ITEM_BLOCK ||
+        block.type === "thinking" ||
+        block.type === "redacted_thinking"
+      )
         continue; // Chat Completions takes no reasoning back.
       else unsupportedBlock(block, "assistant message");
     }
@@ -72,7 +76,11 @@ export function renderChatMessage(message: MessageParam): ChatMessage[] {
   const parts: Record<string, unknown>[] = [];
   for (const block of message.content) {
     if (block.type === "tool_result") {
-      out.push({ role: "tool", tool_call_id: String(block.tool_use_id), content: toolResultText(block.content) });
+      out.push({
+        role: "tool",
+        tool_call_id: String(block.tool_use_id),
+        content: toolResultText(block.content),
+      });
     } else if (block.type === "text") parts.push({ type: "text", text: String(block.text) });
     else if (block.type === "image") parts.push(imagePart(block));
     else unsupportedBlock(block, "user message");
@@ -83,8 +91,11 @@ export function renderChatMessage(message: MessageParam): ChatMessage[] {
 }
 
 function imagePart(block: ContentBlock): Record<string, unknown> {
-  const source = block.source as { type?: string; media_type?: string; data?: string; url?: string } | undefined;
-  if (source?.type === "base64") return { type: "image_url", image_url: { url: `data:${source.media_type};base64,${source.data}` } };
+  const source = block.source as
+    | { type?: string; media_type?: string; data?: string; url?: string }
+    | undefined;
+  if (source?.type === "base64")
+    return { type: "image_url", image_url: { url: `data:${source.media_type};base64,${source.data}` } };
   if (source?.type === "url") return { type: "image_url", image_url: { url: source.url } };
   return unsupportedBlock(block, "image source");
 }
@@ -169,8 +180,16 @@ export function chatRequestToCanonical(body: Record<string, unknown>): CacheSafe
         messages.push(chatAssistantToCanonical(message));
         break;
       case "tool": {
-        const block = { type: "tool_result", tool_use_id: String(message.tool_call_id), content: contentText(message.content, `messages[${i}]`) };
-        if (last?.role === "user" && Array.isArray(last.content) && last.content.every((b) => b.type === "tool_result"))
+        const block = {
+          type: "tool_result",
+          tool_use_id: String(message.tool_call_id),
+          content: contentText(message.content, `messages[${i}]`),
+        };
+        if (
+          last?.role === "user" &&
+          Array.isArray(last.content) &&
+          last.content.every((b) => b.type === "tool_result")
+        )
           last.content.push(block);
         else messages.push({ role: "user", content: [block] });
         break;
@@ -182,13 +201,17 @@ export function chatRequestToCanonical(body: Record<string, unknown>): CacheSafe
         break;
       }
       default:
-        throw new InvalidPrefixError(`messages[${i}]: unknown role ${String(message.role)}`, { path: ["messages", i] });
+        throw new InvalidPrefixError(`messages[${i}]: unknown role ${String(message.role)}`, {
+          path: ["messages", i],
+        });
     }
   }
   const tools = Array.isArray(body.tools)
     ? (body.tools as { type?: unknown; function?: Record<string, unknown> }[]).map((tool, index) => {
         if (tool.type !== "function" || typeof tool.function?.name !== "string")
-          throw new InvalidPrefixError(`tools[${index}] must be a function tool with a name`, { path: ["tools", index] });
+          throw new InvalidPrefixError(`tools[${index}] must be a function tool with a name`, {
+            path: ["tools", index],
+          });
         return {
           name: tool.function.name,
           ...(tool.function.description === undefined ? {} : { description: tool.function.description }),

@@ -5,7 +5,11 @@ import type { ForkPrefix, MessageParam, NativePrefix } from "@forkd/protocol";
 import { InvalidPrefixError } from "../errors.js";
 import type { LlmRequest } from "../llm-client.js";
 import { chatAssistantToCanonical, chatRequestToCanonical, renderChatMessages } from "./chat-format.js";
-import { renderResponsesItems, responsesItemsToAssistant, responsesRequestToCanonical } from "./responses-format.js";
+import {
+  renderResponsesItems,
+  responsesItemsToAssistant,
+  responsesRequestToCanonical,
+} from "./responses-format.js";
 
 /** The fields of a Chat Completions assistant message the API accepts back in a request. */
 const CHAT_REPLY_FIELDS = ["role", "content", "refusal", "tool_calls"] as const;
@@ -30,13 +34,19 @@ export function chatReplyForRequest(message: Record<string, unknown>): Record<st
 export function forkPrefixFromNative(native: NativePrefix): ForkPrefix {
   if (native.api === "openai-chat") {
     if (native.reply.length > 1)
-      throw new InvalidPrefixError("a Chat Completions reply is one assistant message", { path: ["native", "reply"] });
+      throw new InvalidPrefixError("a Chat Completions reply is one assistant message", {
+        path: ["native", "reply"],
+      });
     const params = chatRequestToCanonical(native.request);
     const reply = native.reply[0] === undefined ? undefined : chatAssistantToCanonical(native.reply[0]);
     return { params, ...(reply === undefined ? {} : { reply }), native };
   }
   const params = responsesRequestToCanonical(native.request);
-  return { params, ...(native.reply.length > 0 ? { reply: responsesItemsToAssistant(native.reply) } : {}), native };
+  return {
+    params,
+    ...(native.reply.length > 0 ? { reply: responsesItemsToAssistant(native.reply) } : {}),
+    native,
+  };
 }
 
 /**
@@ -65,7 +75,11 @@ export function renderNativeChildRequest(
   if (request.model !== body.model) body.model = request.model;
   if (native.api === "openai-chat") {
     const messages = native.request.messages as unknown[];
-    body.messages = [...messages, ...native.reply.map(chatReplyForRequest), ...renderChatMessages(request.messages, count)];
+    body.messages = [
+      ...messages,
+      ...native.reply.map(chatReplyForRequest),
+      ...renderChatMessages(request.messages, count),
+    ];
   } else {
     const input = native.request.input;
     const items = typeof input === "string" ? [{ role: "user", content: input }] : (input as unknown[]);

@@ -20,7 +20,13 @@ export type ResponsesItem = Record<string, unknown>;
 /** One canonical message as Responses input items. */
 export function renderResponsesMessage(message: MessageParam): ResponsesItem[] {
   if (message.role === "system")
-    return [{ type: "message", role: "developer", content: [{ type: "input_text", text: systemText(message.content) ?? "" }] }];
+    return [
+      {
+        type: "message",
+        role: "developer",
+        content: [{ type: "input_text", text: systemText(message.content) ?? "" }],
+      },
+    ];
   const items: ResponsesItem[] = [];
   const parts: Record<string, unknown>[] = [];
   const assistant = message.role === "assistant";
@@ -29,16 +35,26 @@ export function renderResponsesMessage(message: MessageParam): ResponsesItem[] {
     items.push({ type: "message", role: message.role, content: parts.splice(0) });
   };
   for (const block of blocksOf(message.content)) {
-    if (block.type === "text") parts.push({ type: assistant ? "output_text" : "input_text", text: String(block.text) });
+    if (block.type === "text")
+      parts.push({ type: assistant ? "output_text" : "input_text", text: String(block.text) });
     else if (block.type === OPENAI_ITEM_BLOCK) {
       flush();
       items.push(block.item as ResponsesItem);
     } else if (assistant && block.type === "tool_use") {
       flush();
-      items.push({ type: "function_call", call_id: String(block.id), name: String(block.name), arguments: toolArguments(block) });
+      items.push({
+        type: "function_call",
+        call_id: String(block.id),
+        name: String(block.name),
+        arguments: toolArguments(block),
+      });
     } else if (!assistant && block.type === "tool_result") {
       flush();
-      items.push({ type: "function_call_output", call_id: String(block.tool_use_id), output: toolResultText(block.content) });
+      items.push({
+        type: "function_call_output",
+        call_id: String(block.tool_use_id),
+        output: toolResultText(block.content),
+      });
     } else if (assistant && (block.type === "thinking" || block.type === "redacted_thinking")) continue;
     else unsupportedBlock(block, `${message.role} message`);
   }
@@ -73,7 +89,11 @@ export function renderResponsesRequest(request: LlmRequest): Record<string, unkn
   const choice = request.tool_choice;
   if (choice !== undefined)
     body.tool_choice =
-      choice.type === "any" ? "required" : choice.type === "tool" ? { type: "function", name: String(choice.name) } : choice.type;
+      choice.type === "any"
+        ? "required"
+        : choice.type === "tool"
+          ? { type: "function", name: String(choice.name) }
+          : choice.type;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.top_p !== undefined) body.top_p = request.top_p;
   body.max_output_tokens = request.max_tokens;
@@ -99,7 +119,13 @@ export function responsesItemsToAssistant(items: readonly ResponsesItem[]): Assi
     if (item.type === "message" || (item.type === undefined && item.role === "assistant"))
       content.push({ type: "text", text: itemText(item.content, "an assistant message") });
     else if (item.type === "function_call")
-      content.push(toolUseBlock(String(item.call_id), String(item.name), typeof item.arguments === "string" ? item.arguments : "{}"));
+      content.push(
+        toolUseBlock(
+          String(item.call_id),
+          String(item.name),
+          typeof item.arguments === "string" ? item.arguments : "{}",
+        ),
+      );
     else content.push({ type: OPENAI_ITEM_BLOCK, item });
   }
   return { role: "assistant", content };
@@ -114,8 +140,16 @@ export function responsesItemsToAssistant(items: readonly ResponsesItem[]): Assi
 export function responsesRequestToCanonical(body: Record<string, unknown>): CacheSafeParams {
   if (typeof body.model !== "string") throw new InvalidPrefixError("model is required", { path: ["model"] });
   if (body.previous_response_id !== undefined && body.previous_response_id !== null)
-    throw new InvalidPrefixError("a request with previous_response_id does not carry its whole prefix; fork from a request that sends its input in full", { path: ["previous_response_id"] });
-  const input: ResponsesItem[] = typeof body.input === "string" ? [{ role: "user", content: body.input }] : Array.isArray(body.input) ? (body.input as ResponsesItem[]) : [];
+    throw new InvalidPrefixError(
+      "a request with previous_response_id does not carry its whole prefix; fork from a request that sends its input in full",
+      { path: ["previous_response_id"] },
+    );
+  const input: ResponsesItem[] =
+    typeof body.input === "string"
+      ? [{ role: "user", content: body.input }]
+      : Array.isArray(body.input)
+        ? (body.input as ResponsesItem[])
+        : [];
   const system: string[] = typeof body.instructions === "string" ? [body.instructions] : [];
   const messages: MessageParam[] = [];
   let i = 0;
@@ -135,11 +169,16 @@ export function responsesRequestToCanonical(body: Record<string, unknown>): Cach
     const item = input[i]!;
     const kind = item.type ?? "message";
     if (kind === "message" && item.role === "assistant") pendingAssistant.push(item);
-    else if (kind === "function_call" || (kind !== "message" && kind !== "function_call_output")) pendingAssistant.push(item);
+    else if (kind === "function_call" || (kind !== "message" && kind !== "function_call_output"))
+      pendingAssistant.push(item);
     else {
       flushAssistant();
       if (kind === "function_call_output")
-        push("user", { type: "tool_result", tool_use_id: String(item.call_id), content: typeof item.output === "string" ? item.output : JSON.stringify(item.output) });
+        push("user", {
+          type: "tool_result",
+          tool_use_id: String(item.call_id),
+          content: typeof item.output === "string" ? item.output : JSON.stringify(item.output),
+        });
       else if (item.role === "system" || item.role === "developer")
         messages.push({ role: "system", content: itemText(item.content, `input[${i}]`) });
       else push("user", { type: "text", text: itemText(item.content, `input[${i}]`) });
@@ -150,7 +189,13 @@ export function responsesRequestToCanonical(body: Record<string, unknown>): Cach
     ? (body.tools as Record<string, unknown>[]).flatMap((tool) =>
         // Only function tools run on a daemon; hosted tools (web search…) stay in the native bytes.
         tool.type === "function" && typeof tool.name === "string"
-          ? [{ name: tool.name, ...(tool.description === undefined ? {} : { description: tool.description }), input_schema: tool.parameters ?? { type: "object", properties: {} } }]
+          ? [
+              {
+                name: tool.name,
+                ...(tool.description === undefined ? {} : { description: tool.description }),
+                input_schema: tool.parameters ?? { type: "object", properties: {} },
+              },
+            ]
           : [],
       )
     : undefined;

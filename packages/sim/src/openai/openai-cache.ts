@@ -92,14 +92,22 @@ export class OpenAiPromptCache {
     if (cachedTokens < OPENAI_MIN_CACHED_TOKENS) cachedTokens = 0;
     this.#reads++;
     if (cachedTokens > 0) this.#hits++;
-    return { machine, promptTokens, cachedTokens, writes: promptTokens >= OPENAI_MIN_CACHED_TOKENS ? writes : [] };
+    return {
+      machine,
+      promptTokens,
+      cachedTokens,
+      writes: promptTokens >= OPENAI_MIN_CACHED_TOKENS ? writes : [],
+    };
   }
 
   /** The response began: the request's prefixes are readable on its machine from now on. */
   commit(plan: OpenAiCachePlan): void {
     const now = this.#clock.now();
     let entries = this.#machines.get(plan.machine);
-    if (entries === undefined) this.#machines.set(plan.machine, (entries = new Map()));
+    if (entries === undefined) {
+      entries = new Map();
+      this.#machines.set(plan.machine, entries);
+    }
     for (const key of plan.writes) {
       const entry = entries.get(key);
       if (entry !== undefined && this.#alive(entry, now)) entry.usedAt = now;

@@ -18,7 +18,11 @@ export class OpenAiApiError extends SimError {
 }
 
 /** `invalid_request_error` (400), as the API words a malformed request. */
-export function badRequest(message: string, param: string | null = null, code: string | null = null): OpenAiApiError {
+export function badRequest(
+  message: string,
+  param: string | null = null,
+  code: string | null = null,
+): OpenAiApiError {
   return new OpenAiApiError(400, message, "invalid_request_error", param, code);
 }
 
@@ -31,7 +35,13 @@ export function sendOpenAiError(ex: Exchange, error: OpenAiApiError): void {
     res.destroy();
     return;
   }
-  const text = JSON.stringify({ error: { message: error.message, type: error.type, param: error.param, code: error.errorCode } });
-  res.writeHead(error.status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...error.headers });
+  const text = JSON.stringify({
+    error: { message: error.message, type: error.type, param: error.param, code: error.errorCode },
+  });
+  res.writeHead(error.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...error.headers,
+  });
   res.end(text);
 }

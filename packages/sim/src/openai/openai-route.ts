@@ -30,7 +30,10 @@ export function openAiApiOf(path: string): Api | undefined {
 /** Answers an OpenAI API request; whatever it throws becomes an error in OpenAI's shape. */
 export function openAiRoute(context: OpenAiRouteContext, ex: Exchange, api: Api): void {
   if (ex.req.method !== "POST") {
-    sendOpenAiError(ex, new OpenAiApiError(405, `Method ${ex.req.method} not allowed`, "invalid_request_error"));
+    sendOpenAiError(
+      ex,
+      new OpenAiApiError(405, `Method ${ex.req.method} not allowed`, "invalid_request_error"),
+    );
     return;
   }
   serve(context, ex, api).catch((err: unknown) => {
@@ -39,15 +42,29 @@ export function openAiRoute(context: OpenAiRouteContext, ex: Exchange, api: Api)
         ? err
         : err instanceof SimApiError
           ? err.status === 401
-            ? new OpenAiApiError(401, "Incorrect API key provided.", "invalid_request_error", null, "invalid_api_key")
+            ? new OpenAiApiError(
+                401,
+                "Incorrect API key provided.",
+                "invalid_request_error",
+                null,
+                "invalid_api_key",
+              )
             : new OpenAiApiError(err.status, err.message, err.errorType, null, null, { ...err.headers })
-          : new OpenAiApiError(500, `Internal simulator error: ${(err as Error)?.message ?? String(err)}`, "server_error");
+          : new OpenAiApiError(
+              500,
+              `Internal simulator error: ${(err as Error)?.message ?? String(err)}`,
+              "server_error",
+            );
     sendOpenAiError(ex, error);
   });
 }
 
-/** The prompt as the model sees it, in order: what prefix caching is keyed on. */
-function renderPrompt(api: Api, body: Record<string, unknown>): string {
+/**
+ * The prompt of an OpenAI request as the simulator's model sees it, in order (tools, then the
+ * instructions and messages or input items, one JSON text each): what prefix caching is keyed on,
+ * and 4 characters a token.
+ */
+export function renderOpenAiPrompt(api: Api, body: Record<string, unknown>): string {
   const parts: unknown[] = [body.tools ?? null];
   if (api === "chat") parts.push(...(body.messages as unknown[]));
   else {
@@ -67,7 +84,11 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   try {
     parsed = parseJson(raw.text);
   } catch {
-    throw new OpenAiApiError(400, "We could not parse the JSON body of your request.", "invalid_request_error");
+    throw new OpenAiApiError(
+      400,
+      "We could not parse the JSON body of your request.",
+      "invalid_request_error",
+    );
   }
   const body = api === "chat" ? validateChatRequest(parsed) : validateResponsesRequest(parsed);
   const model = String(body.model);
@@ -75,16 +96,28 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const stream = body.stream === true;
   entry.stream = stream;
   const canonical = api === "chat" ? chatRequestToCanonical(body) : responsesRequestToCanonical(body);
-  const reply = runScriptedModel({ ...canonical, max_tokens: canonical.max_tokens ?? 4096 } as unknown as MessagesRequest);
+  const reply = runScriptedModel({
+    ...canonical,
+    max_tokens: canonical.max_tokens ?? 4096,
+  } as unknown as MessagesRequest);
   entry.turn = reply.turn;
   if (reply.fault?.spec.kind === "status") {
     const fault = reply.fault.spec;
-    const headers: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { "retry-after": String(fault.retryAfterSeconds) };
-    throw new OpenAiApiError(fault.status, `Simulated fault (HTTP ${fault.status})`, fault.status === 429 ? "rate_limit_exceeded" : "server_error", null, null, headers);
+    const headers: Record<string, string> =
+      fault.retryAfterSeconds === undefined ? {} : { "retry-after": String(fault.retryAfterSeconds) };
+    throw new OpenAiApiError(
+      fault.status,
+      `Simulated fault (HTTP ${fault.status})`,
+      fault.status === 429 ? "rate_limit_exceeded" : "server_error",
+      null,
+      null,
+      headers,
+    );
   }
-  const scope = context.cacheScope === undefined ? (entry.keyId as string) : `scope:${context.cacheScope(apiKey)}`;
+  const scope =
+    context.cacheScope === undefined ? (entry.keyId as string) : `scope:${context.cacheScope(apiKey)}`;
   const key = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
-  const plan = context.openAiCache.plan(scope, renderPrompt(api, body), key);
+  const plan = context.openAiCache.plan(scope, renderOpenAiPrompt(api, body), key);
   entry.acceptedAt = hiResNow();
   const usage = {
     input_tokens: plan.promptTokens - plan.cachedTokens,
@@ -97,16 +130,32 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const acceptedAt = entry.acceptedAt;
   context.accepted(() => ({ seq: ex.seq, id: ex.id, at: acceptedAt, stream, usage }));
   ex.outputTokens = reply.outputTokens;
-  const calls = reply.content.filter((b): b is Extract<OutputBlock, { type: "tool_use" }> => b.type === "tool_use");
+  const calls = reply.content.filter(
+    (b): b is Extract<OutputBlock, { type: "tool_use" }> => b.type === "tool_use",
+  );
   const text = reply.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
   entry.stopReason = calls.length > 0 ? "tool_use" : reply.stopReason;
   const ttft = reply.ttftMs ?? context.ttftMs;
   if (!(await sleep(ttft, ex.abort.signal))) return;
   const id = ex.id.slice(7);
-  const answer: Answer = { id, model, text, calls, finish: reply.stopReason === "max_tokens" ? "length" : calls.length > 0 ? "tool_calls" : "stop", outputTokens: reply.outputTokens, promptTokens: plan.promptTokens, cachedTokens: plan.cachedTokens };
+  const answer: Answer = {
+    id,
+    model,
+    text,
+    calls,
+    finish: reply.stopReason === "max_tokens" ? "length" : calls.length > 0 ? "tool_calls" : "stop",
+    outputTokens: reply.outputTokens,
+    promptTokens: plan.promptTokens,
+    cachedTokens: plan.cachedTokens,
+  };
   const payload = api === "chat" ? chatAnswer(answer, stream, body) : responsesAnswer(answer, stream, body);
   const { res } = ex;
-  res.writeHead(200, stream ? { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) });
+  res.writeHead(
+    200,
+    stream
+      ? { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" }
+      : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+  );
   entry.status = 200;
   context.openAiCache.commit(plan);
   context.firstByte(ex, stream);
@@ -131,27 +180,60 @@ function chatUsage(a: Answer) {
     completion_tokens: a.outputTokens,
     total_tokens: a.promptTokens + a.outputTokens,
     prompt_tokens_details: { cached_tokens: a.cachedTokens, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
 }
 
 /** A Chat Completions answer: one JSON object, or `chat.completion.chunk` events and `[DONE]`. */
 function chatAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): string {
   const created = Math.floor(Date.now() / 1000);
-  const toolCalls = a.calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.input) } }));
-  const base = { id: `chatcmpl-${a.id}`, object: "chat.completion", created, model: a.model, service_tier: "default", system_fingerprint: null };
+  const toolCalls = a.calls.map((c) => ({
+    id: c.id,
+    type: "function",
+    function: { name: c.name, arguments: JSON.stringify(c.input) },
+  }));
+  const base = {
+    id: `chatcmpl-${a.id}`,
+    object: "chat.completion",
+    created,
+    model: a.model,
+    service_tier: "default",
+    system_fingerprint: null,
+  };
   if (!stream) {
-    const message = { role: "assistant", content: a.text === "" && toolCalls.length > 0 ? null : a.text, refusal: null, annotations: [], ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
-    return JSON.stringify({ ...base, choices: [{ index: 0, message, logprobs: null, finish_reason: a.finish }], usage: chatUsage(a) });
+    const message = {
+      role: "assistant",
+      content: a.text === "" && toolCalls.length > 0 ? null : a.text,
+      refusal: null,
+      annotations: [],
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    };
+    return JSON.stringify({
+      ...base,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: a.finish }],
+      usage: chatUsage(a),
+    });
   }
   const withUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
   const chunk = (choices: unknown[], usage?: unknown) =>
     `data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices, ...(withUsage ? { usage: usage ?? null } : {}) })}\n\n`;
-  const delta = (d: Record<string, unknown>, finish: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+  const delta = (d: Record<string, unknown>, finish: string | null = null) =>
+    chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
   const out = [delta({ role: "assistant", content: "", refusal: null })];
   for (let i = 0; i < a.text.length; i += 64) out.push(delta({ content: a.text.slice(i, i + 64) }));
   toolCalls.forEach((call, index) => {
-    out.push(delta({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }));
+    out.push(
+      delta({
+        tool_calls: [
+          { index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } },
+        ],
+      }),
+    );
     out.push(delta({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] }));
   });
   out.push(delta({}, a.finish));
@@ -164,10 +246,22 @@ function chatAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): 
 function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): string {
   const output: Record<string, unknown>[] = [];
   if (a.text !== "")
-    output.push({ id: `msg_${a.id}`, type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: a.text, annotations: [], logprobs: [] }] });
-  a.calls.forEach((c, i) =>
-    output.push({ id: `fc_${a.id}_${i}`, type: "function_call", status: "completed", call_id: c.id, name: c.name, arguments: JSON.stringify(c.input) }),
-  );
+    output.push({
+      id: `msg_${a.id}`,
+      type: "message",
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text: a.text, annotations: [], logprobs: [] }],
+    });
+  for (const [i, c] of a.calls.entries())
+    output.push({
+      id: `fc_${a.id}_${i}`,
+      type: "function_call",
+      status: "completed",
+      call_id: c.id,
+      name: c.name,
+      arguments: JSON.stringify(c.input),
+    });
   const usage = {
     input_tokens: a.promptTokens,
     input_tokens_details: { cached_tokens: a.cachedTokens },
@@ -203,25 +297,85 @@ function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknow
   const final = a.finish === "length" ? "incomplete" : "completed";
   if (!stream) return JSON.stringify(response(final, true));
   let seq = 0;
-  const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`;
-  const out = [event("response.created", { response: response("in_progress", false) }), event("response.in_progress", { response: response("in_progress", false) })];
+  const event = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`;
+  const out = [
+    event("response.created", { response: response("in_progress", false) }),
+    event("response.in_progress", { response: response("in_progress", false) }),
+  ];
   output.forEach((item, index) => {
     if (item.type === "message") {
       const text = a.text;
-      out.push(event("response.output_item.added", { output_index: index, item: { ...item, status: "in_progress", content: [] } }));
+      out.push(
+        event("response.output_item.added", {
+          output_index: index,
+          item: { ...item, status: "in_progress", content: [] },
+        }),
+      );
       const part = { type: "output_text", text: "", annotations: [], logprobs: [] };
-      out.push(event("response.content_part.added", { item_id: item.id, output_index: index, content_index: 0, part }));
+      out.push(
+        event("response.content_part.added", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part,
+        }),
+      );
       for (let i = 0; i < text.length; i += 64)
-        out.push(event("response.output_text.delta", { item_id: item.id, output_index: index, content_index: 0, delta: text.slice(i, i + 64), logprobs: [] }));
-      out.push(event("response.output_text.done", { item_id: item.id, output_index: index, content_index: 0, text, logprobs: [] }));
-      out.push(event("response.content_part.done", { item_id: item.id, output_index: index, content_index: 0, part: { ...part, text } }));
+        out.push(
+          event("response.output_text.delta", {
+            item_id: item.id,
+            output_index: index,
+            content_index: 0,
+            delta: text.slice(i, i + 64),
+            logprobs: [],
+          }),
+        );
+      out.push(
+        event("response.output_text.done", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          text,
+          logprobs: [],
+        }),
+      );
+      out.push(
+        event("response.content_part.done", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part: { ...part, text },
+        }),
+      );
     } else {
-      out.push(event("response.output_item.added", { output_index: index, item: { ...item, status: "in_progress", arguments: "" } }));
-      out.push(event("response.function_call_arguments.delta", { item_id: item.id, output_index: index, delta: item.arguments }));
-      out.push(event("response.function_call_arguments.done", { item_id: item.id, output_index: index, arguments: item.arguments }));
+      out.push(
+        event("response.output_item.added", {
+          output_index: index,
+          item: { ...item, status: "in_progress", arguments: "" },
+        }),
+      );
+      out.push(
+        event("response.function_call_arguments.delta", {
+          item_id: item.id,
+          output_index: index,
+          delta: item.arguments,
+        }),
+      );
+      out.push(
+        event("response.function_call_arguments.done", {
+          item_id: item.id,
+          output_index: index,
+          arguments: item.arguments,
+        }),
+      );
     }
     out.push(event("response.output_item.done", { output_index: index, item }));
   });
-  out.push(event(final === "completed" ? "response.completed" : "response.incomplete", { response: response(final, true) }));
+  out.push(
+    event(final === "completed" ? "response.completed" : "response.incomplete", {
+      response: response(final, true),
+    }),
+  );
   return out.join("");
 }
