@@ -130,8 +130,9 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const acceptedAt = entry.acceptedAt;
   context.accepted(() => ({ seq: ex.seq, id: ex.id, at: acceptedAt, stream, usage }));
   ex.outputTokens = reply.outputTokens;
-  const calls = reply.content.filter(
-    (b): b is Extract<OutputBlock, { type: "tool_use" }> => b.type === "tool_use",
+  // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
+  const calls = reply.content.flatMap((b) =>
+    b.type === "tool_use" ? [{ id: b.id.replace(/^toolu_/, "call_"), name: b.name, input: b.input }] : [],
   );
   const text = reply.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
   entry.stopReason = calls.length > 0 ? "tool_use" : reply.stopReason;

@@ -3,15 +3,19 @@
 import { modelFacts } from "@forkd/protocol";
 import { badRequest, OpenAiApiError } from "./openai-errors.js";
 
-/** `ChatCompletionCreateParams`' fields (openai 6.49). */
+/** `ChatCompletionCreateParams`' fields (openai 6.49 and 7.55 alike). */
 const CHAT_FIELDS = new Set(
   "messages model audio frequency_penalty function_call functions logit_bias logprobs max_completion_tokens max_tokens metadata modalities moderation n parallel_tool_calls prediction presence_penalty prompt_cache_key prompt_cache_options prompt_cache_retention reasoning_effort response_format safety_identifier seed service_tier stop store stream stream_options temperature tool_choice tools top_logprobs top_p user verbosity web_search_options".split(
     " ",
   ),
 );
-/** `ResponseCreateParams`' fields (openai 6.49). */
+/**
+ * `ResponseCreateParams`' fields (openai 7.55, the newest SDK types), and `client_metadata`, which
+ * the Codex CLI sends to the real API with every request (so the API takes it, though no SDK type
+ * names it yet).
+ */
 const RESPONSES_FIELDS = new Set(
-  "background context_management conversation include input instructions max_output_tokens metadata model moderation parallel_tool_calls previous_response_id prompt prompt_cache_key prompt_cache_options prompt_cache_retention reasoning safety_identifier service_tier store stream stream_options temperature text tool_choice tools top_logprobs top_p truncation user".split(
+  "access_programs client_metadata image max_tool_calls background context_management conversation include input instructions max_output_tokens metadata model moderation parallel_tool_calls previous_response_id prompt prompt_cache_key prompt_cache_options prompt_cache_retention reasoning safety_identifier service_tier store stream stream_options temperature text tool_choice tools top_logprobs top_p truncation user".split(
     " ",
   ),
 );
