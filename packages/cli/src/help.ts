@@ -365,11 +365,14 @@ Options:
   --json               print the bill as JSON instead of the live view and table
   --real               use the real Anthropic API (ANTHROPIC_API_KEY; costs money) instead of the simulator
   --yes                with --real: do not ask for confirmation
+  --provider API       anthropic (default), openai-chat or openai-responses: the children run on that
+                       API of the simulator, with OpenAI's caching rules (model gpt-5 unless --model)
 ${COMMON}
 
 Examples:
   pnpm demo
   forkd demo --children 8 --tps 200
+  forkd demo --provider openai-responses
   ANTHROPIC_API_KEY=sk-ant-… forkd demo --real --children 3
 
 Exit codes: 0 every child completed · 1 a child failed · 2 usage · 3 no NATS and no way to start
