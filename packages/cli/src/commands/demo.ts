@@ -261,7 +261,9 @@ async function startStack(
           tools: { bash: "off" },
           logLevel: logStream === undefined ? "silent" : "info",
           logFormat: "json",
-          ...(sim === undefined ? {} : { llm: { openaiBaseURL: `${sim.url}/v1`, openaiApiKey: DEMO_API_KEY } }),
+          ...(sim === undefined
+            ? {}
+            : { llm: { openaiBaseURL: `${sim.url}/v1`, openaiApiKey: DEMO_API_KEY } }),
         },
       });
       const logger = createDaemonLogger({

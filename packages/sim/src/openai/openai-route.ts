@@ -8,7 +8,7 @@ import { SimApiError } from "../errors.js";
 import { type Exchange, parseJson, readBody, sleep } from "../exchange.js";
 import { runScriptedModel } from "../model.js";
 import type { MessagesRouteContext } from "../routes/messages.js";
-import type { MessagesRequest, OutputBlock } from "../types.js";
+import type { MessagesRequest } from "../types.js";
 import type { OpenAiPromptCache } from "./openai-cache.js";
 import { OpenAiApiError, sendOpenAiError } from "./openai-errors.js";
 import { validateChatRequest, validateResponsesRequest } from "./openai-validate.js";
