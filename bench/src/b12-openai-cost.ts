@@ -8,7 +8,7 @@ import { OpenAiLlmClient } from "@forkd/llm";
 import type { ForkPrefix, LlmApi } from "@forkd/protocol";
 import { type RequestLogEntry, renderOpenAiPrompt } from "@forkd/sim";
 import { SIM_API_KEY, startCluster } from "./cluster.js";
-import { parentTurn, taggedDirective } from "./fixtures.js";
+import { AUDIT_DIRECTIVES as DIRECTIVES, parentTurn, taggedDirective } from "./fixtures.js";
 import { now, round } from "./stats.js";
 import type { BenchContext, Benchmark } from "./types.js";
 
@@ -22,14 +22,6 @@ const APIS = [
   { api: "openai-chat", client: "chat", path: "/v1/chat/completions" },
   { api: "openai-responses", client: "responses", path: "/v1/responses" },
 ] as const;
-
-const DIRECTIVES = [
-  "Audit slice 1: the codec's depth limit and what a hostile payload can do to it.",
-  "Audit slice 2: the event publisher's fencing under a redelivered spec.",
-  "Audit slice 3: how the abort fast path and the registry flag interact when a daemon restarts mid-run.",
-  "Audit slice 4: the prefix store's hash check.",
-  "Audit slice 5: the delta batcher's flush on abort, and whether a partial batch can be lost between the last llm.delta and the aborted event.",
-];
 
 interface Child {
   tag: string;

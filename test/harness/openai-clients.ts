@@ -1,12 +1,7 @@
-// Real OpenAI-API agents from the npm registry, run against forkd's simulator: qwen-code (Chat
-// Completions, `OPENAI_BASE_URL`) and the Codex CLI (Responses, a custom model provider in its
-// config.toml: its built-in provider opens a WebSocket to the real host whatever the base URL), each
-// in a throwaway HOME and git repository, with no network but the simulator.
-import { execFileSync, spawn } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { inClientSandbox, runToExit } from "./client-sandbox.js";
 
 const require = createRequire(import.meta.url);
 
@@ -29,46 +24,17 @@ async function runInThrowawayRepo(
   options: RunOpenAiClientOptions,
   prepare: (home: string) => Promise<{ args: string[]; env: Record<string, string> }>,
 ): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), "forkd-openai-client-"));
-  try {
-    const home = join(root, "home");
-    const repo = join(root, "repo");
-    await mkdir(home);
-    await mkdir(repo);
-    await writeFile(join(repo, "notes.txt"), "The codec checks every length.\n");
-    execFileSync("git", ["init", "-q"], { cwd: repo });
+  return inClientSandbox("forkd-openai-client", async ({ home, repo }) => {
     const { args, env } = await prepare(home);
-    const { code, stdout, stderr } = await new Promise<{
-      code: number | null;
-      stdout: string;
-      stderr: string;
-    }>((resolve, reject) => {
-      const child = spawn(process.execPath, args, {
-        cwd: repo,
-        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, ...env },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let out = "";
-      let err = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString("utf8");
-      });
-      child.stderr.on("data", (chunk: Buffer) => {
-        err += chunk.toString("utf8");
-      });
-      const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
-      child.on("error", reject);
-      child.on("close", (exitCode) => {
-        clearTimeout(timer);
-        resolve({ code: exitCode, stdout: out, stderr: err });
-      });
+    const { code, stdout, stderr } = await runToExit(process.execPath, args, {
+      cwd: repo,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, ...env },
+      timeoutMs: options.timeoutMs ?? 120_000,
     });
     if (code !== 0)
       throw new Error(`${args[0]} exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
     return stdout;
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
+  });
 }
 
 /** Runs `qwen -p <prompt>` (qwen-code, Chat Completions) against the simulator; returns its output. */

@@ -18,6 +18,7 @@ import {
 } from "@forkd/core";
 import type { NativePrefix, ProviderUsage } from "@forkd/protocol";
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import { startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
 import {
   abortableSleep,
@@ -89,6 +90,18 @@ const STOP_REASONS: Record<string, string> = {
   length: "max_tokens",
   content_filter: "refusal",
 };
+
+/** What streaming one attempt needs. */
+interface StreamContext {
+  body: Record<string, unknown>;
+  callOptions: { signal: AbortSignal; maxRetries: number; timeout: number };
+  progress: Progress;
+  /** Reports the first byte (once). */
+  started: (requestId: string | undefined) => void;
+  emit: (event: LlmStreamEvent) => void;
+  /** Re-arms the idle timer. */
+  arm: () => void;
+}
 
 interface Progress {
   startedAt: number;
@@ -196,19 +209,8 @@ export class OpenAiLlmClient implements LlmClient {
   ): Promise<
     { ok: true; response: LlmResponse } | { ok: false; error: LlmError; retryAfterMs: number | undefined }
   > {
-    const controller = new AbortController();
-    const abortAttempt = () => controller.abort();
-    signal?.addEventListener("abort", abortAttempt, { once: true });
-    if (signal?.aborted) controller.abort();
-    let timedOut = false;
-    let idleTimer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.#timeoutMs);
-    };
+    const attempt = startAttempt(signal, this.#timeoutMs);
+    const { controller } = attempt;
     const progress: Progress = {
       startedAt: performance.now(),
       ttftMs: undefined,
@@ -221,37 +223,35 @@ export class OpenAiLlmClient implements LlmClient {
       emit({ type: "response_started", ttftMs: progress.ttftMs, requestId });
     };
     try {
-      arm();
-      const callOptions = { signal: controller.signal, maxRetries: 0, timeout: this.#timeoutMs };
+      attempt.arm();
+      const stream: StreamContext = {
+        body,
+        callOptions: { signal: controller.signal, maxRetries: 0, timeout: this.#timeoutMs },
+        progress,
+        started,
+        emit,
+        arm: () => attempt.arm(),
+      };
       const response =
-        this.#api === "chat"
-          ? await this.#streamChat(body, callOptions, progress, started, emit, arm)
-          : await this.#streamResponses(body, callOptions, progress, started, emit, arm);
+        this.#api === "chat" ? await this.#streamChat(stream) : await this.#streamResponses(stream);
       return { ok: true, response };
     } catch (thrown) {
       controller.abort();
       const error = toLlmError(asLlmError(thrown), {
         aborted: signal?.aborted === true,
-        timedOut,
+        timedOut: attempt.timedOut(),
         outputBegan: progress.outputBegan,
         partialText: progress.outputBegan ? progress.text : undefined,
       });
       const headers = thrown instanceof APIError ? (thrown.headers as Headers | undefined) : undefined;
       return { ok: false, error, retryAfterMs: parseRetryAfter(headers) };
     } finally {
-      clearTimeout(idleTimer);
-      signal?.removeEventListener("abort", abortAttempt);
+      attempt.close();
     }
   }
 
-  async #streamChat(
-    body: Record<string, unknown>,
-    callOptions: { signal: AbortSignal; maxRetries: number; timeout: number },
-    progress: Progress,
-    started: (requestId: string | undefined) => void,
-    emit: (event: LlmStreamEvent) => void,
-    arm: () => void,
-  ): Promise<LlmResponse> {
+  async #streamChat(context: StreamContext): Promise<LlmResponse> {
+    const { body, callOptions, progress, started, emit, arm } = context;
     const { data: stream, request_id } = await this.#sdk.chat.completions
       .create(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming, callOptions)
       .withResponse();
@@ -315,14 +315,8 @@ export class OpenAiLlmClient implements LlmClient {
     };
   }
 
-  async #streamResponses(
-    body: Record<string, unknown>,
-    callOptions: { signal: AbortSignal; maxRetries: number; timeout: number },
-    progress: Progress,
-    started: (requestId: string | undefined) => void,
-    emit: (event: LlmStreamEvent) => void,
-    arm: () => void,
-  ): Promise<LlmResponse> {
+  async #streamResponses(context: StreamContext): Promise<LlmResponse> {
+    const { body, callOptions, progress, started, emit, arm } = context;
     const { data: stream, request_id } = await this.#sdk.responses
       .create(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, callOptions)
       .withResponse();
