@@ -293,25 +293,10 @@ export function createCodec<S extends z.ZodType>(
 }
 
 // The prefix must reach the provider exactly as the parent sent it: keep the raw JSON objects.
-function restorePrefix<T extends { params: unknown; reply?: unknown; native?: unknown }>(
-  raw: unknown,
-  parsed: T,
-): T {
-  const rawPrefix = raw as {
-    params: unknown;
-    reply?: unknown;
-    native?: { request: unknown; reply: unknown };
-  };
+function restorePrefix<T extends { params: unknown; reply?: unknown }>(raw: unknown, parsed: T): T {
+  const rawPrefix = raw as { params: unknown; reply?: unknown };
   const restored = { ...parsed, params: rawPrefix.params as T["params"] };
   if (rawPrefix.reply !== undefined) restored.reply = rawPrefix.reply as T["reply"];
-  // A native (OpenAI) parent's request and reply are the child's first bytes: kept as sent too.
-  if (rawPrefix.native !== undefined && parsed.native !== undefined) {
-    restored.native = {
-      ...(parsed.native as object),
-      request: rawPrefix.native.request,
-      reply: rawPrefix.native.reply,
-    } as T["native"];
-  }
   return restored;
 }
 

@@ -19,6 +19,25 @@ describe("model facts", () => {
     expect(modelFacts("gpt-5-mini-2025-08-07")?.family).toBe("gpt-5-mini");
     expect(modelFacts("gpt-5")?.cacheReadMultiplier).toBe(0.1);
     expect(modelFacts("o3")).toBeUndefined();
+    // Every OpenAI family by a dated id, with its cached-input share and window.
+    const openai = [
+      "gpt-5-codex",
+      "gpt-5-mini",
+      "gpt-5-nano",
+      "gpt-5",
+      "gpt-4.1-mini",
+      "gpt-4.1",
+      "gpt-4o-mini",
+      "gpt-4o",
+    ];
+    expect(openai.map((id) => modelFacts(`${id}-2025-01-01`)?.family)).toEqual(openai);
+    expect(openai.map((id) => modelFacts(id)?.cacheReadMultiplier)).toEqual([
+      0.1, 0.1, 0.1, 0.1, 0.25, 0.25, 0.5, 0.5,
+    ]);
+    expect(openai.map((id) => minCacheableTokens(id))).toEqual(Array(8).fill(1024));
+    expect(modelFacts("gpt-4o")?.contextWindowTokens).toBe(128_000);
+    expect(modelFacts("gpt-4.1")?.contextWindowTokens).toBe(1_047_576);
+    expect(modelFacts("gpt-5")?.contextWindowTokens).toBe(400_000);
   });
 
   it("name provider-qualified ids by the Anthropic model", () => {

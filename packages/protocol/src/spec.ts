@@ -53,6 +53,8 @@ export const ProviderSpecSchema = z.object({
  */
 export const NativePrefixSchema = z.object({
   api: z.enum(["openai-chat", "openai-responses"]).describe("The API the native request was sent to."),
+  // An open object with no known keys: zod keeps its members in their order and their values as they
+  // are, so the parent's bytes survive the codec without restoring them.
   request: z
     .looseObject({})
     .describe("The parent's request body exactly as sent (every field kept, key order included)."),

@@ -9,19 +9,19 @@ import {
   renderResponsesItems,
   responsesItemsToAssistant,
   responsesRequestToCanonical,
+  stringInputItem,
 } from "./responses-format.js";
 
 /** The fields of a Chat Completions assistant message the API accepts back in a request. */
-const CHAT_REPLY_FIELDS = ["role", "content", "refusal", "tool_calls"] as const;
+const CHAT_REPLY_FIELDS = ["content", "refusal", "tool_calls"] as const;
 
 /**
  * A Chat Completions reply as the API accepts it back: `{role, content, refusal?, tool_calls?}`. What
  * it returned but does not take as input (`annotations`, `audio` metadata…) never enters a request.
  */
 export function chatReplyForRequest(message: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+  const out: Record<string, unknown> = { role: "assistant" };
   for (const field of CHAT_REPLY_FIELDS) if (message[field] !== undefined) out[field] = message[field];
-  out.role = "assistant";
   return out;
 }
 
@@ -72,7 +72,8 @@ export function renderNativeChildRequest(
   count: number,
 ): Record<string, unknown> {
   const body: Record<string, unknown> = { ...native.request };
-  if (request.model !== body.model) body.model = request.model;
+  // The same key in the same place: a model override changes only its value.
+  body.model = request.model;
   if (native.api === "openai-chat") {
     const messages = native.request.messages as unknown[];
     body.messages = [
@@ -82,7 +83,7 @@ export function renderNativeChildRequest(
     ];
   } else {
     const input = native.request.input;
-    const items = typeof input === "string" ? [{ role: "user", content: input }] : (input as unknown[]);
+    const items = typeof input === "string" ? [stringInputItem(input)] : (input as unknown[]);
     body.input = [...items, ...native.reply, ...renderResponsesItems(request.messages, count)];
   }
   return body;

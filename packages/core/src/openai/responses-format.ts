@@ -62,6 +62,11 @@ export function renderResponsesMessage(message: MessageParam): ResponsesItem[] {
   return items;
 }
 
+/** The input item a string `input` stands for: one user message. */
+export function stringInputItem(text: string): ResponsesItem {
+  return { role: "user", content: text };
+}
+
 /** Renders the messages of a conversation after `from` (the part a child added to its prefix). */
 export function renderResponsesItems(messages: readonly MessageParam[], from: number): ResponsesItem[] {
   return messages.slice(from).flatMap(renderResponsesMessage);
@@ -146,7 +151,7 @@ export function responsesRequestToCanonical(body: Record<string, unknown>): Cach
     );
   const input: ResponsesItem[] =
     typeof body.input === "string"
-      ? [{ role: "user", content: body.input }]
+      ? [stringInputItem(body.input)]
       : Array.isArray(body.input)
         ? (body.input as ResponsesItem[])
         : [];
@@ -168,8 +173,8 @@ export function responsesRequestToCanonical(body: Record<string, unknown>): Cach
   for (; i < input.length; i++) {
     const item = input[i]!;
     const kind = item.type ?? "message";
-    if (kind === "message" && item.role === "assistant") pendingAssistant.push(item);
-    else if (kind === "function_call" || (kind !== "message" && kind !== "function_call_output"))
+    // The model's side: its messages, its calls, and items of kinds forkd does not reason about.
+    if (item.role === "assistant" || (kind !== "message" && kind !== "function_call_output"))
       pendingAssistant.push(item);
     else {
       flushAssistant();
