@@ -3,7 +3,7 @@
 import type { ForkHandle } from "@forkd/core";
 import { layoutPrompt, type Usage, validateRequest } from "@forkd/sim";
 import { SIM_API_KEY, startCluster } from "./cluster.js";
-import { parentTurn, taggedDirective, tagOf } from "./fixtures.js";
+import { AUDIT_DIRECTIVES as DIRECTIVES, parentTurn, taggedDirective, tagOf } from "./fixtures.js";
 import { now, round } from "./stats.js";
 import type { BenchContext, Benchmark } from "./types.js";
 
@@ -14,14 +14,6 @@ const WRITE_5M = 1.25;
 const WRITE_1H = 2;
 const RATIO_TARGET = 1.05;
 const TOTAL_TOLERANCE = 0.05;
-
-const DIRECTIVES = [
-  "Audit slice 1: the codec's depth limit and what a hostile payload can do to it.",
-  "Audit slice 2: the event publisher's fencing under a redelivered spec.",
-  "Audit slice 3: how the abort fast path and the registry flag interact when a daemon restarts mid-run.",
-  "Audit slice 4: the prefix store's hash check.",
-  "Audit slice 5: the delta batcher's flush on abort, and whether a partial batch can be lost between the last llm.delta and the aborted event.",
-];
 
 /** Input cost in input-token equivalents: uncached at 1, cache writes at 1.25 (5 min) or 2 (1 h), reads at 0.1. */
 function inputCost(usage: Usage): number {

@@ -47,3 +47,12 @@ export function tagOf(body: string): string | undefined {
   const matches = [...tail.matchAll(/\[bench:([A-Za-z0-9_-]+)\]/g)];
   return matches.at(-1)?.[1];
 }
+
+/** The five children's tasks of the cost benchmarks (#1, #13): the same work on every provider. */
+export const AUDIT_DIRECTIVES: readonly string[] = [
+  "Audit slice 1: the codec's depth limit and what a hostile payload can do to it.",
+  "Audit slice 2: the event publisher's fencing under a redelivered spec.",
+  "Audit slice 3: how the abort fast path and the registry flag interact when a daemon restarts mid-run.",
+  "Audit slice 4: the prefix store's hash check.",
+  "Audit slice 5: the delta batcher's flush on abort, and whether a partial batch can be lost between the last llm.delta and the aborted event.",
+];

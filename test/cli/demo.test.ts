@@ -120,4 +120,50 @@ describe("forkd demo", () => {
     expect(bill.unforked.children).toHaveLength(2);
     expect(bill.saving_usd).toBeCloseTo(bill.unforked.cost_usd - bill.forked.cost_usd, 6);
   });
+
+  it.each(["openai-chat", "openai-responses"])(
+    "runs on the simulator's OpenAI %s route with --provider",
+    async (provider) => {
+      const result = await runCli(
+        [
+          "demo",
+          "--start-nats",
+          "--json",
+          "--provider",
+          provider,
+          "--children",
+          "2",
+          "--daemons",
+          "1",
+          "--ttft",
+          "0",
+          "--tps",
+          "0",
+        ],
+        { env: cleanEnv(), timeoutMs: 60_000 },
+      );
+      expect(result.code, result.stderr).toBe(0);
+      const bill = JSON.parse(result.stdout) as {
+        model: string;
+        children: { status: string; cache_read_tokens: number; cache_write_tokens: number }[];
+        forked: { cost_usd: number };
+        unforked: { cost_usd: number };
+      };
+      expect(bill.model).toBe("gpt-5");
+      expect(bill.children.map((child) => child.status)).toEqual(["completed", "completed"]);
+      // Both read the parent's prefix (its prompt_cache_key is theirs); OpenAI charges no writes.
+      for (const child of bill.children) expect(child.cache_read_tokens).toBeGreaterThan(40_000);
+      expect(bill.children.map((child) => child.cache_write_tokens)).toEqual([0, 0]);
+      expect(bill.forked.cost_usd).toBeLessThan(bill.unforked.cost_usd / 4);
+    },
+  );
+
+  it("refuses --real with an OpenAI provider", async () => {
+    const result = await runCli(["demo", "--real", "--provider", "openai-chat"], {
+      env: cleanEnv(),
+      timeoutMs: 30_000,
+    });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--real runs on the Anthropic API only");
+  });
 });

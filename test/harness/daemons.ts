@@ -27,6 +27,8 @@ export async function startSimDaemon(options: SimDaemonOptions): Promise<Running
       daemonId: options.id,
       nats: { servers: [options.natsUrl] },
       workspace: options.workspace,
+      // The simulator's OpenAI routes too, under the same key (one cache scope), no retries.
+      llm: { openaiBaseURL: `${options.simUrl}/v1`, openaiApiKey: options.apiKey, maxRetries: 0 },
       ...options.config,
     },
   });
@@ -94,6 +96,7 @@ export async function spawnDaemon(options: SpawnDaemonOptions): Promise<DaemonPr
     FORKD_LOG_LEVEL: "info",
     FORKD_LLM_MAX_RETRIES: "0",
     ANTHROPIC_BASE_URL: options.simUrl,
+    OPENAI_BASE_URL: `${options.simUrl}/v1`,
     ANTHROPIC_API_KEY: "sk-forkd-test",
     ...options.extraEnv,
   };

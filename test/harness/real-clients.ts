@@ -1,12 +1,7 @@
-// Real agents from the npm registry, run against forkd's simulator: the Claude Code CLI in print
-// mode and the Claude Agent SDK's query(), in a throwaway HOME and a small git repository, with no
-// network but the simulator. The requests they send (bodies and anthropic-beta headers) are read
-// back from the simulator's log.
-import { execFileSync, spawn } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { inClientSandbox, runToExit } from "./client-sandbox.js";
 
 const require = createRequire(import.meta.url);
 
@@ -71,14 +66,7 @@ async function inThrowawayRepo<T>(
   options: Pick<RunClaudeCodeOptions, "baseUrl" | "env">,
   use: (sandbox: Sandbox) => Promise<T>,
 ): Promise<T> {
-  const root = await mkdtemp(join(tmpdir(), "forkd-real-client-"));
-  try {
-    const home = join(root, "home");
-    const repo = join(root, "repo");
-    await mkdir(home);
-    await mkdir(repo);
-    await writeFile(join(repo, "notes.txt"), "The codec checks every length.\n");
-    execFileSync("git", ["init", "-q"], { cwd: repo });
+  return inClientSandbox("forkd-real-client", ({ home, repo }) => {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: home,
@@ -89,10 +77,8 @@ async function inThrowawayRepo<T>(
       DISABLE_AUTOUPDATER: "1",
       ...options.env,
     };
-    return await use({ repo, env });
-  } finally {
-    await rm(root, { recursive: true, force: true });
-  }
+    return use({ repo, env });
+  });
 }
 
 /**
@@ -140,26 +126,10 @@ export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<Clau
       await writeFile(config, JSON.stringify({ mcpServers: options.mcpServers }));
       args.push("--mcp-config", config, "--strict-mcp-config");
     }
-    const { code, stdout, stderr } = await new Promise<{
-      code: number | null;
-      stdout: string;
-      stderr: string;
-    }>((resolve, reject) => {
-      const child = spawn(claudeCodeBinary(), args, { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      let err = "";
-      child.stdout.on("data", (chunk: Buffer) => {
-        out += chunk.toString("utf8");
-      });
-      child.stderr.on("data", (chunk: Buffer) => {
-        err += chunk.toString("utf8");
-      });
-      const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
-      child.on("error", reject);
-      child.on("close", (exitCode) => {
-        clearTimeout(timer);
-        resolve({ code: exitCode, stdout: out, stderr: err });
-      });
+    const { code, stdout, stderr } = await runToExit(claudeCodeBinary(), args, {
+      cwd: repo,
+      env,
+      timeoutMs: options.timeoutMs ?? 120_000,
     });
     if (code !== 0) throw new Error(`claude exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
     return JSON.parse(stdout) as ClaudeCodeResult;

@@ -2,12 +2,16 @@
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
 
 import {
+  computeCacheKey,
+  derivedPromptCacheKey,
   type ForkHandle,
   type ForkOutcome,
   type ForkParams,
   type ForkSubagent,
   type Logger,
   newRunId,
+  PROMPT_CACHE_KEY_RATE_PER_MINUTE,
+  promptCacheShard,
   silentLogger,
 } from "@forkd/core";
 import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
@@ -160,12 +164,27 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   ): NatsForkHandle[] {
     if (children.length === 0) return [];
     const warmFirst = options.warmFirst ?? true;
-    const paramsOf = (child: FanOutChild): ForkParams => ({ ...base, ...child }) as ForkParams;
-    const first = this.#fork(paramsOf(children[0]!), Promise.resolve());
-    if (!warmFirst)
-      return [first, ...children.slice(1).map((child) => this.#fork(paramsOf(child), Promise.resolve()))];
-    const released = this.#responseStarted(first, options.warmTimeoutMs ?? 120_000);
-    return [first, ...children.slice(1).map((child) => this.#fork(paramsOf(child), released))];
+    const shards = promptCacheShards(base, children.length);
+    const paramsOf = (child: FanOutChild, index: number): ForkParams => {
+      const params = { ...base, ...child } as ForkParams;
+      const key = shards.keyOf(index);
+      if (key !== undefined && params.provider !== undefined)
+        params.provider = { ...params.provider, prompt_cache_key: key };
+      return params;
+    };
+    const handles: NatsForkHandle[] = [];
+    // One leader per shard (one shard unless an OpenAI fan-out exceeds a key's rate): it writes the
+    // shard's cache entry, the shard's others follow once its response has begun.
+    let released: Promise<void> = Promise.resolve();
+    children.forEach((child, index) => {
+      const leads = index % shards.size === 0;
+      if (!warmFirst || leads) {
+        const handle = this.#fork(paramsOf(child, index), Promise.resolve());
+        handles.push(handle);
+        if (warmFirst) released = this.#responseStarted(handle, options.warmTimeoutMs ?? 120_000);
+      } else handles.push(this.#fork(paramsOf(child, index), released));
+    });
+    return handles;
   }
 
   /** A handle on an existing run (a parent that restarted, an observer). */
@@ -268,6 +287,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     if (params.isolation !== undefined) spec.isolation = params.isolation;
     if (params.permissions !== undefined) spec.permissions = params.permissions;
     if (params.deadlineAt !== undefined) spec.deadline_at = params.deadlineAt;
+    if (params.provider !== undefined) spec.provider = params.provider;
     if (this.#options.toolHost !== undefined) spec.tool_host = this.#options.toolHost;
     const trace = activeTraceContext();
     if (trace) spec.trace = trace;
@@ -482,4 +502,32 @@ export class NatsForkHandle implements ForkHandle {
       }
     }
   }
+}
+
+/**
+ * How an OpenAI fan-out splits its `prompt_cache_key`: shards of
+ * {@link PROMPT_CACHE_KEY_RATE_PER_MINUTE} children, the first with the key the parent's params say
+ * (or the daemon's derived one), each further one with the prefix's derived key of its shard. Any
+ * other provider is one shard with no key.
+ */
+function promptCacheShards(
+  base: Pick<ForkParams, "prefix" | "provider">,
+  count: number,
+): { size: number; keyOf(index: number): string | undefined } {
+  const api = base.provider?.api;
+  if (
+    api === undefined ||
+    api === "anthropic" ||
+    base.prefix === null ||
+    count <= PROMPT_CACHE_KEY_RATE_PER_MINUTE
+  )
+    return { size: Number.POSITIVE_INFINITY, keyOf: () => undefined };
+  const hash = computeCacheKey(base.prefix.params, base.prefix.betas).hash;
+  return {
+    size: PROMPT_CACHE_KEY_RATE_PER_MINUTE,
+    keyOf: (index) => {
+      const shard = promptCacheShard(index);
+      return shard === 0 ? base.provider?.prompt_cache_key : derivedPromptCacheKey(hash, shard);
+    },
+  };
 }

@@ -9,6 +9,7 @@ import type {
   Overrides,
   ParentIdentity,
   PermissionPolicy,
+  ProviderSpec,
   ToolFilterSpec,
   UsageTotals,
   WireError,
@@ -35,6 +36,8 @@ export interface ForkParams {
   permissions?: Partial<PermissionPolicy>;
   /** Absolute deadline. @unit ms since epoch */
   deadlineAt?: number;
+  /** The provider API that runs the child (and its OpenAI `prompt_cache_key`). @default Anthropic's Messages API */
+  provider?: ProviderSpec;
 }
 
 /** How a run ended, as the parent sees it. A user's abort is `killed`, not a failure. */

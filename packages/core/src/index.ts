@@ -66,6 +66,7 @@ export type {
 export { LlmError } from "./llm-client.js";
 export type { LogFn, Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
+export * from "./openai/index.js";
 export type { ModelPricing, PricingTable, TokenCounts } from "./pricing.js";
 export {
   CACHE_READ_MULTIPLIER,

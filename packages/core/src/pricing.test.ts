@@ -26,7 +26,9 @@ describe("pricing", () => {
     expect(family("us.anthropic.claude-sonnet-4-5-20250929-v1:0")).toBe("claude-sonnet-4-5");
     expect(family("claude-sonnet-4-5@20250929")).toBe("claude-sonnet-4-5");
     expect(family("anthropic/claude-haiku-4-5")).toBe("claude-haiku-4-5");
-    expect(family("gpt-4o")).toBeUndefined();
+    expect(family("gpt-4o-2024-08-06")).toBe("gpt-4o");
+    expect(family("gpt-4o-mini")).toBe("gpt-4o-mini");
+    expect(family("o3")).toBeUndefined();
     expect(family("sim-model")).toBeUndefined();
   });
 
@@ -50,6 +52,25 @@ describe("pricing", () => {
     expect(cost({ cache_write_1h_tokens: million })).toBeCloseTo(6);
     expect(cost({ cache_read_tokens: million })).toBeCloseTo(0.3);
     expect(cost({ output_tokens: million })).toBeCloseTo(15);
+  });
+
+  it("prices an OpenAI model's cached input at its own share of the input price, with no write charge", () => {
+    const million = 1_000_000;
+    const none = {
+      input_tokens: 0,
+      cache_write_5m_tokens: 0,
+      cache_write_1h_tokens: 0,
+      cache_read_tokens: 0,
+      output_tokens: 0,
+    };
+    const gpt5 = defaultPricingTable.lookup("gpt-5")!;
+    expect(costOfTokens(gpt5, { ...none, input_tokens: million })).toBeCloseTo(1.25);
+    expect(costOfTokens(gpt5, { ...none, cache_read_tokens: million })).toBeCloseTo(0.125);
+    expect(costOfTokens(gpt5, { ...none, output_tokens: million })).toBeCloseTo(10);
+    const gpt41 = defaultPricingTable.lookup("gpt-4.1-2025-04-14")!;
+    expect(costOfTokens(gpt41, { ...none, cache_read_tokens: million })).toBeCloseTo(0.5);
+    const gpt4o = defaultPricingTable.lookup("gpt-4o")!;
+    expect(costOfTokens(gpt4o, { ...none, cache_read_tokens: million })).toBeCloseTo(1.25);
   });
 
   it("takes a table of one's own", () => {

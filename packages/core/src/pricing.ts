@@ -13,7 +13,10 @@ export const CACHE_WRITE_1H_MULTIPLIER = 2;
 export const CACHE_READ_MULTIPLIER = 0.1;
 
 /** The price of one model family: the price columns of `@forkd/protocol`'s {@link ModelFacts}. */
-export type ModelPricing = Pick<ModelFacts, "family" | "prefixes" | "inputUsdPerMTok" | "outputUsdPerMTok">;
+export type ModelPricing = Pick<
+  ModelFacts,
+  "family" | "prefixes" | "inputUsdPerMTok" | "outputUsdPerMTok" | "cacheReadMultiplier"
+>;
 
 /**
  * List prices (standard context, no batch discount) of every model in `@forkd/protocol`'s
@@ -97,7 +100,7 @@ export function costOfTokens(pricing: ModelPricing, tokens: TokenCounts): number
     tokens.input_tokens * input +
     tokens.cache_write_5m_tokens * input * CACHE_WRITE_5M_MULTIPLIER +
     tokens.cache_write_1h_tokens * input * CACHE_WRITE_1H_MULTIPLIER +
-    tokens.cache_read_tokens * input * CACHE_READ_MULTIPLIER +
+    tokens.cache_read_tokens * input * (pricing.cacheReadMultiplier ?? CACHE_READ_MULTIPLIER) +
     tokens.output_tokens * pricing.outputUsdPerMTok;
   return micro / 1_000_000;
 }

@@ -28,6 +28,7 @@ export function secretsOfConfig(config: DaemonConfig): NamedSecret[] {
   add("nats.pass", nats.pass);
   add("nats.token", nats.token);
   add("llm.apiKey", config.llm.apiKey);
+  add("llm.openaiApiKey", config.llm.openaiApiKey);
   for (const [name, file] of [
     ["nats.passFile", nats.passFile],
     ["nats.nkeySeedFile", nats.nkeySeedFile],

@@ -84,6 +84,10 @@ export const DaemonConfigSchema = z.object({
       baseURL: z.string().optional(),
       /** Defaults to the SDK's `ANTHROPIC_API_KEY`. */
       apiKey: z.string().optional(),
+      /** Base URL of the OpenAI APIs (with `/v1`). Defaults to the SDK's `OPENAI_BASE_URL`. */
+      openaiBaseURL: z.string().optional(),
+      /** Defaults to `OPENAI_API_KEY`; without either, specs that name an OpenAI API fail `provider_unavailable`. */
+      openaiApiKey: z.string().optional(),
       maxRetries: z.coerce.number().int().nonnegative().default(4),
       /** @unit ms */
       timeoutMs: positiveInt.default(600_000),
@@ -165,6 +169,7 @@ export const DAEMON_FLAGS = {
   "log-level": { type: "string" },
   "log-format": { type: "string" },
   "llm-base-url": { type: "string" },
+  "openai-base-url": { type: "string" },
   "llm-max-retries": { type: "string" },
 } as const;
 
@@ -262,6 +267,7 @@ export function loadDaemonConfig(
   layer("logLevel", env.FORKD_LOG_LEVEL, flags["log-level"]);
   layer("logFormat", env.FORKD_LOG_FORMAT, flags["log-format"]);
   layer("llm.baseURL", undefined, flags["llm-base-url"]);
+  layer("llm.openaiBaseURL", undefined, flags["openai-base-url"]);
   layer("llm.maxRetries", env.FORKD_LLM_MAX_RETRIES, flags["llm-max-retries"]);
   for (const [key, value] of Object.entries(options.overrides ?? {})) raw[key] = value;
   raw.nats ??= {};

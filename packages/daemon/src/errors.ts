@@ -11,6 +11,8 @@ export type DaemonErrorCode =
   | "event_too_large"
   | "model_not_allowed"
   | "prefix_unavailable"
+  /** The spec asks for a provider API this daemon has no client for, or one its prefix was not sent to. */
+  | "provider_unavailable"
   | "max_deliver_exceeded"
   | "deadline_exceeded"
   | "timeout"

@@ -1,7 +1,13 @@
 // One spec through the core: rebuild the child's request, resume from earlier attempts' events,
 // run the turn loop with the run's tools, filter and permissions, and say how it ended.
 import { join, resolve } from "node:path";
-import { assertMayFork, type LlmClient, type ToolDispatcher, type WorktreeMapping } from "@forkd/core";
+import {
+  assertMayFork,
+  forkPrefixFromNative,
+  type LlmClient,
+  type ToolDispatcher,
+  type WorktreeMapping,
+} from "@forkd/core";
 import {
   outcomeToTerminalEvent,
   prepareForkRun,
@@ -21,6 +27,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { DaemonConfig } from "./config.js";
 import { defaultForkParams } from "./default-request.js";
 import { DaemonError } from "./errors.js";
+import { type OpenAiClients, runApi, runLlmClient } from "./llm-providers.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { natsPermissionAsker } from "./remote-tools.js";
@@ -50,6 +57,8 @@ export interface ForkRunOptions {
   /** Events of earlier attempts: the run resumes after them. */
   priorEvents: ForkEvent[];
   llm: LlmClient;
+  /** The OpenAI clients; absent: a spec that asks for an OpenAI API fails `provider_unavailable`. */
+  openai?: OpenAiClients | undefined;
   tools: RunToolsFactory;
   config: DaemonConfig;
   signal: AbortSignal;
@@ -74,7 +83,12 @@ export async function executeForkRun(
 ): Promise<Extract<ForkEventBody, { type: "completed" | "failed" | "aborted" }>> {
   const { spec, config } = options;
   const cacheShared = options.prefix !== null;
-  const prefix = options.prefix ?? defaultForkParams(config);
+  // A native parent's canonical params are derived here from its own bytes, never taken on trust:
+  // the recursion guard and the tool filter must read what the provider will read.
+  const given =
+    options.prefix?.native !== undefined ? forkPrefixFromNative(options.prefix.native) : options.prefix;
+  const api = runApi(spec, given);
+  const prefix = given ?? defaultForkParams(config);
   const model = spec.overrides.model ?? prefix.params.model;
   if (config.allowedModels.length > 0 && !config.allowedModels.includes(model)) {
     throw new DaemonError(
@@ -96,6 +110,14 @@ export async function executeForkRun(
       overrides,
       defaultMaxTokens: config.defaultMaxTokens,
       maxTokensCeiling: config.ceilings.maxOutputTokens,
+    });
+    const llm = runLlmClient({
+      api,
+      anthropic: options.llm,
+      openai: options.openai,
+      spec,
+      prefix,
+      prefixHash: plan.prefixHash,
     });
     const resume =
       options.priorEvents.length > 0
@@ -125,7 +147,7 @@ export async function executeForkRun(
     const outcome = await runTurnLoop({
       ...plan,
       runId: spec.run_id,
-      llm: options.llm,
+      llm,
       dispatcher: metrics ? countingDispatcher(tools.dispatcher, metrics) : tools.dispatcher,
       cwd: tools.cwd,
       toolFilter: toolFilterFromSpec(spec.tool_filter),

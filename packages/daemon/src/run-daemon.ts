@@ -2,7 +2,7 @@
 // metrics; and the process behaviour: SIGTERM/SIGINT drain, exit codes.
 
 import type { LlmClient } from "@forkd/core";
-import { AnthropicLlmClient } from "@forkd/llm";
+import { AnthropicLlmClient, type OpenAiApi, OpenAiLlmClient } from "@forkd/llm";
 import { forkSubjects } from "@forkd/protocol";
 import type { DaemonConfig } from "./config.js";
 import { secretsOfConfig } from "./config-secrets.js";
@@ -70,12 +70,14 @@ export async function startDaemon(
       logger,
       throttle,
     });
+  const openai = openAiClients(config, logger);
   const daemon = new ForkDaemon({
     config,
     nc,
     logger,
     metrics,
     llm,
+    ...(openai === undefined ? {} : { openai }),
     tools: daemonRunTools({ config, nc, subjects, logger, sandbox }),
     version: options.version,
   });
@@ -131,4 +133,33 @@ export async function runDaemonProcess(
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
   });
+}
+
+/**
+ * The daemon's OpenAI clients, one per API, made on first use, when an OpenAI key is configured
+ * (`llm.openaiApiKey`, else `OPENAI_API_KEY`); the base URL is `llm.openaiBaseURL`, else the SDK's
+ * `OPENAI_BASE_URL`.
+ */
+function openAiClients(
+  config: DaemonConfig,
+  logger: DaemonLogger,
+): ((api: OpenAiApi) => OpenAiLlmClient) | undefined {
+  const apiKey = config.llm.openaiApiKey ?? process.env.OPENAI_API_KEY;
+  if (apiKey === undefined || apiKey === "") return undefined;
+  const clients = new Map<OpenAiApi, OpenAiLlmClient>();
+  return (api) => {
+    let client = clients.get(api);
+    if (client === undefined) {
+      client = new OpenAiLlmClient({
+        api,
+        apiKey,
+        baseURL: config.llm.openaiBaseURL ?? process.env.OPENAI_BASE_URL,
+        timeout: config.llm.timeoutMs,
+        retry: { maxRetries: config.llm.maxRetries },
+        logger,
+      });
+      clients.set(api, client);
+    }
+    return client;
+  };
 }

@@ -43,6 +43,7 @@ import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import type { HeldRun } from "./failover.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
+import type { OpenAiClients } from "./llm-providers.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
@@ -62,6 +63,8 @@ export interface RunExecutorDeps {
   config: DaemonConfig;
   logger: DaemonLogger;
   llm: LlmClient;
+  /** The OpenAI clients, for specs that name an OpenAI API. */
+  openai?: OpenAiClients | undefined;
   /** Builds the tool dispatcher of one run (built-in tools, tool host, worktree). */
   tools: RunToolsFactory;
   metrics?: DaemonMetrics;
@@ -373,6 +376,7 @@ export class RunExecutor {
         attempt,
         priorEvents,
         llm: deps.llm,
+        openai: deps.openai,
         tools: deps.tools,
         config,
         signal,

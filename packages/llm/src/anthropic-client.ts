@@ -17,6 +17,7 @@ import {
   silentLogger,
 } from "@forkd/core";
 import type { ContentBlock, ProviderUsage } from "@forkd/protocol";
+import { startAttempt } from "./attempt-control.js";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
 import { serialiseSealedBody } from "./request-body.js";
@@ -204,21 +205,8 @@ export class AnthropicLlmClient implements LlmClient {
     signal: AbortSignal | undefined,
     emit: (event: LlmStreamEvent) => void,
   ): Promise<AttemptResult> {
-    // A controller per attempt: the caller's signal gets one listener, removed below, whatever the
-    // SDK does with its own listeners; the idle timeout aborts through the same controller.
-    const controller = new AbortController();
-    const abortAttempt = () => controller.abort();
-    signal?.addEventListener("abort", abortAttempt, { once: true });
-    if (signal?.aborted) controller.abort();
-    let timedOut = false;
-    let idleTimer: NodeJS.Timeout | undefined;
-    const armIdleTimer = () => {
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.#options.timeoutMs);
-    };
+    const attempt = startAttempt(signal, this.#options.timeoutMs);
+    const { controller } = attempt;
     const progress: AttemptProgress = {
       startedAt: performance.now(),
       ttftMs: undefined,
@@ -228,7 +216,7 @@ export class AnthropicLlmClient implements LlmClient {
       sawMessageStop: false,
     };
     try {
-      armIdleTimer();
+      attempt.arm();
       const requestOptions = { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs };
       // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
       // With betas, the SDK's beta Messages API sends them as the `anthropic-beta` header.
@@ -242,7 +230,7 @@ export class AnthropicLlmClient implements LlmClient {
           : this.#sdk.messages.stream(request as unknown as MessageStreamParams, requestOptions),
       );
       stream.on("streamEvent", (event: RawMessageStreamEvent) => {
-        armIdleTimer();
+        attempt.arm();
         this.#observe(event, progress, stream.request_id ?? undefined, emit);
       });
       await stream.done();
@@ -272,15 +260,14 @@ export class AnthropicLlmClient implements LlmClient {
       controller.abort();
       const error = toLlmError(thrown, {
         aborted: signal?.aborted === true,
-        timedOut,
+        timedOut: attempt.timedOut(),
         outputBegan: progress.outputBegan,
         partialUsage: progress.usage,
         partialText: progress.usage === undefined && !progress.outputBegan ? undefined : progress.text,
       });
       return { ok: false, error, retryAfterMs: parseRetryAfter(responseHeaders(thrown)) };
     } finally {
-      clearTimeout(idleTimer);
-      signal?.removeEventListener("abort", abortAttempt);
+      attempt.close();
     }
   }
 

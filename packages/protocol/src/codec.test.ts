@@ -248,6 +248,33 @@ describe("fork spec prefixes", () => {
     expect(JSON.stringify(stored)).toBe(JSON.stringify(raw));
   });
 
+  it("keeps a native (OpenAI) parent's request and reply as sent, key order and unknown fields", () => {
+    const params = { model: "gpt-5", messages: [{ role: "user", content: "Hi." }] };
+    const native = {
+      api: "openai-chat",
+      request: {
+        stream: true,
+        model: "gpt-5",
+        messages: [{ content: "Hi.", role: "user" }],
+        zz_new: { b: 1, a: 2 },
+      },
+      reply: [{ tool_calls: [], content: "ok", role: "assistant" }],
+    };
+    const raw = { params, native };
+    const decoded = forkSpecCodec.decode(JSON.stringify(spec({ kind: "inline", prefix: raw })));
+    expect(JSON.stringify(decoded.prefix.kind === "inline" ? decoded.prefix.prefix : null)).toBe(
+      JSON.stringify(raw),
+    );
+    expect(JSON.stringify(forkPrefixCodec.decode(JSON.stringify(raw)))).toBe(JSON.stringify(raw));
+    // Without a native prefix none appears.
+    expect("native" in forkPrefixCodec.decode(JSON.stringify({ params }))).toBe(false);
+    // A native prefix of an API forkd does not speak is refused, not carried.
+    expect(
+      thrown(() => forkPrefixCodec.decode(JSON.stringify({ params, native: { ...native, api: "gemini" } })))
+        .path,
+    ).toEqual(["native", "api"]);
+  });
+
   it("points into the union branch that got furthest", () => {
     // content is a string or a list of blocks: the list got further, so the path names the block.
     const bad = {

@@ -16,7 +16,28 @@ describe("model facts", () => {
     expect(modelFacts("claude-opus-5-7-20270101")?.family).toBe("claude-opus-5");
     expect(modelFacts("claude-opus-4-5-20251101")?.family).toBe("claude-opus-4-5");
     expect(modelFacts("claude-opus-4-1")?.family).toBe("claude-opus-4");
-    expect(modelFacts("gpt-5")).toBeUndefined();
+    expect(modelFacts("gpt-5-mini-2025-08-07")?.family).toBe("gpt-5-mini");
+    expect(modelFacts("gpt-5")?.cacheReadMultiplier).toBe(0.1);
+    expect(modelFacts("o3")).toBeUndefined();
+    // Every OpenAI family by a dated id, with its cached-input share and window.
+    const openai = [
+      "gpt-5-codex",
+      "gpt-5-mini",
+      "gpt-5-nano",
+      "gpt-5",
+      "gpt-4.1-mini",
+      "gpt-4.1",
+      "gpt-4o-mini",
+      "gpt-4o",
+    ];
+    expect(openai.map((id) => modelFacts(`${id}-2025-01-01`)?.family)).toEqual(openai);
+    expect(openai.map((id) => modelFacts(id)?.cacheReadMultiplier)).toEqual([
+      0.1, 0.1, 0.1, 0.1, 0.25, 0.25, 0.5, 0.5,
+    ]);
+    expect(openai.map((id) => minCacheableTokens(id))).toEqual(Array(8).fill(1024));
+    expect(modelFacts("gpt-4o")?.contextWindowTokens).toBe(128_000);
+    expect(modelFacts("gpt-4.1")?.contextWindowTokens).toBe(1_047_576);
+    expect(modelFacts("gpt-5")?.contextWindowTokens).toBe(400_000);
   });
 
   it("name provider-qualified ids by the Anthropic model", () => {
@@ -28,12 +49,16 @@ describe("model facts", () => {
     expect(modelFacts("us.anthropic.claude-haiku-4-5-20251001-v1:0")?.family).toBe("claude-haiku-4-5");
   });
 
-  it("have one row per family, output at five times input, and sane numbers", () => {
+  it("have one row per family, output at five times input (Anthropic's rows), and sane numbers", () => {
     expect(new Set(MODEL_FACTS.map((row) => row.family)).size).toBe(MODEL_FACTS.length);
     for (const row of MODEL_FACTS) {
-      expect(row.outputUsdPerMTok, row.family).toBe(row.inputUsdPerMTok * 5);
+      if (row.family.startsWith("claude-"))
+        expect(row.outputUsdPerMTok, row.family).toBe(row.inputUsdPerMTok * 5);
+      // OpenAI's rows: output dearer than input, cached input a discount, 128k windows and up.
+      else expect(row.outputUsdPerMTok, row.family).toBeGreaterThan(row.inputUsdPerMTok);
+      expect(row.cacheReadMultiplier ?? 0.1, row.family).toBeLessThan(1);
       expect(row.minCacheableTokens, row.family).toBeGreaterThanOrEqual(512);
-      expect(row.contextWindowTokens, row.family).toBeGreaterThanOrEqual(200_000);
+      expect(row.contextWindowTokens, row.family).toBeGreaterThanOrEqual(128_000);
     }
   });
 

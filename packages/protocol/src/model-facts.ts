@@ -24,6 +24,11 @@ export interface ModelFacts {
   contextWindowTokens: number;
   /** A longer window that a beta opens, when the model has one. */
   extendedContext?: { beta: string; tokens: number };
+  /**
+   * Price of a cached input token as a share of the input price, when not Anthropic's 0.1 (OpenAI:
+   * 0.1 for GPT-5, 0.25 for GPT-4.1, 0.5 for GPT-4o).
+   */
+  cacheReadMultiplier?: number;
 }
 
 const K200 = 200_000;
@@ -48,6 +53,39 @@ function row(
   };
   if (extendedContext !== undefined) facts.extendedContext = extendedContext;
   return facts;
+}
+
+/**
+ * OpenAI models whose prompt caching forkd models (the families before GPT-5.6, which charge nothing
+ * for cache writes): input, cached-input and output prices from OpenAI's pricing page (as listed on
+ * 2026-11-05), 1,024-token caching minimum from its prompt-caching guide.
+ */
+function openAiModelFacts(): ModelFacts[] {
+  const openai = (
+    family: string,
+    input: number,
+    output: number,
+    read: number,
+    window: number,
+  ): ModelFacts => ({
+    family,
+    prefixes: [family],
+    inputUsdPerMTok: input,
+    outputUsdPerMTok: output,
+    minCacheableTokens: 1024,
+    contextWindowTokens: window,
+    cacheReadMultiplier: read,
+  });
+  return [
+    openai("gpt-5-codex", 1.25, 10, 0.1, 400_000),
+    openai("gpt-5-mini", 0.25, 2, 0.1, 400_000),
+    openai("gpt-5-nano", 0.05, 0.4, 0.1, 400_000),
+    openai("gpt-5", 1.25, 10, 0.1, 400_000),
+    openai("gpt-4.1-mini", 0.4, 1.6, 0.25, 1_047_576),
+    openai("gpt-4.1", 2, 8, 0.25, 1_047_576),
+    openai("gpt-4o-mini", 0.15, 0.6, 0.5, 128_000),
+    openai("gpt-4o", 2.5, 10, 0.5, 128_000),
+  ];
 }
 
 /**
@@ -88,6 +126,7 @@ export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-3-5-haiku", 0.8, 2048, K200),
   row("claude-3-opus", 15, 1024, K200),
   row("claude-3-haiku", 0.25, 2048, K200),
+  ...openAiModelFacts(),
 ];
 
 /** Minimum cacheable length of a model no row of {@link MODEL_FACTS} matches. @unit tokens */

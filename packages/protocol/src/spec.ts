@@ -22,6 +22,50 @@ export const EpochMsSchema = z.number().nonnegative();
 export const Sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, "must be a lowercase hex SHA-256");
 
 /**
+ * The provider API a child's requests go to. `anthropic` (Messages) unless a spec says otherwise;
+ * `openai-chat` (Chat Completions) and `openai-responses` (Responses) render the same conversation
+ * in OpenAI's formats (docs/llm.md).
+ */
+export const LlmApiSchema = z.enum(["anthropic", "openai-chat", "openai-responses"]);
+
+/** Which provider runs the child, and how its requests find the parent's cache there. */
+export const ProviderSpecSchema = z.object({
+  api: LlmApiSchema.describe("The provider API the child's requests go to."),
+  /**
+   * OpenAI: the `prompt_cache_key` every child of this fan-out shard sends (the parent's own key for
+   * the first shard). Absent: the parent's key in its native request, else none.
+   */
+  prompt_cache_key: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(
+      "OpenAI: the `prompt_cache_key` the child sends (one per fan-out shard; the parent's own for the first). Absent: the parent's, else none.",
+    ),
+});
+
+/**
+ * The parent's request as its own client sent it to a non-Anthropic API (an OpenAI Chat Completions
+ * or Responses body) and the reply items it got. The child's request starts with these bytes; the
+ * `params` beside it are the same conversation in forkd's canonical (Messages) form, which the core
+ * reasons about.
+ */
+export const NativePrefixSchema = z.object({
+  api: z.enum(["openai-chat", "openai-responses"]).describe("The API the native request was sent to."),
+  // An open object with no known keys: zod keeps its members in their order and their values as they
+  // are, so the parent's bytes survive the codec without restoring them.
+  request: z
+    .looseObject({})
+    .describe("The parent's request body exactly as sent (every field kept, key order included)."),
+  reply: z
+    .array(z.looseObject({}))
+    .describe(
+      "The reply as the API accepts it back: for Chat Completions the assistant message, for Responses the output items.",
+    ),
+});
+
+/**
  * What the child inherits: the parent's last request (cache-safe params) and the reply it got.
  * `reply` is absent for a programmatic fork taken after a user turn.
  */
@@ -31,6 +75,9 @@ export const ForkPrefixSchema = z.object({
   ),
   reply: AssistantMessageSchema.optional().describe(
     "The assistant reply the parent got to that request (the message holding the fork tool calls). Absent for a fork taken after a user turn.",
+  ),
+  native: NativePrefixSchema.optional().describe(
+    "The parent's request and reply as its own client sent them to a non-Anthropic API; the child's request starts with these bytes.",
   ),
   betas: BetasSchema.optional().describe(
     "The `anthropic-beta` list the parent's request was sent with. The child is sent with exactly this list: a beta changes what fields mean and what the cache is keyed on.",
@@ -217,6 +264,9 @@ export const ForkSpecSchema = z.object({
     "Secret of the run's owner (`ownerToken(owner_key, run_id)`): aborts and permission answers must carry a proof made with it. Without it any parent of the account may abort or answer.",
   ),
   trace: TraceContextSchema.optional().describe("W3C trace context of the parent's span."),
+  provider: ProviderSpecSchema.optional().describe(
+    "The provider API that runs the child; Anthropic's Messages API when absent.",
+  ),
   created_at: EpochMsSchema.describe("When the parent published the spec (ms since epoch)."),
   /** After this the run is not started (or is stopped) and ends `failed` with `deadline_exceeded`. @unit ms since epoch */
   deadline_at: EpochMsSchema.optional().describe(
@@ -225,6 +275,9 @@ export const ForkSpecSchema = z.object({
 });
 
 export type ForkPrefix = z.infer<typeof ForkPrefixSchema>;
+export type LlmApi = z.infer<typeof LlmApiSchema>;
+export type ProviderSpec = z.infer<typeof ProviderSpecSchema>;
+export type NativePrefix = z.infer<typeof NativePrefixSchema>;
 export type PrefixSource = z.infer<typeof PrefixSourceSchema>;
 export type ToolFilterSpec = z.infer<typeof ToolFilterSpecSchema>;
 export type ParentIdentity = z.infer<typeof ParentIdentitySchema>;

@@ -24,6 +24,15 @@ export type { RequestLogEntry, RequestLogOptions, RequestTotals } from "./log.js
 export { RequestLog } from "./log.js";
 export type { ModelReply } from "./model.js";
 export { fillerText, runScriptedModel } from "./model.js";
+export {
+  OPENAI_CACHE_STEP_TOKENS,
+  OPENAI_IDLE_TTL_MS,
+  OPENAI_MACHINE_RATE_PER_MINUTE,
+  OPENAI_MIN_CACHED_TOKENS,
+  OPENAI_ROUTING_TOKENS,
+  OpenAiPromptCache,
+} from "./openai/openai-cache.js";
+export { openAiApiOf, renderOpenAiPrompt } from "./openai/openai-route.js";
 export type { BlockTokenCount, PromptBlock, PromptLayout, Segment, TokenCount } from "./prompt.js";
 export { countTokens, layoutPrompt } from "./prompt.js";
 export type { Script, ScriptToolCall, ScriptTurn } from "./script.js";

@@ -4,7 +4,8 @@
  * exchanges' lifecycle (exchanges.ts), API keys (api-keys.ts), events (sim-events.ts) and the log
  * (log.ts).
  *
- * Routes: `POST /v1/messages`, `POST /v1/messages/count_tokens`, `GET /v1/sim/stats`,
+ * Routes: `POST /v1/messages`, `POST /v1/messages/count_tokens`, `POST /v1/chat/completions` and
+ * `POST /v1/responses` (OpenAI, openai/), `GET /v1/sim/stats`,
  * `GET /v1/sim/requests`, `POST /v1/sim/reset`, `GET /v1/sim/health`.
  */
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
@@ -16,8 +17,10 @@ import { SimOptionsError } from "./errors.js";
 import { Exchanges } from "./exchanges.js";
 import { FaultInjector } from "./faults.js";
 import { RequestLog, type RequestLogEntry } from "./log.js";
+import { OpenAiPromptCache } from "./openai/openai-cache.js";
+import { type OpenAiRouteContext, openAiApiOf, openAiRoute } from "./openai/openai-route.js";
 import { resolveOptions, type SimOptions } from "./options.js";
-import { anthropicRoute, type MessagesRouteContext } from "./routes/messages.js";
+import { anthropicRoute } from "./routes/messages.js";
 import { simRoute } from "./routes/sim.js";
 import { SimEventBus, type SimEvents, type SimStats } from "./sim-events.js";
 
@@ -65,13 +68,16 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const events = new SimEventBus();
   const keys = new ApiKeys(options.apiKeys);
   const exchanges = new Exchanges({ cache, log, events });
+  const openAiCache = new OpenAiPromptCache(settings.clock);
   const reset = (): void => {
     cache.clear();
+    openAiCache.clear();
     log.clear();
     faults.clear();
   };
   const stats = (): SimStats => ({ ...log.stats(), cache: cache.stats() });
-  const routeContext: MessagesRouteContext = {
+  const routeContext: OpenAiRouteContext = {
+    openAiCache,
     maxBody: settings.maxBodyBytes,
     authenticate: (ex) => keys.authenticate(ex),
     cache,
@@ -91,7 +97,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     const path = ex.entry.path;
     if (path.startsWith("/v1/sim/")) return simRoute(simContext, ex, path, url);
     exchanges.track(ex);
-    anthropicRoute(routeContext, ex, path);
+    const openAiApi = openAiApiOf(path);
+    if (openAiApi !== undefined) openAiRoute(routeContext, ex, openAiApi);
+    else anthropicRoute(routeContext, ex, path);
   });
   const port = (server.address() as AddressInfo).port;
   const host = settings.host;

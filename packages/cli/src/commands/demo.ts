@@ -10,13 +10,15 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { NatsForkSubagent } from "@forkd/client";
 import {
   buildForkedRequest,
+  computeCacheKey,
   costOfTokens,
   defaultPricingTable,
+  derivedPromptCacheKey,
   type LlmClient,
   type LlmRequest,
 } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, startDaemon } from "@forkd/daemon";
-import { AnthropicLlmClient } from "@forkd/llm";
+import { AnthropicLlmClient, OpenAiLlmClient } from "@forkd/llm";
 import { forkSubjects, type ProviderUsage } from "@forkd/protocol";
 import { newSecret } from "@forkd/protocol/internal";
 import type { Sim } from "@forkd/sim";
@@ -65,7 +67,14 @@ const OPTIONS = {
   yes: { type: "boolean" },
   web: { type: "boolean" },
   "web-port": { type: "string" },
+  provider: { type: "string" },
 } as const;
+
+/** The provider APIs the demo runs on; the OpenAI ones on the simulator only. */
+const DEMO_PROVIDERS = ["anthropic", "openai-chat", "openai-responses"] as const;
+type DemoProvider = (typeof DEMO_PROVIDERS)[number];
+/** The model of an OpenAI demo when `--model` names none (the fixtures are Anthropic turns). */
+const DEMO_OPENAI_MODEL = "gpt-5";
 
 /** The simulator's API key of the parent and the daemons: one cache scope, as one Anthropic workspace. */
 const DEMO_API_KEY = "sk-forkd-demo";
@@ -83,6 +92,7 @@ interface DemoSettings {
   json: boolean;
   /** `--web`: the port to serve the web view on; undefined without `--web`. */
   webPort: number | undefined;
+  provider: DemoProvider;
 }
 
 function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSettings {
@@ -95,7 +105,15 @@ function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSe
   const daemons =
     values.daemons === undefined ? 3 : parseInteger("daemons", values.daemons, { min: 1, max: 16 });
   const latency = latencyOf(values);
+  const provider = (values.provider ?? "anthropic") as DemoProvider;
+  if (!DEMO_PROVIDERS.includes(provider)) {
+    throw new UsageError(`--provider must be one of ${DEMO_PROVIDERS.join(", ")}, got ${values.provider}`);
+  }
+  if (real && provider !== "anthropic") {
+    throw new UsageError("--real runs on the Anthropic API only; the OpenAI providers run on the simulator");
+  }
   return {
+    provider,
     children,
     daemons,
     ttftMs: latency.ttftMs ?? 300,
@@ -167,6 +185,8 @@ interface DemoStack {
   webUrl: string | undefined;
   /** Resolves when a page of the web view was opened, with `--web`. */
   webVisited: Promise<void> | undefined;
+  /** An LLM client with this API key (the simulator's cache is scoped by key) and OpenAI `prompt_cache_key`. */
+  llm(apiKey: string, promptCacheKey?: string): LlmClient;
 }
 
 /** Starts NATS (or finds it), the simulator, the daemons and the fork client; registers their cleanup. */
@@ -217,10 +237,17 @@ async function startStack(
   // On a server the demo did not start, its streams and buckets get a prefix of their own, so that
   // no other daemon there picks up its specs; they are deleted at the end.
   const prefix = nats.own ? "agent" : `forkd_demo_${process.pid}_${Date.now().toString(36)}`;
-  const llm = (apiKey: string): LlmClient =>
+  const llm = (apiKey: string, promptCacheKey?: string): LlmClient =>
     sim === undefined
       ? new AnthropicLlmClient({ retry: { maxRetries: 2 } })
-      : new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } });
+      : settings.provider === "anthropic"
+        ? new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } })
+        : new OpenAiLlmClient({
+            api: settings.provider === "openai-chat" ? "chat" : "responses",
+            baseURL: `${sim.url}/v1`,
+            apiKey,
+            retry: { maxRetries: 0 },
+          }).forRun({ promptCacheKey });
 
   // One temp dir; each daemon works in a folder of its own in it, as if on a host of its own.
   const workspace = await mkdtemp(join(tmpdir(), "forkd-demo-"));
@@ -266,6 +293,9 @@ async function startStack(
           tools: { bash: "off" },
           logLevel: logStream === undefined ? "silent" : "info",
           logFormat: "json",
+          ...(sim === undefined
+            ? {}
+            : { llm: { openaiBaseURL: `${sim.url}/v1`, openaiApiKey: DEMO_API_KEY } }),
         },
       });
       const logger = createDaemonLogger({
@@ -395,6 +425,8 @@ async function loadTurn(values: ParsedCommandLine<typeof OPTIONS>["values"]): Pr
     turn = parentTurnOf(await loadFixture("48k"), fixturePath("48k"));
   }
   if (values.model !== undefined) turn.prefix.params.model = values.model;
+  else if (values.provider !== undefined && values.provider !== "anthropic")
+    turn.prefix.params.model = DEMO_OPENAI_MODEL;
   return turn;
 }
 
@@ -443,7 +475,12 @@ export async function run(args: string[], context: CommandContext): Promise<numb
 
     // 1. The parent's own turn: the request that wrote the cache the children read.
     const parentRequest = { ...turn.prefix.params, max_tokens: DEMO_MAX_TOKENS } as LlmRequest;
-    const parentResponse = await stack.llm(DEMO_API_KEY).createMessage(parentRequest, { signal });
+    // On OpenAI the parent sends the prompt_cache_key its children derive, so they land on its machine.
+    const parentKey =
+      settings.provider === "anthropic"
+        ? undefined
+        : derivedPromptCacheKey(computeCacheKey(turn.prefix.params, turn.prefix.betas).hash);
+    const parentResponse = await stack.llm(DEMO_API_KEY, parentKey).createMessage(parentRequest, { signal });
     const parent = { ...lineOf(model, [parentResponse.usage]), durationMs: parentResponse.durationMs };
     say(
       `parent turn sent once (it writes the prompt cache): in ${formatInteger(parent.input)}, cache write ${formatInteger(parent.cacheWrite)}, ` +
@@ -463,6 +500,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
         parent: { agent_id: "forkd-demo" },
         overrides: { max_tokens: DEMO_MAX_TOKENS },
         limits: { max_turns: 1 },
+        ...(settings.provider === "anthropic" ? {} : { provider: { api: settings.provider } }),
       },
       planned,
       { warmFirst: true },

@@ -1,0 +1,244 @@
+// #13 Effective input cost per child on OpenAI (Chat Completions and Responses): five children of the
+// 48k parent, one by one and all at once (warm-first), against each child's own request on a cold
+// cache (no fork) and a naive parallel fan-out. The simulator charges by OpenAI's documented rules:
+// automatic prefix caching from 1,024 tokens in 128-token steps, no write charge, machines chosen
+// by prompt start and prompt_cache_key.
+import { computeCacheKey, derivedPromptCacheKey, type LlmRequest } from "@forkd/core";
+import { OpenAiLlmClient } from "@forkd/llm";
+import type { ForkPrefix, LlmApi } from "@forkd/protocol";
+import { type RequestLogEntry, renderOpenAiPrompt } from "@forkd/sim";
+import { SIM_API_KEY, startCluster } from "./cluster.js";
+import { AUDIT_DIRECTIVES as DIRECTIVES, parentTurn, taggedDirective } from "./fixtures.js";
+import { now, round } from "./stats.js";
+import type { BenchContext, Benchmark } from "./types.js";
+
+const TTFT_MS = 500;
+/** GPT-5: a cached input token costs a tenth of an uncached one. */
+const READ = 0.1;
+const STEP = 128;
+const RATIO_TARGET = 1.05;
+const MODEL = "gpt-5";
+const APIS = [
+  { api: "openai-chat", client: "chat", path: "/v1/chat/completions" },
+  { api: "openai-responses", client: "responses", path: "/v1/responses" },
+] as const;
+
+interface Child {
+  tag: string;
+  entry: RequestLogEntry;
+}
+
+interface ChildCost {
+  child: number;
+  prompt: number;
+  cached: number;
+  /** @unit input-token equivalents */
+  cost: number;
+  floor: number;
+  ratioToFloor: number;
+}
+
+/** Input cost in input-token equivalents: uncached at 1, cached at 0.1. */
+const costOf = (entry: RequestLogEntry) =>
+  (entry.usage?.input_tokens ?? 0) + READ * (entry.usage?.cache_read_input_tokens ?? 0);
+const promptOf = (entry: RequestLogEntry) =>
+  (entry.usage?.input_tokens ?? 0) + (entry.usage?.cache_read_input_tokens ?? 0);
+const down = (tokens: number) => Math.floor(tokens / STEP) * STEP;
+const sum = (rows: { cost: number }[]) =>
+  round(
+    rows.reduce((t, r) => t + r.cost, 0),
+    1,
+  );
+const worst = (rows: ChildCost[]) => Math.max(...rows.map((r) => r.ratioToFloor));
+
+/** Characters two prompts share from their start. */
+function commonChars(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+export const openAiCostBenchmark: Benchmark = {
+  id: 13,
+  name: "effective input cost per child on OpenAI (5 children of the 48k parent, Chat Completions and Responses)",
+  async run(context: BenchContext) {
+    const cluster = await startCluster({ daemons: 2, concurrency: 8, latency: { ttftMs: TTFT_MS } });
+    try {
+      const turn = await parentTurn("48k");
+      const forks = await cluster.subagent();
+      const seen = new Map<string, Child>();
+      cluster.sim.on("request", (entry) => {
+        // OpenAI bodies carry their tools after the messages: the tag is searched in the whole body.
+        const tag = [...entry.body.matchAll(/\[bench:([A-Za-z0-9_-]+)\]/g)].at(-1)?.[1];
+        if (tag !== undefined && entry.usage !== null) seen.set(tag, { tag, entry });
+      });
+      const prefix: ForkPrefix = { ...turn.prefix, params: { ...turn.prefix.params, model: MODEL } };
+      const key = derivedPromptCacheKey(computeCacheKey(prefix.params, prefix.betas).hash);
+      const figures: Record<string, unknown> = {};
+      const baseline: Record<string, unknown> = {};
+      const notes: string[] = [];
+      const headlines: string[] = [];
+      const baselines: string[] = [];
+      let pass = true;
+
+      for (const { api, client, path } of APIS) {
+        const llm = new OpenAiLlmClient({
+          api: client,
+          baseURL: `${cluster.sim.url}/v1`,
+          apiKey: SIM_API_KEY,
+          retry: { maxRetries: 0 },
+        });
+        const parentRequest = { ...turn.request, model: MODEL } as unknown as LlmRequest;
+        const parentPrompt = renderOpenAiPrompt(client, llm.body(parentRequest, { promptCacheKey: key }));
+        const base = { prefix, parent: { agent_id: "bench-parent" }, provider: { api: api as LlmApi } };
+        const scenario = async (name: string, launch: (tags: string[]) => Promise<void>) => {
+          cluster.sim.reset();
+          const parent = await llm.send(parentRequest, { promptCacheKey: key });
+          const tags = DIRECTIVES.map((_, i) => `${api}-${name}-${i + 1}`);
+          const started = now();
+          await launch(tags);
+          const wallMs = round(now() - started, 0);
+          const children = tags.map((tag) => {
+            const child = seen.get(tag);
+            if (child === undefined || child.entry.path !== path)
+              throw new Error(
+                `${api} ${name}: no ${path} request for ${tag}: ${child?.entry.path} ${child?.entry.status} ${child?.entry.body.slice(0, 300)}`,
+              );
+            return child;
+          });
+          return { parentUsage: parent.usage, children, wallMs };
+        };
+        const params = (tag: string, i: number) => ({
+          directive: taggedDirective(tag, DIRECTIVES[i]!),
+          label: tag,
+        });
+        context.log(`${api}: one by one`);
+        const oneByOne = await scenario("seq", async (tags) => {
+          for (const [i, tag] of tags.entries()) {
+            const outcome = await forks.fork({ ...base, ...params(tag, i) }).result();
+            if (outcome.status !== "completed")
+              throw new Error(`${api}: child ${tag} ended ${outcome.status}: ${JSON.stringify(outcome)}`);
+          }
+        });
+        const fanOut = (warmFirst: boolean) => async (tags: string[]) => {
+          const handles = forks.fanOut(
+            base,
+            tags.map((tag, i) => params(tag, i)),
+            { warmFirst },
+          );
+          for (const handle of handles) {
+            const outcome = await handle.result();
+            if (outcome.status !== "completed") throw new Error(`${api}: a child ended ${outcome.status}`);
+          }
+        };
+        context.log(`${api}: all at once (warm-first)`);
+        const warm = await scenario("warm", fanOut(true));
+        context.log(`${api}: naive parallel`);
+        const naive = await scenario("naive", fanOut(false));
+        context.log(`${api}: a prompt_cache_key per child (siblings routed apart)`);
+        const keyPerChild = await scenario("perkey", async (tags) => {
+          for (const [i, tag] of tags.entries()) {
+            const provider = { api: api as LlmApi, prompt_cache_key: `${tag}-own-key` };
+            const outcome = await forks.fork({ ...base, provider, ...params(tag, i) }).result();
+            if (outcome.status !== "completed")
+              throw new Error(`${api}: child ${tag} ended ${outcome.status}`);
+          }
+        });
+        context.log(`${api}: no fork (each child's request on a cold cache)`);
+        cluster.sim.reset();
+        const fresh = await Promise.all(
+          oneByOne.children.map(async (child, i) => {
+            const response = await fetch(`${cluster.sim.url}${path}`, {
+              method: "POST",
+              headers: {
+                authorization: `Bearer sk-forkd-bench-fresh-${api}-${i + 1}`,
+                "content-type": "application/json",
+              },
+              body: JSON.stringify({
+                ...(JSON.parse(child.entry.body) as Record<string, unknown>),
+                stream: false,
+                stream_options: undefined,
+              }),
+            });
+            const json = (await response.json()) as {
+              usage?: Record<string, number & Record<string, number>>;
+            };
+            if (!response.ok) throw new Error(`${api} no-fork: ${response.status} ${JSON.stringify(json)}`);
+            return { cost: promptOf(child.entry) };
+          }),
+        );
+
+        // Each child's floor from its own request: the part every sibling shares is read at 0.1 in whole
+        // 128-token steps (the first child can read only the parent's own prompt: the fork's delta exists
+        // once a child has sent it), the rest is paid in full.
+        const prompts = oneByOne.children.map((c) =>
+          renderOpenAiPrompt(client, JSON.parse(c.entry.body) as Record<string, unknown>),
+        );
+        const shared = Math.floor(commonChars(prompts[0]!, prompts[1]!) / 4);
+        const parentTokens = Math.floor(commonChars(prompts[0]!, parentPrompt) / 4);
+        const costs = (children: Child[]): ChildCost[] =>
+          children.map((child, i) => {
+            const prompt = promptOf(child.entry);
+            const readable = down(Math.min(i === 0 ? parentTokens : shared, prompt - 1));
+            const floor = READ * readable + (prompt - readable);
+            const cost = costOf(child.entry);
+            return {
+              child: i + 1,
+              prompt,
+              cached: child.entry.usage?.cache_read_input_tokens ?? 0,
+              cost: round(cost, 1),
+              floor: round(floor, 1),
+              ratioToFloor: round(cost / floor, 4),
+            };
+          });
+        const seq = costs(oneByOne.children);
+        const all = costs(warm.children);
+        const naiveCosts = costs(naive.children);
+        const perKey = costs(keyPerChild.children);
+        const ok = worst(seq) <= RATIO_TARGET && worst(all) <= RATIO_TARGET;
+        pass &&= ok;
+        figures[api] = {
+          one_by_one: seq,
+          all_at_once: all,
+          total_one_by_one: sum(seq),
+          total_all_at_once: sum(all),
+          parent_usage: oneByOne.parentUsage,
+          prompt_cache_key: key,
+        };
+        baseline[api] = {
+          no_fork: fresh,
+          naive_parallel: naiveCosts,
+          total_no_fork: sum(fresh),
+          total_naive_parallel: sum(naiveCosts),
+          key_per_child: perKey,
+          total_key_per_child: sum(perKey),
+        };
+        headlines.push(
+          `${api}: worst child ${worst(seq).toFixed(3)}× floor one by one, ${worst(all).toFixed(3)}× all at once`,
+        );
+        baselines.push(`${api}: no fork ${(sum(fresh) / sum(all)).toFixed(2)}× the forked total`);
+        notes.push(
+          `${api}: shared prefix ${shared} tokens (parent's own prompt ${parentTokens}); totals one by one ${sum(seq)}, all at once ${sum(all)}, naive parallel ${sum(naiveCosts)}, a key per child ${sum(perKey)} (${perKey.filter((r) => r.cached === 0).length} of 5 read nothing: each key routes to a machine of its own), no fork ${sum(fresh)} input-token equivalents. Wall time one by one ${oneByOne.wallMs} ms, all at once ${warm.wallMs} ms.`,
+        );
+        if (!ok)
+          notes.push(`MISSED (${api}): worst child ${worst(seq)}× one by one, ${worst(all)}× all at once.`);
+      }
+      notes.push(
+        `Floor: what OpenAI's rules allow. Cached input counts in whole 128-token steps and at least one token is computed, so a child reads at most the largest multiple of 128 below its shared prefix; child 1 can read only the parent's own prompt (OpenAI charges no write: child 1 pays the fork's delta at 1×, and the others read it). Cost = uncached input + 0.1 × cached (GPT-5), in input-token equivalents, from the usage the simulator charged; output not counted. Every child sends the parent's prompt_cache_key (derived from the prefix's cache key hash), so all land on the machine that holds the parent's prefix.`,
+        `No fork: each child's exact request under an API key of its own (a cold cache), so every token is paid at 1×.`,
+      );
+      return {
+        figures,
+        baseline,
+        target: "every child ≤ 1.05× its floor, on both APIs",
+        headline: headlines.join("; "),
+        baselineHeadline: baselines.join("; "),
+        pass,
+        params: { fixture: "48k", children: 5, daemons: 2, sim_ttft_ms: TTFT_MS, model: MODEL },
+        notes,
+      };
+    } finally {
+      await cluster.stop();
+    }
+  },
+};

@@ -1,0 +1,70 @@
+// What the two OpenAI formats share: reading canonical (Messages-shaped) content, the text of a tool
+// result, and the `arguments` string of a tool call as the model wrote it.
+import type { ContentBlock, MessageParam } from "@forkd/protocol";
+import { InvalidPrefixError } from "../errors.js";
+
+/**
+ * The field of a canonical `tool_use` block that keeps the model's own `arguments` string. OpenAI
+ * returns arguments as a string; re-writing them from the parsed `input` could change whitespace or
+ * key order, and with it the next request's prefix.
+ */
+export const OPENAI_ARGUMENTS_FIELD = "openai_arguments";
+
+/**
+ * A canonical block that carries one OpenAI item verbatim (a Responses `reasoning` item, or any item
+ * forkd does not reason about): rendered back exactly as received.
+ */
+export const OPENAI_ITEM_BLOCK = "openai_item";
+
+/** Blocks of a message's content (a string is one text block). */
+export function blocksOf(content: MessageParam["content"]): ContentBlock[] {
+  if (typeof content !== "string") return content;
+  return content === "" ? [] : [{ type: "text", text: content }];
+}
+
+/** The text of a `tool_result`'s content: a string, or its text blocks joined by a newline. */
+export function toolResultText(content: unknown): string {
+  if (content === undefined || content === null) return "";
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return JSON.stringify(content);
+  return content
+    .map((block: { type?: unknown; text?: unknown }) =>
+      block.type === "text" && typeof block.text === "string" ? block.text : JSON.stringify(block),
+    )
+    .join("\n");
+}
+
+/** The `arguments` string of a `tool_use` block: the model's own when kept, else its input as JSON. */
+export function toolArguments(block: ContentBlock): string {
+  const kept = (block as Record<string, unknown>)[OPENAI_ARGUMENTS_FIELD];
+  if (typeof kept === "string") return kept;
+  return JSON.stringify((block as { input?: unknown }).input ?? {});
+}
+
+/**
+ * A `tool_use` block from an OpenAI call: `input` parsed from `args` (an object, or `{}` when the
+ * model wrote something else), the string itself kept for rendering.
+ */
+export function toolUseBlock(id: string, name: string, args: string): ContentBlock {
+  let input: unknown = {};
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) input = parsed;
+  } catch {
+    // Malformed arguments are kept as a string below; the tool sees an empty input and fails clearly.
+  }
+  return { type: "tool_use", id, name, input, [OPENAI_ARGUMENTS_FIELD]: args };
+}
+
+/** The text of a system prompt (a string, or text blocks joined by a blank line). */
+export function systemText(system: unknown): string | undefined {
+  if (system === undefined) return undefined;
+  if (typeof system === "string") return system;
+  if (!Array.isArray(system)) throw new InvalidPrefixError("system must be a string or text blocks");
+  return system.map((block: { text?: unknown }) => String(block.text ?? "")).join("\n\n");
+}
+
+/** A canonical block that has no OpenAI form. @throws {@link InvalidPrefixError} */
+export function unsupportedBlock(block: ContentBlock, where: string): never {
+  throw new InvalidPrefixError(`a ${block.type} block has no OpenAI form (${where})`);
+}

@@ -1,0 +1,90 @@
+// A parent that spoke OpenAI's API itself (qwen-code, the Codex CLI): its request and reply are the
+// child's first bytes. The core reasons about the same conversation in canonical form; what goes on
+// the wire is the native request with the child's own messages rendered after it.
+import type { ForkPrefix, MessageParam, NativePrefix } from "@forkd/protocol";
+import { InvalidPrefixError } from "../errors.js";
+import type { LlmRequest } from "../llm-client.js";
+import { chatAssistantToCanonical, chatRequestToCanonical, renderChatMessages } from "./chat-format.js";
+import {
+  renderResponsesItems,
+  responsesItemsToAssistant,
+  responsesRequestToCanonical,
+  stringInputItem,
+} from "./responses-format.js";
+
+/** The fields of a Chat Completions assistant message the API accepts back in a request. */
+const CHAT_REPLY_FIELDS = ["content", "refusal", "tool_calls"] as const;
+
+/**
+ * A Chat Completions reply as the API accepts it back: `{role, content, refusal?, tool_calls?}`. What
+ * it returned but does not take as input (`annotations`, `audio` metadata…) never enters a request.
+ */
+export function chatReplyForRequest(message: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: "assistant" };
+  for (const field of CHAT_REPLY_FIELDS) if (message[field] !== undefined) out[field] = message[field];
+  return out;
+}
+
+/**
+ * The fork prefix of a native parent: its canonical params and reply (what the recursion guard, the
+ * tool filter and the placeholders read) derived from the native request and reply, which are kept.
+ * A daemon derives these itself rather than trusting canonical params sent beside a native prefix.
+ * @throws {@link InvalidPrefixError} for a request the core cannot read.
+ */
+export function forkPrefixFromNative(native: NativePrefix): ForkPrefix {
+  if (native.api === "openai-chat") {
+    if (native.reply.length > 1)
+      throw new InvalidPrefixError("a Chat Completions reply is one assistant message", {
+        path: ["native", "reply"],
+      });
+    const params = chatRequestToCanonical(native.request);
+    const reply = native.reply[0] === undefined ? undefined : chatAssistantToCanonical(native.reply[0]);
+    return { params, ...(reply === undefined ? {} : { reply }), native };
+  }
+  const params = responsesRequestToCanonical(native.request);
+  return {
+    params,
+    ...(native.reply.length > 0 ? { reply: responsesItemsToAssistant(native.reply) } : {}),
+    native,
+  };
+}
+
+/**
+ * How many messages at the head of a child's canonical conversation the native request and reply
+ * stand for: the parent's messages, plus the reply unless it continued a prefilled assistant turn.
+ */
+export function nativeMessageCount(prefix: Pick<ForkPrefix, "params" | "reply">): number {
+  const messages: readonly MessageParam[] = prefix.params.messages;
+  const hasReply = prefix.reply !== undefined && prefix.reply.content.length > 0;
+  if (!hasReply) return messages.length;
+  return messages[messages.length - 1]?.role === "assistant" ? messages.length : messages.length + 1;
+}
+
+/**
+ * The body of a child's request on the native parent's API: the parent's request with every field
+ * as it sent it, its messages (or input items) followed by its reply and then the child's own
+ * messages rendered from `request` after `count` (see {@link nativeMessageCount}). The model is the
+ * request's (an override changes it); the output limit stays the parent's.
+ */
+export function renderNativeChildRequest(
+  native: NativePrefix,
+  request: Pick<LlmRequest, "model" | "messages">,
+  count: number,
+): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...native.request };
+  // The same key in the same place: a model override changes only its value.
+  body.model = request.model;
+  if (native.api === "openai-chat") {
+    const messages = native.request.messages as unknown[];
+    body.messages = [
+      ...messages,
+      ...native.reply.map(chatReplyForRequest),
+      ...renderChatMessages(request.messages, count),
+    ];
+  } else {
+    const input = native.request.input;
+    const items = typeof input === "string" ? [stringInputItem(input)] : (input as unknown[]);
+    body.input = [...items, ...native.reply, ...renderResponsesItems(request.messages, count)];
+  }
+  return body;
+}

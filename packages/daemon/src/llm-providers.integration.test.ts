@@ -1,0 +1,117 @@
+// The provider a run's requests go to, and the prompt_cache_key they carry, seen on the simulator's
+// log: the spec's shard key wins, a native parent keeps its own key, any other child gets the key
+// derived from its prefix; a spec naming an API the daemon has no client for fails with its code.
+import { createForkPrefix, derivedPromptCacheKey, forkPrefixFromNative, type LlmClient } from "@forkd/core";
+import { prepareForkRun } from "@forkd/core/internal";
+import { OpenAiLlmClient } from "@forkd/llm";
+import { type ForkPrefix, type ForkSpec, ForkSpecSchema } from "@forkd/protocol";
+import { type Sim, startSim } from "@forkd/sim";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DaemonError } from "./errors.js";
+import { runApi, runLlmClient } from "./llm-providers.js";
+
+let sim: Sim;
+beforeAll(async () => {
+  sim = await startSim({ port: 0 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+const unusedAnthropic: LlmClient = {
+  createMessage: () => Promise.reject(new Error("the Anthropic client must not be used for an OpenAI run")),
+};
+const openai = (api: "chat" | "responses") =>
+  new OpenAiLlmClient({ api, baseURL: `${sim.url}/v1`, apiKey: "sk-providers", retry: { maxRetries: 0 } });
+
+function spec(provider?: ForkSpec["provider"]): ForkSpec {
+  return ForkSpecSchema.parse({
+    v: 1,
+    run_id: "run-providers",
+    parent: { agent_id: "p" },
+    directive: "@sim say ok",
+    prefix: { kind: "none" },
+    created_at: 0,
+    ...(provider === undefined ? {} : { provider }),
+  });
+}
+
+const canonical: ForkPrefix = createForkPrefix({
+  model: "gpt-5",
+  max_tokens: 100,
+  messages: [{ role: "user", content: "hello" }],
+});
+
+/** The prompt_cache_key of the request `spec`'s run sends for `prefix`. */
+async function keySent(runSpec: ForkSpec, prefix: ForkPrefix): Promise<unknown> {
+  const plan = prepareForkRun({
+    runId: runSpec.run_id,
+    prefix,
+    cacheShared: true,
+    directive: runSpec.directive,
+  });
+  const api = runApi(runSpec, prefix);
+  const llm = runLlmClient({
+    api,
+    anthropic: unusedAnthropic,
+    openai,
+    spec: runSpec,
+    prefix,
+    prefixHash: plan.prefixHash,
+  });
+  sim.reset();
+  await llm.createMessage(plan.request);
+  const [entry] = sim.requests();
+  return (JSON.parse(entry!.body) as { prompt_cache_key?: unknown }).prompt_cache_key;
+}
+
+describe("runLlmClient", () => {
+  it("sends the key derived from the prefix, unless the spec names a shard's key", async () => {
+    const plan = prepareForkRun({ runId: "r", prefix: canonical, cacheShared: true, directive: "x" });
+    expect(await keySent(spec({ api: "openai-chat" }), canonical)).toBe(
+      derivedPromptCacheKey(plan.prefixHash!),
+    );
+    expect(await keySent(spec({ api: "openai-responses", prompt_cache_key: "shard-2" }), canonical)).toBe(
+      "shard-2",
+    );
+  });
+
+  it("keeps a native parent's own key (or none), so its children land where its cache is", async () => {
+    const request = {
+      model: "gpt-5",
+      messages: [{ role: "user", content: "hi" }],
+      prompt_cache_key: "thread-7",
+    };
+    expect(await keySent(spec(), forkPrefixFromNative({ api: "openai-chat", request, reply: [] }))).toBe(
+      "thread-7",
+    );
+    const { prompt_cache_key: _, ...keyless } = request;
+    expect(
+      await keySent(spec(), forkPrefixFromNative({ api: "openai-chat", request: keyless, reply: [] })),
+    ).toBeUndefined();
+  });
+
+  it("fails with provider_unavailable for an API without a client, or one the native prefix was not sent to", () => {
+    const native = forkPrefixFromNative({
+      api: "openai-chat",
+      request: { model: "gpt-5", messages: [] },
+      reply: [],
+    });
+    expect(() => runApi(spec({ api: "openai-responses" }), native)).toThrow(DaemonError);
+    expect(() => runApi(spec({ api: "anthropic" }), native)).toThrow(/cannot run on anthropic/);
+    expect(runApi(spec(), null)).toBe("anthropic");
+    try {
+      runLlmClient({
+        api: "openai-chat",
+        anthropic: unusedAnthropic,
+        openai: undefined,
+        spec: spec(),
+        prefix: canonical,
+        prefixHash: null,
+      });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as DaemonError).code).toBe("provider_unavailable");
+    }
+  });
+});

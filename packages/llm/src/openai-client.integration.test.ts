@@ -1,0 +1,182 @@
+// The OpenAI client against the real simulator over real HTTP, on both APIs: streamed text and tool
+// calls, usage with cached tokens under OpenAI's rules (1,024-token minimum, 128-token steps, routing
+// by prompt start and prompt_cache_key), the API's refusals as typed errors, and aborts.
+import { forkPrefixFromNative, type LlmError, type LlmRequest, nativeMessageCount } from "@forkd/core";
+import { prepareForkRun } from "@forkd/core/internal";
+import { type Sim, startSim } from "@forkd/sim";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type OpenAiApi, OpenAiLlmClient } from "./openai-client.js";
+
+let sim: Sim;
+beforeAll(async () => {
+  sim = await startSim({ port: 0 });
+});
+afterAll(async () => {
+  await sim.close();
+});
+beforeEach(() => sim.reset());
+
+const client = (api: OpenAiApi) =>
+  new OpenAiLlmClient({ api, baseURL: `${sim.url}/v1`, apiKey: "sk-test-openai", retry: { maxRetries: 0 } });
+
+/** A conversation of about `tokens` tokens whose last user text is the simulator's script. */
+function conversation(tokens: number, ...script: string[]): LlmRequest {
+  return {
+    model: "gpt-5",
+    max_tokens: 1024,
+    system: `You are a careful reviewer. ${"Background paragraph about the codebase. ".repeat(Math.ceil((tokens * 4) / 41))}`,
+    tools: [
+      {
+        name: "Read",
+        description: "Reads a file",
+        input_schema: { type: "object", properties: { file_path: { type: "string" } } },
+      },
+    ],
+    messages: [{ role: "user", content: ["Review the codec.", ...script].join("\n") }],
+  };
+}
+
+describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
+  it("streams text and reports the prompt's tokens, none cached on a cold cache", async () => {
+    const events: string[] = [];
+    const response = await client(api).createMessage(conversation(2000, "@sim say All good."), {
+      onEvent: (e) => events.push(e.type),
+    });
+    expect(response.message.content).toEqual([{ type: "text", text: "All good." }]);
+    expect(response.stop_reason).toBe("end_turn");
+    expect(response.usage.cache_read_input_tokens).toBe(0);
+    expect(response.usage.input_tokens).toBeGreaterThan(2000);
+    expect(events[0]).toBe("response_started");
+    expect(events).toContain("text_delta");
+  });
+
+  it("returns tool calls with the model's own arguments string", async () => {
+    const response = await client(api).createMessage(
+      conversation(100, '@sim tool Read {"file_path":"a.ts"}'),
+    );
+    expect(response.stop_reason).toBe("tool_use");
+    const call = response.message.content.find((b) => b.type === "tool_use");
+    expect(call).toMatchObject({
+      name: "Read",
+      input: { file_path: "a.ts" },
+      openai_arguments: '{"file_path":"a.ts"}',
+    });
+  });
+
+  it("reads a shared prefix in 128-token steps only under the same prompt_cache_key", async () => {
+    const llm = client(api);
+    const parent = conversation(3000, "@sim say first");
+    const first = await llm.send(parent, { promptCacheKey: "k1" });
+    const prompt = first.usage.input_tokens;
+    const child: LlmRequest = {
+      ...parent,
+      messages: [
+        ...parent.messages,
+        { role: "assistant", content: "first" },
+        { role: "user", content: "@sim say second" },
+      ],
+    };
+    const same = await llm.send(child, { promptCacheKey: "k1" });
+    const read = same.usage.cache_read_input_tokens ?? 0;
+    expect(read % 128).toBe(0);
+    expect(read).toBeGreaterThanOrEqual(Math.floor(prompt / 128) * 128 - 128);
+    expect(read).toBeLessThanOrEqual(prompt);
+    const other = await llm.send(child, { promptCacheKey: "k2" });
+    expect(other.usage.cache_read_input_tokens).toBe(0);
+  });
+
+  it("caches nothing below 1,024 tokens", async () => {
+    const llm = client(api);
+    const small = conversation(600, "@sim say hi");
+    await llm.createMessage(small);
+    const again = await llm.createMessage(small);
+    expect(again.usage.cache_read_input_tokens).toBe(0);
+  });
+
+  it("refuses an unknown model and a field the API does not know, as typed errors", async () => {
+    const llm = client(api);
+    await expect(
+      llm.createMessage({ ...conversation(10, "@sim say x"), model: "gpt-nope" }),
+    ).rejects.toMatchObject({ code: "not_found", status: 404 });
+    await expect(
+      llm.createMessage(
+        { ...conversation(10, "@sim say x"), stop_sequences: undefined, metadata: undefined },
+        {},
+      ),
+    ).resolves.toBeDefined();
+    const bad = new OpenAiLlmClient({
+      api,
+      baseURL: `${sim.url}/v1`,
+      apiKey: "sk-test-openai",
+      retry: { maxRetries: 0 },
+    });
+    const body = bad.body(conversation(10, "@sim say x"));
+    const res = await fetch(`${sim.url}/v1/${api === "chat" ? "chat/completions" : "responses"}`, {
+      method: "POST",
+      headers: { authorization: "Bearer sk-test-openai", "content-type": "application/json" },
+      body: JSON.stringify({ ...body, cache_control: { type: "ephemeral" } }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      error: {
+        message: "Unrecognized request argument supplied: cache_control",
+        type: "invalid_request_error",
+        param: "cache_control",
+        code: null,
+      },
+    });
+  });
+
+  it("aborts mid-call with an aborted LlmError", async () => {
+    const controller = new AbortController();
+    const call = client(api).createMessage(conversation(10, "@sim ttft 5000", "@sim say slow"), {
+      signal: controller.signal,
+      onEvent: () => {},
+    });
+    setTimeout(() => controller.abort(), 50);
+    await expect(call).rejects.toMatchObject({ code: "aborted" } satisfies Partial<LlmError>);
+  });
+});
+
+describe("a native Chat Completions parent", () => {
+  it("starts the child's body with the parent's messages and reply, byte for byte", async () => {
+    const parentBody = {
+      model: "gpt-5",
+      messages: [
+        { role: "system", content: "You are qwen. ".repeat(400) },
+        { role: "user", content: "Audit.\n@sim say ok" },
+      ],
+      tools: [
+        { type: "function", function: { name: "Read", parameters: { type: "object", properties: {} } } },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    const reply = {
+      role: "assistant",
+      content: "Forking.",
+      tool_calls: [
+        { id: "call_1", type: "function", function: { name: "Read", arguments: '{"file_path":"x"}' } },
+      ],
+    };
+    const prefix = forkPrefixFromNative({ api: "openai-chat", request: parentBody, reply: [reply] });
+    const plan = prepareForkRun({
+      runId: "r1",
+      prefix,
+      cacheShared: true,
+      directive: "Check x.\n@sim say done",
+    });
+    const llm = client("chat");
+    const body = llm.body(plan.request, {
+      native: { prefix: prefix.native!, count: nativeMessageCount(prefix) },
+    });
+    const sent = JSON.stringify(body);
+    const parentMessages = JSON.stringify(parentBody.messages);
+    expect(sent).toContain(parentMessages.slice(0, -1));
+    const messages = body.messages as Record<string, unknown>[];
+    expect(messages[2]).toEqual(reply);
+    expect(messages[3]).toMatchObject({ role: "tool", tool_call_id: "call_1" });
+    expect(messages[4]).toMatchObject({ role: "user" });
+    await llm.send(plan.request, { native: { prefix: prefix.native!, count: nativeMessageCount(prefix) } });
+  });
+});

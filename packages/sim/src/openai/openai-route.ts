@@ -1,0 +1,382 @@
+// The simulator's OpenAI routes: `POST /v1/chat/completions` and `POST /v1/responses`. The request is
+// checked as the API checks it, answered by the same scripted model as the Anthropic route (through
+// forkd's canonical view of the conversation), charged by OpenAI's caching rules (openai-cache.ts),
+// and streamed in the API's own event format.
+import { chatRequestToCanonical, responsesRequestToCanonical } from "@forkd/core";
+import { hiResNow } from "../clock.js";
+import { SimApiError } from "../errors.js";
+import { type Exchange, parseJson, readBody, sleep } from "../exchange.js";
+import { runScriptedModel } from "../model.js";
+import type { MessagesRouteContext } from "../routes/messages.js";
+import type { MessagesRequest } from "../types.js";
+import type { OpenAiPromptCache } from "./openai-cache.js";
+import { OpenAiApiError, sendOpenAiError } from "./openai-errors.js";
+import { validateChatRequest, validateResponsesRequest } from "./openai-validate.js";
+
+/** What the OpenAI routes need of the server. */
+export interface OpenAiRouteContext extends MessagesRouteContext {
+  openAiCache: OpenAiPromptCache;
+}
+
+type Api = "chat" | "responses";
+
+/** The paths served here, and their API. */
+export function openAiApiOf(path: string): Api | undefined {
+  if (path === "/v1/chat/completions") return "chat";
+  if (path === "/v1/responses") return "responses";
+  return undefined;
+}
+
+/** Answers an OpenAI API request; whatever it throws becomes an error in OpenAI's shape. */
+export function openAiRoute(context: OpenAiRouteContext, ex: Exchange, api: Api): void {
+  if (ex.req.method !== "POST") {
+    sendOpenAiError(
+      ex,
+      new OpenAiApiError(405, `Method ${ex.req.method} not allowed`, "invalid_request_error"),
+    );
+    return;
+  }
+  serve(context, ex, api).catch((err: unknown) => {
+    const error =
+      err instanceof OpenAiApiError
+        ? err
+        : err instanceof SimApiError
+          ? err.status === 401
+            ? new OpenAiApiError(
+                401,
+                "Incorrect API key provided.",
+                "invalid_request_error",
+                null,
+                "invalid_api_key",
+              )
+            : new OpenAiApiError(err.status, err.message, err.errorType, null, null, { ...err.headers })
+          : new OpenAiApiError(
+              500,
+              `Internal simulator error: ${(err as Error)?.message ?? String(err)}`,
+              "server_error",
+            );
+    sendOpenAiError(ex, error);
+  });
+}
+
+/**
+ * The prompt of an OpenAI request as the simulator's model sees it, in order (tools, then the
+ * instructions and messages or input items, one JSON text each): what prefix caching is keyed on,
+ * and 4 characters a token.
+ */
+export function renderOpenAiPrompt(api: Api, body: Record<string, unknown>): string {
+  const parts: unknown[] = [body.tools ?? null];
+  if (api === "chat") parts.push(...(body.messages as unknown[]));
+  else {
+    parts.unshift(body.instructions ?? null);
+    const input = body.input;
+    parts.push(...(typeof input === "string" ? [{ role: "user", content: input }] : (input as unknown[])));
+  }
+  return parts.map((part) => JSON.stringify(part)).join("\n");
+}
+
+async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promise<void> {
+  const raw = await readBody(ex, context.maxBody);
+  if (raw === undefined) return;
+  const entry = ex.entry;
+  const apiKey = context.authenticate(ex);
+  let parsed: unknown;
+  try {
+    parsed = parseJson(raw.text);
+  } catch {
+    throw new OpenAiApiError(
+      400,
+      "We could not parse the JSON body of your request.",
+      "invalid_request_error",
+    );
+  }
+  const body = api === "chat" ? validateChatRequest(parsed) : validateResponsesRequest(parsed);
+  const model = String(body.model);
+  entry.model = model;
+  const stream = body.stream === true;
+  entry.stream = stream;
+  const canonical = api === "chat" ? chatRequestToCanonical(body) : responsesRequestToCanonical(body);
+  const reply = runScriptedModel({
+    ...canonical,
+    max_tokens: canonical.max_tokens ?? 4096,
+  } as unknown as MessagesRequest);
+  entry.turn = reply.turn;
+  if (reply.fault?.spec.kind === "status") {
+    const fault = reply.fault.spec;
+    const headers: Record<string, string> =
+      fault.retryAfterSeconds === undefined ? {} : { "retry-after": String(fault.retryAfterSeconds) };
+    throw new OpenAiApiError(
+      fault.status,
+      `Simulated fault (HTTP ${fault.status})`,
+      fault.status === 429 ? "rate_limit_exceeded" : "server_error",
+      null,
+      null,
+      headers,
+    );
+  }
+  const scope =
+    context.cacheScope === undefined ? (entry.keyId as string) : `scope:${context.cacheScope(apiKey)}`;
+  const key = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
+  const plan = context.openAiCache.plan(scope, renderOpenAiPrompt(api, body), key);
+  entry.acceptedAt = hiResNow();
+  const usage = {
+    input_tokens: plan.promptTokens - plan.cachedTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: plan.cachedTokens,
+    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    service_tier: "standard" as const,
+  };
+  ex.inputUsage = usage;
+  const acceptedAt = entry.acceptedAt;
+  context.accepted(() => ({ seq: ex.seq, id: ex.id, at: acceptedAt, stream, usage }));
+  ex.outputTokens = reply.outputTokens;
+  // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
+  const calls = reply.content.flatMap((b) =>
+    b.type === "tool_use" ? [{ id: b.id.replace(/^toolu_/, "call_"), name: b.name, input: b.input }] : [],
+  );
+  const text = reply.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
+  entry.stopReason = calls.length > 0 ? "tool_use" : reply.stopReason;
+  const ttft = reply.ttftMs ?? context.ttftMs;
+  if (!(await sleep(ttft, ex.abort.signal))) return;
+  const id = ex.id.slice(7);
+  const answer: Answer = {
+    id,
+    model,
+    text,
+    calls,
+    finish: reply.stopReason === "max_tokens" ? "length" : calls.length > 0 ? "tool_calls" : "stop",
+    outputTokens: reply.outputTokens,
+    promptTokens: plan.promptTokens,
+    cachedTokens: plan.cachedTokens,
+  };
+  const payload = api === "chat" ? chatAnswer(answer, stream, body) : responsesAnswer(answer, stream, body);
+  const { res } = ex;
+  res.writeHead(
+    200,
+    stream
+      ? { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" }
+      : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+  );
+  entry.status = 200;
+  context.openAiCache.commit(plan);
+  context.firstByte(ex, stream);
+  entry.outputTokensSent = reply.outputTokens;
+  res.end(payload);
+}
+
+interface Answer {
+  id: string;
+  model: string;
+  text: string;
+  calls: { id: string; name: string; input: unknown }[];
+  finish: "stop" | "length" | "tool_calls";
+  outputTokens: number;
+  promptTokens: number;
+  cachedTokens: number;
+}
+
+function chatUsage(a: Answer) {
+  return {
+    prompt_tokens: a.promptTokens,
+    completion_tokens: a.outputTokens,
+    total_tokens: a.promptTokens + a.outputTokens,
+    prompt_tokens_details: { cached_tokens: a.cachedTokens, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+/** A Chat Completions answer: one JSON object, or `chat.completion.chunk` events and `[DONE]`. */
+function chatAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): string {
+  const created = Math.floor(Date.now() / 1000);
+  const toolCalls = a.calls.map((c) => ({
+    id: c.id,
+    type: "function",
+    function: { name: c.name, arguments: JSON.stringify(c.input) },
+  }));
+  const base = {
+    id: `chatcmpl-${a.id}`,
+    object: "chat.completion",
+    created,
+    model: a.model,
+    service_tier: "default",
+    system_fingerprint: null,
+  };
+  if (!stream) {
+    const message = {
+      role: "assistant",
+      content: a.text === "" && toolCalls.length > 0 ? null : a.text,
+      refusal: null,
+      annotations: [],
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    };
+    return JSON.stringify({
+      ...base,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: a.finish }],
+      usage: chatUsage(a),
+    });
+  }
+  const withUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
+  const chunk = (choices: unknown[], usage?: unknown) =>
+    `data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices, ...(withUsage ? { usage: usage ?? null } : {}) })}\n\n`;
+  const delta = (d: Record<string, unknown>, finish: string | null = null) =>
+    chunk([{ index: 0, delta: d, logprobs: null, finish_reason: finish }]);
+  const out = [delta({ role: "assistant", content: "", refusal: null })];
+  for (let i = 0; i < a.text.length; i += 64) out.push(delta({ content: a.text.slice(i, i + 64) }));
+  toolCalls.forEach((call, index) => {
+    out.push(
+      delta({
+        tool_calls: [
+          { index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } },
+        ],
+      }),
+    );
+    out.push(delta({ tool_calls: [{ index, function: { arguments: call.function.arguments } }] }));
+  });
+  out.push(delta({}, a.finish));
+  if (withUsage) out.push(chunk([], chatUsage(a)));
+  out.push("data: [DONE]\n\n");
+  return out.join("");
+}
+
+/** A Responses answer: the response object, or its typed events (`response.created` … `response.completed`). */
+function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): string {
+  const output: Record<string, unknown>[] = [];
+  if (a.text !== "")
+    output.push({
+      id: `msg_${a.id}`,
+      type: "message",
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text: a.text, annotations: [], logprobs: [] }],
+    });
+  for (const [i, c] of a.calls.entries())
+    output.push({
+      id: `fc_${a.id}_${i}`,
+      type: "function_call",
+      status: "completed",
+      call_id: c.id,
+      name: c.name,
+      arguments: JSON.stringify(c.input),
+    });
+  const usage = {
+    input_tokens: a.promptTokens,
+    input_tokens_details: { cached_tokens: a.cachedTokens },
+    output_tokens: a.outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: a.promptTokens + a.outputTokens,
+  };
+  const response = (status: string, done: boolean) => ({
+    id: `resp_${a.id}`,
+    object: "response",
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    error: null,
+    incomplete_details: a.finish === "length" && done ? { reason: "max_output_tokens" } : null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    model: a.model,
+    output: done ? output : [],
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: null,
+    prompt_cache_key: body.prompt_cache_key ?? null,
+    reasoning: { effort: null, summary: null },
+    store: body.store ?? true,
+    temperature: body.temperature ?? 1,
+    text: body.text ?? { format: { type: "text" } },
+    tool_choice: body.tool_choice ?? "auto",
+    tools: body.tools ?? [],
+    top_p: body.top_p ?? 1,
+    truncation: "disabled",
+    usage: done ? usage : null,
+    metadata: {},
+  });
+  const final = a.finish === "length" ? "incomplete" : "completed";
+  if (!stream) return JSON.stringify(response(final, true));
+  let seq = 0;
+  const event = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`;
+  const out = [
+    event("response.created", { response: response("in_progress", false) }),
+    event("response.in_progress", { response: response("in_progress", false) }),
+  ];
+  output.forEach((item, index) => {
+    if (item.type === "message") {
+      const text = a.text;
+      out.push(
+        event("response.output_item.added", {
+          output_index: index,
+          item: { ...item, status: "in_progress", content: [] },
+        }),
+      );
+      const part = { type: "output_text", text: "", annotations: [], logprobs: [] };
+      out.push(
+        event("response.content_part.added", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part,
+        }),
+      );
+      for (let i = 0; i < text.length; i += 64)
+        out.push(
+          event("response.output_text.delta", {
+            item_id: item.id,
+            output_index: index,
+            content_index: 0,
+            delta: text.slice(i, i + 64),
+            logprobs: [],
+          }),
+        );
+      out.push(
+        event("response.output_text.done", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          text,
+          logprobs: [],
+        }),
+      );
+      out.push(
+        event("response.content_part.done", {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part: { ...part, text },
+        }),
+      );
+    } else {
+      out.push(
+        event("response.output_item.added", {
+          output_index: index,
+          item: { ...item, status: "in_progress", arguments: "" },
+        }),
+      );
+      out.push(
+        event("response.function_call_arguments.delta", {
+          item_id: item.id,
+          output_index: index,
+          delta: item.arguments,
+        }),
+      );
+      out.push(
+        event("response.function_call_arguments.done", {
+          item_id: item.id,
+          output_index: index,
+          arguments: item.arguments,
+        }),
+      );
+    }
+    out.push(event("response.output_item.done", { output_index: index, item }));
+  });
+  out.push(
+    event(final === "completed" ? "response.completed" : "response.incomplete", {
+      response: response(final, true),
+    }),
+  );
+  return out.join("");
+}
