@@ -29,9 +29,12 @@ import {
   queuedRunState,
   type RunState,
   runStateCodec,
+  type StopMode,
+  steerReplyCodec,
+  steerRequestCodec,
   type ToolHostRef,
 } from "@forkd/protocol";
-import { abortProof, newSecret, ownerToken, permissionProof } from "@forkd/protocol/internal";
+import { controlProof, newSecret, ownerToken, permissionProof, steerProof } from "@forkd/protocol/internal";
 import type { PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
@@ -42,7 +45,8 @@ import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
 import { uploadPrefixBytes } from "./prefix-store.js";
-import { parentIndexKey } from "./registry-index.js";
+import { ForkGroup } from "./fork-group.js";
+import { groupIndexKey, parentIndexKey, runsOfGroup, runsOfParent } from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { getRunState, updateRunState } from "./run-registry.js";
@@ -130,6 +134,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
   readonly #ownerKey: string;
+  // Runs launched here whose registry entry (and index keys) may not be written yet: a cascade over a
+  // group or a parent reaches them through this map until the registry lists them.
+  readonly #launching = new Map<string, NatsForkHandle>();
+  // Every parent agent id this subagent forked for: what abortParent() cascades over by default.
+  readonly #parents = new Set<string>();
 
   private constructor(resources: ForkResources, options: NatsForkSubagentOptions) {
     this.resources = resources;
@@ -160,12 +169,67 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   ): NatsForkHandle[] {
     if (children.length === 0) return [];
     const warmFirst = options.warmFirst ?? true;
-    const paramsOf = (child: FanOutChild): ForkParams => ({ ...base, ...child }) as ForkParams;
+    // Every fan-out is a group: its children can be stopped or aborted as one.
+    const groupId = base.groupId ?? newRunId();
+    const paramsOf = (child: FanOutChild): ForkParams => ({ ...base, groupId, ...child }) as ForkParams;
     const first = this.#fork(paramsOf(children[0]!), Promise.resolve());
     if (!warmFirst)
       return [first, ...children.slice(1).map((child) => this.#fork(paramsOf(child), Promise.resolve()))];
     const released = this.#responseStarted(first, options.warmTimeoutMs ?? 120_000);
     return [first, ...children.slice(1).map((child) => this.#fork(paramsOf(child), released))];
+  }
+
+  /**
+   * A group of forks with one id (new, or `id` to join an existing one): fork into it, fan out into it,
+   * and stop or abort all of its runs, queued ones included.
+   */
+  group(id: string = newRunId()): ForkGroup {
+    return new ForkGroup(this, id);
+  }
+
+  /**
+   * Aborts (or, with `mode: "stop"`, stops gracefully) every run of group `groupId` that has not
+   * ended: those the registry lists and those launched here and not yet registered. Runs of another
+   * owner key refuse it (their daemons check the proof). Returns the run ids it was sent to.
+   */
+  async controlGroup(
+    groupId: string,
+    options: { mode?: StopMode; reason?: string } = {},
+  ): Promise<string[]> {
+    const registered = await runsOfGroup(this.resources, groupId);
+    const local = [...this.#launching.values()].filter((handle) => handle.groupId === groupId);
+    return this.#controlRuns(registered, local, options);
+  }
+
+  /**
+   * Cascade: aborts (or stops) every run of parent `agentId` — by default of every parent agent id
+   * this subagent forked for — queued ones included. Returns the run ids it was sent to.
+   */
+  async abortParent(
+    agentId?: string,
+    options: { mode?: StopMode; reason?: string } = {},
+  ): Promise<string[]> {
+    const agents = agentId !== undefined ? [agentId] : [...this.#parents];
+    const registered = (await Promise.all(agents.map((agent) => runsOfParent(this.resources, agent)))).flat();
+    const local = [...this.#launching.values()].filter((handle) => agents.includes(handle.parentAgentId ?? ""));
+    return this.#controlRuns(registered, local, options);
+  }
+
+  async #controlRuns(
+    registered: RunState[],
+    local: NatsForkHandle[],
+    options: { mode?: StopMode; reason?: string },
+  ): Promise<string[]> {
+    const targets = new Map<string, NatsForkHandle>();
+    for (const handle of local) targets.set(handle.runId, handle);
+    for (const state of registered) {
+      if (!isTerminalRunStatus(state.status) && !targets.has(state.run_id))
+        targets.set(state.run_id, this.attach(state.run_id));
+    }
+    const mode = options.mode ?? "abort";
+    const reason = options.reason ?? (mode === "stop" ? "stopped by parent" : "aborted by parent");
+    await Promise.all([...targets.values()].map((handle) => handle.control(mode, reason)));
+    return [...targets.keys()];
   }
 
   /** A handle on an existing run (a parent that restarted, an observer). */
@@ -210,6 +274,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     const withoutPrefix = this.#specOf(params, runId, { kind: "none" });
     forkSpecCodec.encode(withoutPrefix);
     if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
+    this.#parents.add(params.parent.agent_id);
     const launch = (async () => {
       await Promise.resolve();
       const { prefixSource, upload } = this.#prefixSource(params.prefix);
@@ -244,9 +309,16 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
       // that owns the run, and no run id is visible before its spec holds it.
       await this.#registerQueued(spec, ack.seq);
+      this.#launching.delete(runId);
       if (prefixSource.kind === "ref") await this.#confirmPrefix(params.prefix!, prefixSource);
     })();
-    return new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey);
+    const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
+      groupId: params.groupId,
+      parentAgentId: params.parent.agent_id,
+    });
+    this.#launching.set(runId, handle);
+    launch.catch(() => this.#launching.delete(runId));
+    return handle;
   }
 
   #specOf(params: ForkParams, runId: string, prefix: PrefixSource): ForkSpecInput {
@@ -260,6 +332,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       created_at: Date.now(),
     };
     if (params.label !== undefined) spec.label = params.label;
+    if (params.groupId !== undefined) spec.group_id = params.groupId;
     if (params.querySource !== undefined) spec.query_source = params.querySource;
     if (params.forkCall !== undefined) spec.fork_call = params.forkCall;
     if (params.toolFilter !== undefined) spec.tool_filter = params.toolFilter;
@@ -329,12 +402,19 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       specSeq,
       parentAgentId: spec.parent.agent_id,
       label: spec.label,
+      groupId: spec.group_id,
     });
     // The parent index key lets `forkd ps --parent` list this parent's runs without a scan; the
     // retention sweep removes it with the entry.
-    const indexed = this.resources.runs
-      .put(parentIndexKey(spec.parent.agent_id, spec.run_id), new Uint8Array(0))
-      .catch((error: unknown) => this.#logger.warn({ err: error }, "could not index the run by its parent"));
+    const indexKeys = [parentIndexKey(spec.parent.agent_id, spec.run_id)];
+    if (spec.group_id !== undefined) indexKeys.push(groupIndexKey(spec.group_id, spec.run_id));
+    const indexed = Promise.all(
+      indexKeys.map((key) =>
+        this.resources.runs
+          .put(key, new Uint8Array(0))
+          .catch((error: unknown) => this.#logger.warn({ err: error, key }, "could not index the run")),
+      ),
+    );
     try {
       await this.resources.runs.create(spec.run_id, runStateCodec.encode(queued));
     } catch {
@@ -382,8 +462,13 @@ export class NatsForkHandle implements ForkHandle {
   readonly #launch: Promise<void>;
   readonly #logger: Logger;
   readonly #ownerKey: string;
+  /** The run's group, when it was forked into one here. */
+  readonly groupId: string | undefined;
+  /** The parent agent id of the run, when it was forked here. */
+  readonly parentAgentId: string | undefined;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
+  #launched = false;
 
   /** @internal Made by {@link NatsForkSubagent}. */
   constructor(
@@ -392,7 +477,16 @@ export class NatsForkHandle implements ForkHandle {
     launch: Promise<void>,
     logger: Logger,
     ownerKey: string,
+    origin: { groupId?: string | undefined; parentAgentId?: string | undefined } = {},
   ) {
+    this.groupId = origin.groupId;
+    this.parentAgentId = origin.parentAgentId;
+    launch.then(
+      () => {
+        this.#launched = true;
+      },
+      () => undefined,
+    );
     this.#resources = resources;
     this.#ownerKey = ownerKey;
     this.runId = runId;
@@ -446,15 +540,70 @@ export class NatsForkHandle implements ForkHandle {
   }
 
   async abort(reason = "aborted by parent"): Promise<void> {
+    await this.control("abort", reason);
+  }
+
+  /**
+   * Graceful stop: the run's current model turn or tool finishes, nothing new starts, and the run ends
+   * `completed` with what it has (`result.stop: "stopped"`, `result.stop_reason`). A queued run ends
+   * at once without running.
+   */
+  async stop(reason = "stopped by parent"): Promise<void> {
+    await this.control("stop", reason);
+  }
+
+  /**
+   * Steers the running child: `text` becomes a user message at its next turn boundary (a `steered`
+   * event, kept in the log). Resolves once the daemon running it took the message; rejects with
+   * `run_not_running` when no daemon runs it (queued or ended) and `steer_refused` when the daemon
+   * refused it (a run of another owner, a run being stopped).
+   */
+  async send(text: string, options: { by?: string; timeoutMs?: number } = {}): Promise<void> {
+    const resources = this.#resources;
+    const request = {
+      v: PROTOCOL_VERSION,
+      run_id: this.runId,
+      steer_id: newRunId(),
+      text,
+      requested_at: Date.now(),
+      ...(options.by !== undefined ? { by: options.by } : {}),
+    } as const;
+    const proof = steerProof(ownerToken(this.#ownerKey, this.runId), request);
+    const bytes = steerRequestCodec.encode({ ...request, proof });
+    let replyData: Uint8Array;
+    try {
+      const reply = await resources.nc.request(resources.subjects.steer(this.runId), bytes, {
+        timeout: options.timeoutMs ?? 5_000,
+      });
+      replyData = reply.data;
+    } catch (error) {
+      throw new ClientError(
+        "run_not_running",
+        `no daemon runs ${this.runId} now (queued, ended or unknown): the message was not delivered`,
+        { cause: error, retryable: true },
+      );
+    }
+    const reply = steerReplyCodec.decode(replyData);
+    if (!reply.accepted) {
+      throw new ClientError(
+        reply.code === "not_running" ? "run_not_running" : "steer_refused",
+        `run ${this.runId} refused the message: ${reply.message ?? reply.code ?? "no reason given"}`,
+      );
+    }
+  }
+
+  /** @internal An abort or a stop, with the proof of its mode; used by groups and cascades too. */
+  async control(mode: StopMode, reason: string): Promise<void> {
     const resources = this.#resources;
     const requestedAt = Date.now();
-    const proof = abortProof(ownerToken(this.#ownerKey, this.runId), this.runId);
+    const proof = controlProof(ownerToken(this.#ownerKey, this.runId), this.runId, mode);
     const bytes = abortRequestCodec.encode({
       v: PROTOCOL_VERSION,
       run_id: this.runId,
       reason,
       requested_at: requestedAt,
       proof,
+      ...(mode === "stop" ? { mode } : {}),
     });
     const subject = resources.subjects.abort(this.runId);
     // Fast path first: a daemon running the run stops within milliseconds.
@@ -464,13 +613,22 @@ export class NatsForkHandle implements ForkHandle {
       if (current && isTerminalRunStatus(current.status)) {
         return "unchanged";
       }
+      // A stop never softens an abort already asked for.
+      if (mode === "stop" && current?.abort !== undefined && current.abort.mode !== "stop") return "unchanged";
       const now = Date.now();
       const base = current ?? queuedRunState({ runId: this.runId, createdAt: now, now });
-      return { ...base, updated_at: now, abort: { reason, requested_at: requestedAt, proof } };
+      const flag = { reason, requested_at: requestedAt, proof, ...(mode === "stop" ? { mode } : {}) };
+      return { ...base, updated_at: now, abort: flag };
     });
     // Again, for a daemon that claimed the run between the first publish and the flag.
     resources.nc.publish(subject, bytes);
     await resources.nc.flush();
+    // A spec still being launched (a warm-first sibling): once stored, a queued run is ended at once.
+    if (!this.#launched)
+      void this.#launch.then(
+        () => resources.nc.publish(subject, bytes),
+        () => undefined,
+      );
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

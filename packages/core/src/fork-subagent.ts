@@ -35,6 +35,11 @@ export interface ForkParams {
   permissions?: Partial<PermissionPolicy>;
   /** Absolute deadline. @unit ms since epoch */
   deadlineAt?: number;
+  /**
+   * The group the run joins (one NATS token): recorded in the registry and on every event, so the
+   * group can be stopped or aborted as one. A fan-out makes one for its children when absent.
+   */
+  groupId?: string;
 }
 
 /** How a run ended, as the parent sees it. A user's abort is `killed`, not a failure. */

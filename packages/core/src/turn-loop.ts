@@ -27,6 +27,7 @@ import { EventLogError, RunTimeoutError } from "./errors.js";
 import { type DeltaBatchOptions, LlmDeltaBatcher } from "./events.js";
 import { type LlmClient, LlmError, type LlmRequest } from "./llm-client.js";
 import { type Logger, silentLogger } from "./logger.js";
+import { type TurnBoundary, withSteering } from "./turn-boundary.js";
 import type { PricingTable } from "./pricing.js";
 import { checkForkRecursion, forkQuerySource } from "./recursion-guard.js";
 import type { LedgerEntry, PendingTurn, ResumeState } from "./resume.js";
@@ -98,6 +99,8 @@ export interface TurnLoopOptions {
   resume?: ResumeState | undefined;
   /** Stops the run; it ends `aborted` with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /** Asked at every turn boundary for a graceful stop and for steering messages. */
+  boundary?: TurnBoundary | undefined;
   /** Receives every event body in order; the caller stamps and publishes them (see `EventSequencer`). */
   emit?: ((event: ForkEventBody) => void) | undefined;
   /**
@@ -135,7 +138,7 @@ export interface TurnLoopStats {
 
 /** How the loop ended. It never rejects for the run's own failure. */
 export type TurnLoopOutcome =
-  | (TurnLoopStats & { status: "completed"; stop: ForkStopReason })
+  | (TurnLoopStats & { status: "completed"; stop: ForkStopReason; stopReason?: string })
   | (TurnLoopStats & { status: "failed"; error: WireError })
   | (TurnLoopStats & { status: "timeout"; error: WireError })
   | (TurnLoopStats & { status: "aborted"; reason: string });
@@ -229,6 +232,29 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     emit(event);
   };
   const tools = new ToolRunner(options, emitFromTools, signal, clock, logger, messages);
+  const boundary = options.boundary;
+  // A graceful stop ends the run here, with what it has.
+  const stopped = (): TurnLoopOutcome | undefined => {
+    const reason = boundary?.stopRequested();
+    return reason === undefined ? undefined : { ...stats(), status: "completed", stop: "stopped", stopReason: reason };
+  };
+  // Adds the steering messages received so far, each with its `steered` event, before turn `turn`'s
+  // request. The events must be stored before that request (the barrier), so a resumed run has them.
+  const steer = (turn: number): boolean => {
+    const taken = boundary?.takeSteering() ?? [];
+    for (const message of taken) {
+      emit({
+        type: "steered",
+        turn,
+        steer_id: message.id,
+        text: message.text,
+        ...(message.by !== undefined ? { by: message.by } : {}),
+      });
+      withSteering(messages, message.text);
+      resultsSinceBarrier = true;
+    }
+    return taken.length > 0;
+  };
 
   try {
     if (resume === undefined) {
@@ -243,8 +269,11 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     signal.throwIfAborted();
     for (;;) {
       if (pending === null) {
+        const stop = stopped();
+        if (stop !== undefined) return stop;
         if (turns >= maxTurns) return { ...stats(), status: "completed", stop: "max_turns" };
         const turn = turns + 1;
+        steer(turn);
         const request = renderRequest(options, messages, turn);
         let response!: Awaited<ReturnType<LlmClient["createMessage"]>>;
         // A stream cut after output began is not replayed by the client (it would bill the input
@@ -306,7 +335,14 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
       }
 
       const action = nextAction(pending.message, pending.stopReason);
-      if (action.kind === "stop") return { ...stats(), status: "completed", stop: action.stop };
+      if (action.kind === "stop") {
+        // A steering message that arrived while the model finished gives it one more turn.
+        if (action.stop === "end_turn" && turns < maxTurns && stopped() === undefined && steer(turns + 1)) {
+          pending = null;
+          continue;
+        }
+        return { ...stats(), status: "completed", stop: action.stop };
+      }
       if (budget !== undefined && overBudget(usage.totals, budget, logger)) {
         return { ...stats(), status: "completed", stop: "budget" };
       }
@@ -321,6 +357,8 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
           : action.calls.map((call) => ({ call, state: "not_started" }));
       const answers: ToolAnswer[] = [];
       for (const entry of ledger) {
+        const stop = stopped();
+        if (stop !== undefined) return stop;
         const answer = await tools.answer(entry, pending.turn);
         if (entry.state !== "recorded") toolUses += 1;
         answers.push(answer);

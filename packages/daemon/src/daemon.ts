@@ -12,6 +12,8 @@ import {
   daemonPresenceCodec,
   PROTOCOL_VERSION,
   ProtocolError,
+  steerReplyCodec,
+  steerRequestCodec,
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
@@ -21,6 +23,7 @@ import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
+import { endQueuedRun } from "./queued-control.js";
 import { RetentionSweeper } from "./retention-sweeper.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 import { StorageHealth, type StorageTransition } from "./storage-health.js";
@@ -128,9 +131,45 @@ export class ForkDaemon {
             const request = abortRequestCodec.decode(message.data);
             this.#active.get(request.run_id)?.abort(request);
           } catch (decodeError) {
-            const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
-            this.#options.metrics?.refusedControls.inc({ kind: code });
-            this.#logger.warn({ code, subject: message.subject }, "ignoring a malformed abort request");
+            this.#refuseMalformed(decodeError, message.subject, "abort request");
+          }
+        },
+      }),
+      // The same aborts and stops once more, to one daemon of the queue group: it ends the run at once
+      // if it is still queued (queued-control.ts). Malformed ones were counted above.
+      this.#options.nc.subscribe(resources.subjects.allAborts, {
+        queue: `${resources.subjects.specsConsumer}_queued_controls`,
+        callback: (error, message) => {
+          if (error) return;
+          let request: ReturnType<typeof abortRequestCodec.decode>;
+          try {
+            request = abortRequestCodec.decode(message.data);
+          } catch {
+            return;
+          }
+          if (this.#active.has(request.run_id)) return;
+          const deps = {
+            resources,
+            daemonId: this.id,
+            logger: this.#logger,
+            metrics: this.#options.metrics,
+          };
+          void endQueuedRun(deps, request).catch((failure: unknown) =>
+            this.#logger.warn({ err: failure, runId: request.run_id }, "could not end a queued run"),
+          );
+        },
+      }),
+      // Steering: the daemon running the run answers; the others stay silent.
+      this.#options.nc.subscribe(resources.subjects.allSteers, {
+        callback: (error, message) => {
+          if (error) return;
+          try {
+            const request = steerRequestCodec.decode(message.data);
+            const active = this.#active.get(request.run_id);
+            if (active === undefined) return;
+            message.respond(steerReplyCodec.encode({ v: PROTOCOL_VERSION, ...active.steer(request) }));
+          } catch (decodeError) {
+            this.#refuseMalformed(decodeError, message.subject, "steer request");
           }
         },
       }),
@@ -183,6 +222,13 @@ export class ForkDaemon {
       },
       "daemon running",
     );
+  }
+
+  /** Counts and logs a control message that does not decode; it changes nothing. */
+  #refuseMalformed(decodeError: unknown, subject: string, what: string): void {
+    const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
+    this.#options.metrics?.refusedControls.inc({ kind: code });
+    this.#logger.warn({ code, subject }, `ignoring a malformed ${what}`);
   }
 
   /**

@@ -1,7 +1,13 @@
 // One spec through the core: rebuild the child's request, resume from earlier attempts' events,
 // run the turn loop with the run's tools, filter and permissions, and say how it ended.
 import { join, resolve } from "node:path";
-import { assertMayFork, type LlmClient, type ToolDispatcher, type WorktreeMapping } from "@forkd/core";
+import {
+  assertMayFork,
+  type LlmClient,
+  type ToolDispatcher,
+  type TurnBoundary,
+  type WorktreeMapping,
+} from "@forkd/core";
 import {
   outcomeToTerminalEvent,
   prepareForkRun,
@@ -53,6 +59,8 @@ export interface ForkRunOptions {
   tools: RunToolsFactory;
   config: DaemonConfig;
   signal: AbortSignal;
+  /** Graceful stop and steering, asked at every turn boundary. */
+  boundary?: TurnBoundary;
   emit: (event: ForkEventBody) => void;
   /** Resolves when every event emitted so far is stored (see the turn loop's `durable`). */
   durable?: () => Promise<void>;
@@ -136,6 +144,7 @@ export async function executeForkRun(
       deadlineAt: Math.min(spec.deadline_at ?? Number.POSITIVE_INFINITY, options.runDeadlineAt),
       resume,
       signal: options.signal,
+      boundary: options.boundary,
       emit: (body) => {
         if (metrics && body.type === "llm.message") observeLlmMessage(metrics, body);
         if (metrics && body.type === "tool.denied") metrics.toolCalls.inc({ result: "denied" });

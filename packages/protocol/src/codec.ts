@@ -5,6 +5,8 @@ import {
   AbortRequestSchema,
   PermissionRequestSchema,
   PermissionResponseSchema,
+  SteerReplySchema,
+  SteerRequestSchema,
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
@@ -390,6 +392,10 @@ const message = (what: string, maxBytes = MAX_EVENT_BYTES) => ({
 
 /** Aborts on `agent.fork.<run_id>.abort` and in the run registry. */
 export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort request", MAX_CONTROL_BYTES));
+/** Steering messages on `agent.fork.<run_id>.steer`. */
+export const steerRequestCodec = createCodec(SteerRequestSchema, message("steer request", MAX_CONTROL_BYTES));
+/** The running daemon's reply to a steering message. */
+export const steerReplyCodec = createCodec(SteerReplySchema, message("steer reply", MAX_CONTROL_BYTES));
 /** Entries of the runs KV bucket. */
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 /** Entries of the daemons KV bucket. */

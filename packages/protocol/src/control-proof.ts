@@ -3,7 +3,7 @@
 // that only the run's owner and the daemons hold. Specs are read by daemons only (the deployed NATS
 // permissions give parents no read right on the specs stream), so the spec carries the secret; what
 // crosses the account's readable subjects is a proof bound to one run and one request, never the secret.
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 
 /** A 256-bit secret or proof, as lowercase hex. */
@@ -30,6 +30,22 @@ export function ownerToken(ownerKey: string, runId: string): string {
 /** The proof an abort of `runId` carries (on the abort subject and in the registry). */
 export function abortProof(token: string, runId: string): string {
   return hmac(token, "abort", runId);
+}
+
+/** The proof a graceful stop of `runId` carries: not interchangeable with an abort's. */
+export function stopProof(token: string, runId: string): string {
+  return hmac(token, "stop", runId);
+}
+
+/** The proof of the abort or stop `mode` of `runId`. */
+export function controlProof(token: string, runId: string, mode: "abort" | "stop" | undefined): string {
+  return mode === "stop" ? stopProof(token, runId) : abortProof(token, runId);
+}
+
+/** The proof a steering message carries: bound to its run, its id and its exact text. */
+export function steerProof(token: string, request: { run_id: string; steer_id: string; text: string }): string {
+  const digest = createHash("sha256").update(request.text).digest("hex");
+  return hmac(token, "steer", request.run_id, request.steer_id, digest);
 }
 
 /** The proof a permission answer carries: bound to the one request it answers. */

@@ -54,6 +54,8 @@ export {
   providerThrottleCodec,
   retentionLeaseCodec,
   runStateCodec,
+  steerReplyCodec,
+  steerRequestCodec,
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "./codec.js";
@@ -62,6 +64,9 @@ export type {
   AbortRequestInput,
   PermissionRequest,
   PermissionResponse,
+  SteerReply,
+  SteerRequest,
+  StopMode,
   ToolHostRequest,
   ToolHostResponse,
 } from "./control.js";
@@ -69,6 +74,9 @@ export {
   AbortRequestSchema,
   PermissionRequestSchema,
   PermissionResponseSchema,
+  SteerReplySchema,
+  SteerRequestSchema,
+  StopModeSchema,
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
@@ -112,6 +120,7 @@ export {
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
   StartedEventSchema,
+  SteeredEventSchema,
   TERMINAL_EVENT_TYPES,
   ToolCallEventSchema,
   ToolDeniedEventSchema,

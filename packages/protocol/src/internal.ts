@@ -4,11 +4,14 @@ export type { CodecOptions, LenientForkEvent } from "./codec.js";
 export { createCodec, decodeEventLenient, parseWireJson } from "./codec.js";
 export {
   abortProof,
+  controlProof,
   HexSecretSchema,
   newSecret,
   ownerToken,
   permissionProof,
   proofMatches,
+  steerProof,
+  stopProof,
   toolHostProof,
 } from "./control-proof.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";

@@ -5,6 +5,8 @@ import {
   AbortRequestSchema,
   PermissionRequestSchema,
   PermissionResponseSchema,
+  SteerReplySchema,
+  SteerRequestSchema,
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
@@ -38,6 +40,7 @@ const eventDescriptions = (): Record<ForkEventType, string> => ({
   "tool.result": "A tool call finished; its result is appended to the conversation.",
   "tool.denied": "A tool call was refused (filter, permission, recursion guard).",
   "cache.break": "The first turn read far less from the cache than the inherited prefix should have given.",
+  steered: "A steering message from the parent was added as a user message before this turn.",
   heartbeat: "The run is alive; published while nothing else is.",
   completed: "Terminal: the run finished and returns its result.",
   failed: "Terminal: the run failed with an error.",
@@ -103,6 +106,23 @@ function entries(): [string, Entry][] {
         title: "forkd abort request",
         description:
           "Published on `<prefix>.fork.<run_id>.abort` (core NATS) and mirrored into the run's registry entry.",
+      },
+    ],
+    [
+      "steer-request",
+      {
+        schema: SteerRequestSchema,
+        title: "forkd steer request",
+        description:
+          "Published on `<prefix>.fork.<run_id>.steer` (request/reply): a user message added to a running child at its next turn boundary.",
+      },
+    ],
+    [
+      "steer-reply",
+      {
+        schema: SteerReplySchema,
+        title: "forkd steer reply",
+        description: "The reply of the daemon running a steered run.",
       },
     ],
     [

@@ -1,5 +1,6 @@
 // What the JetStream KV buckets hold: one entry per run, one per live daemon.
 import { z } from "zod";
+import { StopModeSchema } from "./control.js";
 import { HexSecretSchema } from "./control-proof.js";
 import { TERMINAL_EVENT_TYPES, WireErrorSchema } from "./events.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
@@ -41,6 +42,7 @@ export const RunStateSchema = z.object({
   last_seq: z.number().int().nonnegative().describe("Last event seq published (0 before the first)."),
   label: z.string().optional().describe("The spec's label."),
   parent_agent_id: z.string().optional().describe("The spec's `parent.agent_id`."),
+  group_id: RunIdSchema.optional().describe("The spec's `group_id`."),
   model: z.string().optional().describe("The model the run uses."),
   turn: z.number().int().nonnegative().optional().describe("Current turn."),
   created_at: EpochMsSchema.describe("The spec's `created_at`."),
@@ -55,9 +57,10 @@ export const RunStateSchema = z.object({
       requested_at: EpochMsSchema,
       by: z.string().optional(),
       proof: HexSecretSchema.optional(),
+      mode: StopModeSchema.optional().describe("`stop`: a graceful stop (absent: an abort)."),
     })
     .optional()
-    .describe("Set by an abort; a spec picked up or redelivered afterwards is not run."),
+    .describe("Set by an abort or a stop; a spec picked up or redelivered afterwards is not run."),
   /** Set by the daemon that saw the running daemon go silent and handed its spec back to the queue. */
   handoff: z
     .object({
@@ -196,6 +199,7 @@ export interface QueuedRunInit {
   specSeq?: number | undefined;
   parentAgentId?: string | undefined;
   label?: string | undefined;
+  groupId?: string | undefined;
 }
 
 /**
@@ -216,5 +220,6 @@ export function queuedRunState(init: QueuedRunInit): RunState {
   if (init.specSeq !== undefined) state.spec_seq = init.specSeq;
   if (init.parentAgentId !== undefined) state.parent_agent_id = init.parentAgentId;
   if (init.label !== undefined) state.label = init.label;
+  if (init.groupId !== undefined) state.group_id = init.groupId;
   return state;
 }

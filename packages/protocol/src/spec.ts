@@ -184,6 +184,9 @@ export const ForkSpecSchema = z.object({
   run_id: RunIdSchema.describe("Chosen by the parent; idempotent: a resubmitted id is the same run."),
   parent: ParentIdentitySchema.describe("Who forked."),
   label: z.string().max(256).optional().describe("Short human label shown by `forkd ps`."),
+  group_id: RunIdSchema.optional().describe(
+    "The group the run belongs to: every fan-out is one, and a parent may name others. Stamped on every event and recorded in the registry; a group can be stopped or aborted as one.",
+  ),
   /** The query source of the forking agent; the recursion guard refuses a fork from a fork. */
   query_source: z
     .string()
