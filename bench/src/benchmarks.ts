@@ -10,6 +10,7 @@ import { memoryBenchmark } from "./b8-memory.js";
 import { hostileWireBenchmark } from "./b9-hostile-wire.js";
 import { proxyBenchmark } from "./b10-proxy.js";
 import { scaleBenchmark } from "./b11-scale.js";
+import { cascadeBenchmark } from "./b12-cascade.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -24,4 +25,5 @@ export const benchmarks: readonly Benchmark[] = [
   hostileWireBenchmark,
   proxyBenchmark,
   scaleBenchmark,
+  cascadeBenchmark,
 ];

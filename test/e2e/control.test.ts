@@ -90,7 +90,9 @@ describe("groups and cascades", () => {
       },
       { timeoutMs: 20_000, message: "four runs running" },
     );
-    const queued = new Set(states.filter((state) => state?.status === "queued").map((state) => state!.run_id));
+    const queued = new Set(
+      states.filter((state) => state?.status === "queued").map((state) => state!.run_id),
+    );
     expect(queued.size).toBe(6);
     expect(states.every((state) => state?.group_id === group.id)).toBe(true);
 
@@ -100,7 +102,11 @@ describe("groups and cascades", () => {
     expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(10).fill("killed"));
     for (const handle of handles) {
       const events = await contiguousLog(forks.resources, handle.runId);
-      expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "the user pressed Esc", group_id: group.id });
+      expect(events.at(-1)).toMatchObject({
+        type: "aborted",
+        reason: "the user pressed Esc",
+        group_id: group.id,
+      });
       expect(events.every((event) => event.group_id === group.id)).toBe(true);
       // A queued run is ended where it waits, never claimed to run.
       if (queued.has(handle.runId)) expect(events.map((event) => event.type)).toEqual(["aborted"]);
@@ -117,7 +123,8 @@ describe("groups and cascades", () => {
       group.fork({
         prefix,
         parent: { agent_id: "parent-stop" },
-        directive: "Look, then write.\n@sim tool Bash {\"command\":\"sleep 1; echo looked\"}\n@sim turn\n@sim text 20",
+        directive:
+          'Look, then write.\n@sim tool Bash {"command":"sleep 1; echo looked"}\n@sim turn\n@sim text 20',
       }),
       group.fork({ prefix, parent: { agent_id: "parent-stop" }, directive: SLOW }),
     ];
@@ -126,7 +133,10 @@ describe("groups and cascades", () => {
     await group.stop("enough for now");
     const [one, two] = await Promise.all([first!.result(), second!.result()]);
     // The tool that was running finished and is in the log; no second model turn started.
-    expect(one).toMatchObject({ status: "completed", result: { stop: "stopped", stop_reason: "enough for now" } });
+    expect(one).toMatchObject({
+      status: "completed",
+      result: { stop: "stopped", stop_reason: "enough for now" },
+    });
     const events = await contiguousLog(forks.resources, first!.runId);
     expect(events.filter((event) => event.type === "tool.result")).toHaveLength(1);
     expect(events.filter((event) => event.type === "llm.request")).toHaveLength(1);
@@ -141,7 +151,7 @@ describe("groups and cascades", () => {
     const victim = forks.fork({
       prefix,
       parent: { agent_id: "parent-victim" },
-      directive: "Look, then write.\n@sim tool Bash {\"command\":\"sleep 1\"}\n@sim turn\n@sim say done",
+      directive: 'Look, then write.\n@sim tool Bash {"command":"sleep 1"}\n@sim turn\n@sim say done',
     });
     const queuedVictim = forks.fork({ prefix, parent: { agent_id: "parent-victim" }, directive: SLOW });
     const hostile = await NatsForkSubagent.create(nc); // its own random owner key
@@ -153,7 +163,10 @@ describe("groups and cascades", () => {
         code: "steer_refused",
       });
       const outcome = await victim.result();
-      expect(outcome).toMatchObject({ status: "completed", result: { stop: "end_turn", final_text: "done" } });
+      expect(outcome).toMatchObject({
+        status: "completed",
+        result: { stop: "end_turn", final_text: "done" },
+      });
       const events = await contiguousLog(forks.resources, victim.runId);
       expect(events.some((event) => event.type === "steered")).toBe(false);
       // The queued one was not ended by the forged requests either: its owner ends it.
@@ -172,7 +185,8 @@ describe("steering", () => {
     const handle = forks.fork({
       prefix,
       parent: { agent_id: "parent-steer" },
-      directive: "Look, then write.\n@sim tool Bash {\"command\":\"sleep 1; echo looked\"}\n@sim turn\n@sim say unsteered",
+      directive:
+        'Look, then write.\n@sim tool Bash {"command":"sleep 1; echo looked"}\n@sim turn\n@sim say unsteered',
     });
     await eventOf(handle, (event) => event.type === "tool.call");
     await handle.send("Change of plan: check the codec too.\n@sim say steered reply", { by: "tester" });
@@ -185,7 +199,9 @@ describe("steering", () => {
     const requests = events.filter((event) => event.type === "llm.request");
     expect(requests).toHaveLength(2);
     expect(steered!.seq).toBeLessThan(requests[1]!.seq);
-    const carrying = sim.requests().filter((entry) => entry.body.includes("Change of plan: check the codec too."));
+    const carrying = sim
+      .requests()
+      .filter((entry) => entry.body.includes("Change of plan: check the codec too."));
     expect(carrying).toHaveLength(1);
   });
 
@@ -194,7 +210,7 @@ describe("steering", () => {
     const handle = forks.fork({
       prefix,
       parent: { agent_id: "parent-steer-crash" },
-      directive: "Look, then write.\n@sim tool Bash {\"command\":\"sleep 1\"}\n@sim turn\n@sim say unsteered",
+      directive: 'Look, then write.\n@sim tool Bash {"command":"sleep 1"}\n@sim turn\n@sim say unsteered',
     });
     await eventOf(handle, (event) => event.type === "tool.call");
     const marker = `resume-marker-${handle.runId}`;

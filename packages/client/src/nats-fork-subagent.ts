@@ -56,6 +56,9 @@ export type PermissionHandler = (
   request: PermissionRequest,
 ) => Promise<PermissionResponse> | PermissionResponse;
 
+/** Runs a subagent remembers for cascades (the registry lists the rest). */
+const MAX_KNOWN_RUNS = 10_000;
+
 /** Options of {@link NatsForkSubagent}. */
 export interface NatsForkSubagentOptions extends ForkResourceOptions {
   /**
@@ -134,9 +137,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
   readonly #ownerKey: string;
-  // Runs launched here whose registry entry (and index keys) may not be written yet: a cascade over a
-  // group or a parent reaches them through this map until the registry lists them.
-  readonly #launching = new Map<string, NatsForkHandle>();
+  // Runs forked here, oldest first: a cascade over a group or a parent sends them its fast-path
+  // requests before it lists the registry (which finds those forked elsewhere too; those not yet
+  // registered are only here). Bounded: past MAX_KNOWN_RUNS the oldest are forgotten, and runs a
+  // cascade finds ended are dropped.
+  readonly #known = new Map<string, NatsForkHandle>();
   // Every parent agent id this subagent forked for: what abortParent() cascades over by default.
   readonly #parents = new Set<string>();
 
@@ -192,43 +197,50 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
    * ended: those the registry lists and those launched here and not yet registered. Runs of another
    * owner key refuse it (their daemons check the proof). Returns the run ids it was sent to.
    */
-  async controlGroup(
-    groupId: string,
-    options: { mode?: StopMode; reason?: string } = {},
-  ): Promise<string[]> {
-    const registered = await runsOfGroup(this.resources, groupId);
-    const local = [...this.#launching.values()].filter((handle) => handle.groupId === groupId);
-    return this.#controlRuns(registered, local, options);
+  async controlGroup(groupId: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
+    const local = [...this.#known.values()].filter((handle) => handle.groupId === groupId);
+    return this.#controlRuns(local, () => runsOfGroup(this.resources, groupId), options);
   }
 
   /**
    * Cascade: aborts (or stops) every run of parent `agentId` — by default of every parent agent id
    * this subagent forked for — queued ones included. Returns the run ids it was sent to.
    */
-  async abortParent(
-    agentId?: string,
-    options: { mode?: StopMode; reason?: string } = {},
-  ): Promise<string[]> {
+  async abortParent(agentId?: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
     const agents = agentId !== undefined ? [agentId] : [...this.#parents];
-    const registered = (await Promise.all(agents.map((agent) => runsOfParent(this.resources, agent)))).flat();
-    const local = [...this.#launching.values()].filter((handle) => agents.includes(handle.parentAgentId ?? ""));
-    return this.#controlRuns(registered, local, options);
+    const local = [...this.#known.values()].filter((handle) => agents.includes(handle.parentAgentId ?? ""));
+    const listed = async () =>
+      (await Promise.all(agents.map((agent) => runsOfParent(this.resources, agent)))).flat();
+    return this.#controlRuns(local, listed, options);
   }
 
+  // Fast path to the runs known here at once, then the registry's list; each run gets its own proof.
   async #controlRuns(
-    registered: RunState[],
     local: NatsForkHandle[],
+    list: () => Promise<RunState[]>,
     options: { mode?: StopMode; reason?: string },
   ): Promise<string[]> {
-    const targets = new Map<string, NatsForkHandle>();
-    for (const handle of local) targets.set(handle.runId, handle);
-    for (const state of registered) {
-      if (!isTerminalRunStatus(state.status) && !targets.has(state.run_id))
-        targets.set(state.run_id, this.attach(state.run_id));
-    }
     const mode = options.mode ?? "abort";
     const reason = options.reason ?? (mode === "stop" ? "stopped by parent" : "aborted by parent");
-    await Promise.all([...targets.values()].map((handle) => handle.control(mode, reason)));
+    const requestedAt = Date.now();
+    const targets = new Map<string, NatsForkHandle>();
+    for (const handle of local) {
+      targets.set(handle.runId, handle);
+      handle.publishControl(mode, reason, requestedAt);
+    }
+    const flushed = this.resources.nc.flush();
+    for (const state of await list()) {
+      if (isTerminalRunStatus(state.status)) {
+        this.#known.delete(state.run_id);
+        continue;
+      }
+      if (targets.has(state.run_id)) continue;
+      const handle = this.attach(state.run_id);
+      targets.set(state.run_id, handle);
+      handle.publishControl(mode, reason, requestedAt);
+    }
+    await flushed;
+    await Promise.all([...targets.values()].map((handle) => handle.control(mode, reason, requestedAt)));
     return [...targets.keys()];
   }
 
@@ -309,15 +321,15 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
       // that owns the run, and no run id is visible before its spec holds it.
       await this.#registerQueued(spec, ack.seq);
-      this.#launching.delete(runId);
       if (prefixSource.kind === "ref") await this.#confirmPrefix(params.prefix!, prefixSource);
     })();
     const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
       groupId: params.groupId,
       parentAgentId: params.parent.agent_id,
     });
-    this.#launching.set(runId, handle);
-    launch.catch(() => this.#launching.delete(runId));
+    this.#known.set(runId, handle);
+    if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);
+    launch.catch(() => this.#known.delete(runId));
     return handle;
   }
 
@@ -592,10 +604,7 @@ export class NatsForkHandle implements ForkHandle {
     }
   }
 
-  /** @internal An abort or a stop, with the proof of its mode; used by groups and cascades too. */
-  async control(mode: StopMode, reason: string): Promise<void> {
-    const resources = this.#resources;
-    const requestedAt = Date.now();
+  #controlRequest(mode: StopMode, reason: string, requestedAt: number): { bytes: Uint8Array; proof: string } {
     const proof = controlProof(ownerToken(this.#ownerKey, this.runId), this.runId, mode);
     const bytes = abortRequestCodec.encode({
       v: PROTOCOL_VERSION,
@@ -605,6 +614,19 @@ export class NatsForkHandle implements ForkHandle {
       proof,
       ...(mode === "stop" ? { mode } : {}),
     });
+    return { bytes, proof };
+  }
+
+  /** @internal The fast path of an abort or a stop alone (core NATS, not flushed): cascades send it to every run first. */
+  publishControl(mode: StopMode, reason: string, requestedAt: number): void {
+    const { bytes } = this.#controlRequest(mode, reason, requestedAt);
+    this.#resources.nc.publish(this.#resources.subjects.abort(this.runId), bytes);
+  }
+
+  /** @internal An abort or a stop, with the proof of its mode; used by groups and cascades too. */
+  async control(mode: StopMode, reason: string, requestedAt = Date.now()): Promise<void> {
+    const resources = this.#resources;
+    const { bytes, proof } = this.#controlRequest(mode, reason, requestedAt);
     const subject = resources.subjects.abort(this.runId);
     // Fast path first: a daemon running the run stops within milliseconds.
     resources.nc.publish(subject, bytes);
@@ -614,7 +636,8 @@ export class NatsForkHandle implements ForkHandle {
         return "unchanged";
       }
       // A stop never softens an abort already asked for.
-      if (mode === "stop" && current?.abort !== undefined && current.abort.mode !== "stop") return "unchanged";
+      if (mode === "stop" && current?.abort !== undefined && current.abort.mode !== "stop")
+        return "unchanged";
       const now = Date.now();
       const base = current ?? queuedRunState({ runId: this.runId, createdAt: now, now });
       const flag = { reason, requested_at: requestedAt, proof, ...(mode === "stop" ? { mode } : {}) };

@@ -124,7 +124,10 @@ async function indexedRunIds(resources: ForkResources, filter: string): Promise<
 
 /** Every run of group `groupId` that the registry still holds, newest first. */
 export async function runsOfGroup(resources: ForkResources, groupId: string): Promise<RunState[]> {
-  const states = await statesOf(resources, await indexedRunIds(resources, `${GROUP_INDEX_TOKEN}.${groupId}.*`));
+  const states = await statesOf(
+    resources,
+    await indexedRunIds(resources, `${GROUP_INDEX_TOKEN}.${groupId}.*`),
+  );
   return states.filter((state) => state.group_id === groupId).sort((a, b) => b.created_at - a.created_at);
 }
 

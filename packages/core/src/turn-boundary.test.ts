@@ -36,13 +36,23 @@ function setup(steps: ScriptStep[], boundary: TurnBoundary, onTool?: () => void)
   };
   const events: ForkEventBody[] = [];
   const run = () =>
-    runTurnLoop({ runId: "run-1", request, llm, dispatcher, cwd: "/tmp", boundary, emit: (e) => events.push(e) });
+    runTurnLoop({
+      runId: "run-1",
+      request,
+      llm,
+      dispatcher,
+      cwd: "/tmp",
+      boundary,
+      emit: (e) => events.push(e),
+    });
   return { request, llm, dispatcher, events, run };
 }
 
 /** Stamps bodies into a log, as a daemon would, for the resume rebuild. */
 function asLog(bodies: ForkEventBody[]): ForkEvent[] {
-  return bodies.map((body, index) => ({ ...body, v: 1, run_id: "run-1", seq: index + 1, attempt: 1, ts: 1 }) as ForkEvent);
+  return bodies.map(
+    (body, index) => ({ ...body, v: 1, run_id: "run-1", seq: index + 1, attempt: 1, ts: 1 }) as ForkEvent,
+  );
 }
 
 describe("turn boundaries", () => {
@@ -82,10 +92,16 @@ describe("turn boundaries", () => {
     ]);
     const kinds = t.events.map((event) => event.type);
     expect(kinds.indexOf("steered")).toBe(kinds.lastIndexOf("llm.request") - 1);
-    expect(t.events.find((event) => event.type === "steered")).toMatchObject({ turn: 2, steer_id: "s1", by: "me" });
+    expect(t.events.find((event) => event.type === "steered")).toMatchObject({
+      turn: 2,
+      steer_id: "s1",
+      by: "me",
+    });
     // The rebuild from the log makes the same conversation the loop sent.
     const rebuilt = rebuildRunState(t.request, asLog(t.events.slice(0, kinds.lastIndexOf("llm.request"))));
-    expect(rebuilt.messages.map(stripCacheControl)).toEqual(t.llm.lastRequest().messages.map(stripCacheControl));
+    expect(rebuilt.messages.map(stripCacheControl)).toEqual(
+      t.llm.lastRequest().messages.map(stripCacheControl),
+    );
   });
 
   it("gives a model that ended its turn one more turn for a steering message", async () => {
@@ -106,13 +122,24 @@ describe("turn boundaries", () => {
       return response;
     };
     const second = await again.run();
-    expect(second).toMatchObject({ status: "completed", stop: "end_turn", finalText: "steered answer", turns: 2 });
+    expect(second).toMatchObject({
+      status: "completed",
+      stop: "end_turn",
+      finalText: "steered answer",
+      turns: 2,
+    });
     expect(stripCacheControl(again.llm.lastRequest().messages.at(-1)!)).toEqual({
       role: "user",
       content: [{ type: "text", text: "one more thing" }],
     });
-    const rebuilt = rebuildRunState(again.request, asLog(again.events.slice(0, again.events.map((e) => e.type).lastIndexOf("llm.request"))));
-    expect(rebuilt.messages.at(-1)).toEqual({ role: "user", content: [{ type: "text", text: "one more thing" }] });
+    const rebuilt = rebuildRunState(
+      again.request,
+      asLog(again.events.slice(0, again.events.map((e) => e.type).lastIndexOf("llm.request"))),
+    );
+    expect(rebuilt.messages.at(-1)).toEqual({
+      role: "user",
+      content: [{ type: "text", text: "one more thing" }],
+    });
     expect(rebuilt.pending).toBeNull();
   });
 
@@ -120,11 +147,21 @@ describe("turn boundaries", () => {
     const user = Object.freeze({ role: "user", content: "hi" }) as MessageParam;
     const messages: MessageParam[] = [user];
     withSteering(messages, "more");
-    expect(messages).toEqual([{ role: "user", content: [{ type: "text", text: "hi" }, { type: "text", text: "more" }] }]);
+    expect(messages).toEqual([
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "hi" },
+          { type: "text", text: "more" },
+        ],
+      },
+    ]);
     expect(user.content).toBe("hi");
   });
 });
 
 function stripCacheControl(message: MessageParam): MessageParam {
-  return JSON.parse(JSON.stringify(message), (key, value) => (key === "cache_control" ? undefined : value)) as MessageParam;
+  return JSON.parse(JSON.stringify(message), (key, value) =>
+    key === "cache_control" ? undefined : value,
+  ) as MessageParam;
 }

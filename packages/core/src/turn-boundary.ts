@@ -35,7 +35,9 @@ export function withSteering(messages: MessageParam[], text: string): void {
   const block = { type: "text", text } as const;
   if (last?.role === "user") {
     const content =
-      typeof last.content === "string" ? [{ type: "text", text: last.content }, block] : [...last.content, block];
+      typeof last.content === "string"
+        ? [{ type: "text", text: last.content }, block]
+        : [...last.content, block];
     messages[messages.length - 1] = { role: "user", content: content as MessageParam["content"] };
     return;
   }

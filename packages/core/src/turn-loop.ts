@@ -236,7 +236,9 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
   // A graceful stop ends the run here, with what it has.
   const stopped = (): TurnLoopOutcome | undefined => {
     const reason = boundary?.stopRequested();
-    return reason === undefined ? undefined : { ...stats(), status: "completed", stop: "stopped", stopReason: reason };
+    return reason === undefined
+      ? undefined
+      : { ...stats(), status: "completed", stop: "stopped", stopReason: reason };
   };
   // Adds the steering messages received so far, each with its `steered` event, before turn `turn`'s
   // request. The events must be stored before that request (the barrier), so a resumed run has them.

@@ -28,18 +28,18 @@ export interface QueuedControlDeps {
   metrics?: DaemonMetrics | undefined;
 }
 
-/** The stored spec of a run, by its owning sequence when known, else the last for its subject. */
-async function storedSpec(resources: ForkResources, runId: string, specSeq: number | undefined): Promise<ForkSpec | null> {
+/** The stored spec of a run: the last message on its subject (a work queue holds one per live run). */
+async function storedSpec(
+  resources: ForkResources,
+  runId: string,
+): Promise<{ spec: ForkSpec; seq: number } | null> {
   const stored = await resources.jsm.streams
-    .getMessage(
-      resources.subjects.streams.specs,
-      specSeq !== undefined ? { seq: specSeq } : { last_by_subj: resources.subjects.spec(runId) },
-    )
+    .getMessage(resources.subjects.streams.specs, { last_by_subj: resources.subjects.spec(runId) })
     .catch(() => null);
   if (stored === null) return null;
   try {
     const spec = forkSpecCodec.decode(stored.data);
-    return spec.run_id === runId ? spec : null;
+    return spec.run_id === runId ? { spec, seq: stored.seq } : null;
   } catch {
     return null; // a malformed spec fails its run at pickup
   }
@@ -54,17 +54,27 @@ async function storedSpec(resources: ForkResources, runId: string, specSeq: numb
 export async function endQueuedRun(deps: QueuedControlDeps, request: AbortRequest): Promise<boolean> {
   const { resources, daemonId } = deps;
   const runId = request.run_id;
-  const registered = await getRunState(resources, runId);
-  if (registered === null || registered.state.status !== "queued") return false;
-  const spec = await storedSpec(resources, runId, registered.state.spec_seq);
-  if (spec === null) return false;
+  // The reads in one round trip.
+  const [registered, stored] = await Promise.all([
+    getRunState(resources, runId),
+    storedSpec(resources, runId),
+  ]);
+  if (registered === null || registered.state.status !== "queued" || stored === null) return false;
+  // A run never claimed has no log; one handed back to the queue has one to append to.
+  const last = registered.state.attempt === 0 ? null : await lastLoggedEvent(resources, runId);
+  // Only the spec that owns the run speaks for it.
+  const specSeq = registered.state.spec_seq ?? stored.seq;
+  if (specSeq !== stored.seq) return false;
+  const spec = stored.spec;
   const mode = request.mode ?? "abort";
   if (!abortAuthorized(spec.owner_token ?? null, runId, request.proof, mode)) {
     deps.metrics?.refusedControls.inc({ kind: mode });
-    deps.logger.warn({ runId, code: `${mode}_refused` }, `a ${mode} without the owner's proof: the queued run stays`);
+    deps.logger.warn(
+      { runId, code: `${mode}_refused` },
+      `a ${mode} without the owner's proof: the queued run stays`,
+    );
     return false;
   }
-  const last = await lastLoggedEvent(resources, runId);
   if (last && isTerminalEvent(last.event)) return false;
   const attempt = registered.state.attempt + 1;
   const now = Date.now();
@@ -75,7 +85,8 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
     ...(request.proof !== undefined ? { proof: request.proof } : {}),
     ...(request.mode !== undefined ? { mode: request.mode } : {}),
   };
-  // A claim like a daemon's, from `queued` only: a daemon that claims first keeps the run.
+  // A claim like a daemon's, from `queued` only: a daemon that claims first keeps the run. Were the
+  // log not empty after all, the publish below is fenced by its expected last sequence.
   const claimed = await updateRunState(
     resources,
     runId,
@@ -111,10 +122,10 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
         }
       : { type: "aborted", reason: request.reason, usage: emptyUsageTotals() };
   const event = await publisher.publish(terminal);
-  await recordTerminal(resources, runId, event, attempt);
-  const specSeq = registered.state.spec_seq;
-  if (specSeq !== undefined)
-    await resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, specSeq).catch(() => false);
+  await Promise.all([
+    recordTerminal(resources, runId, event, attempt),
+    resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, specSeq).catch(() => false),
+  ]);
   deps.metrics?.runsEnded.inc({ outcome: event.type });
   deps.metrics?.abortLatency.observe(Math.max(0, Date.now() - request.requested_at) / 1000);
   deps.logger.info({ runId, outcome: event.type }, "queued run ended before any daemon ran it");

@@ -199,7 +199,11 @@ export class RunExecutor {
       if (ownerToken !== null && !proofMatches(steerProof(ownerToken, request), request.proof)) {
         deps.metrics?.refusedControls.inc({ kind: "steer" });
         logger.warn({ code: "steer_refused" }, "a steering message without the owner's proof: ignored");
-        return { accepted: false, code: "steer_refused", message: "the request does not carry the run owner's proof" };
+        return {
+          accepted: false,
+          code: "steer_refused",
+          message: "the request does not carry the run owner's proof",
+        };
       }
       if (gracefulStop !== undefined)
         return { accepted: false, code: "run_ending", message: `run ${runId} is being stopped` };

@@ -405,7 +405,15 @@ export const forkResultArb: fc.Arbitrary<ForkResult> = record<ForkResult>(
     tool_uses: nonNegInt,
     duration_ms: nonNegNumber,
     cache_shared: fc.boolean(),
-    stop: fc.constantFrom("end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal", "stopped"),
+    stop: fc.constantFrom(
+      "end_turn",
+      "max_turns",
+      "max_tokens",
+      "budget",
+      "stop_sequence",
+      "refusal",
+      "stopped",
+    ),
     stop_reason: anyString(),
     commit: record({
       sha: hex(40),
@@ -521,11 +529,11 @@ export const eventArbs: { [T in ForkEventType]: fc.Arbitrary<ForkEventOf<T>> } =
     cache_read_tokens: nonNegInt,
     detail: anyString(),
   }),
-  steered: event(
-    "steered",
-    { turn: turnArb, steer_id: runIdArb, text: anyString(200), by: anyString() },
-    ["turn", "steer_id", "text"],
-  ),
+  steered: event("steered", { turn: turnArb, steer_id: runIdArb, text: anyString(200), by: anyString() }, [
+    "turn",
+    "steer_id",
+    "text",
+  ]),
   heartbeat: event("heartbeat", { daemon_id: nonEmpty(), turn: nonNegInt }),
   completed: event("completed", { result: forkResultArb }),
   failed: event("failed", { error: wireErrorArb, usage: usageTotalsArb }),
@@ -608,7 +616,12 @@ export const runStateArb: fc.Arbitrary<RunState> = record<RunState>(
     ended_at: epochMsArb,
     heartbeat_at: epochMsArb,
     abort: record<NonNullable<RunState["abort"]>>(
-      { reason: anyString(), requested_at: epochMsArb, by: anyString(), mode: fc.constantFrom("abort", "stop") },
+      {
+        reason: anyString(),
+        requested_at: epochMsArb,
+        by: anyString(),
+        mode: fc.constantFrom("abort", "stop"),
+      },
       ["reason", "requested_at"],
     ),
     usage: usageTotalsArb,

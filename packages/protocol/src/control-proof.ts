@@ -43,7 +43,10 @@ export function controlProof(token: string, runId: string, mode: "abort" | "stop
 }
 
 /** The proof a steering message carries: bound to its run, its id and its exact text. */
-export function steerProof(token: string, request: { run_id: string; steer_id: string; text: string }): string {
+export function steerProof(
+  token: string,
+  request: { run_id: string; steer_id: string; text: string },
+): string {
   const digest = createHash("sha256").update(request.text).digest("hex");
   return hmac(token, "steer", request.run_id, request.steer_id, digest);
 }

@@ -18,7 +18,7 @@ export const AbortRequestSchema = z.object({
     "`abortProof(owner_token, run_id)` (`stopProof` for a stop): required when the run's spec carries an `owner_token`.",
   ),
   mode: StopModeSchema.optional().describe(
-    "`abort` (absent): cut now, the run ends `aborted`. `stop`: the current model turn or tool finishes, nothing new starts, the run ends `completed` with `stop: \"stopped\"`.",
+    '`abort` (absent): cut now, the run ends `aborted`. `stop`: the current model turn or tool finishes, nothing new starts, the run ends `completed` with `stop: "stopped"`.',
   ),
 });
 
