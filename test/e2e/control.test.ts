@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { liveRunIds, NatsForkSubagent, type NatsForkHandle } from "@forkd/client";
-import { createForkPrefix } from "@forkd/core";
+import { costOfTokens, createForkPrefix, defaultPricingTable, tokenCountsOf } from "@forkd/core";
 import type { ForkEvent, ForkPrefix } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
@@ -227,5 +227,111 @@ describe("steering", () => {
     // The resumed attempt's request (after the second `accepted`) carried the message again.
     const resumedRequests = sim.requests().filter((entry) => entry.body.includes(marker));
     expect(resumedRequests.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("a budget shared by a group", () => {
+  it("pauses the group's runs at the cap, loses nothing across a daemon crash, and finishes them once the cap is raised", async () => {
+    const first = await daemon("budget-1", 5);
+    await daemon("budget-2", 5);
+    const cap = 0.02;
+    const group = forks.group();
+    await group.setBudget({ max_cost_usd: cap });
+    const turns = 6;
+    const script = [
+      ...Array.from(
+        { length: turns - 1 },
+        (_, i) => `@sim tool Bash {"command":"echo step ${i}"}\n@sim turn`,
+      ),
+      "@sim say done",
+    ].join("\n");
+    const handles = group.fanOut(
+      { prefix, parent: { agent_id: "parent-budget" }, overrides: { max_tokens: 200 } },
+      Array.from({ length: 10 }, (_, i) => ({ directive: `Work in steps (child ${i}).\n${script}` })),
+      { warmFirst: false },
+    );
+    const allPaused = () =>
+      waitFor(
+        async () => {
+          const states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
+          return states.every((state) => state?.status === "paused") ? states : undefined;
+        },
+        { timeoutMs: 60_000, message: "every run of the group paused" },
+      );
+    await allPaused();
+    // What the group really spent, from the logs: within one model call of the cap.
+    const spend = async () => {
+      const costs: number[] = [];
+      for (const handle of handles) {
+        const events = await contiguousLog(forks.resources, handle.runId);
+        for (const event of events)
+          if (event.type === "llm.message")
+            costs.push(
+              costOfTokens(defaultPricingTable.lookup(prefix.params.model)!, tokenCountsOf(event.usage)),
+            );
+      }
+      return costs;
+    };
+    const costs = await spend();
+    const total = costs.reduce((sum, cost) => sum + cost, 0);
+    expect(total).toBeGreaterThanOrEqual(cap);
+    expect(total).toBeLessThan(cap + Math.max(...costs));
+    const budget = await forks.groupBudget(group.id);
+    expect(budget!.spent.cost_usd).toBeCloseTo(total, 6); // every reservation settled
+    for (const handle of handles) {
+      const events = await contiguousLog(forks.resources, handle.runId);
+      expect(events.filter((event) => event.type !== "heartbeat").at(-1)).toMatchObject({ type: "paused" });
+    }
+
+    // The daemon holding half of them dies; another takes them over, still paused.
+    await first.kill("SIGKILL");
+    await daemon("budget-3", 5);
+    await waitFor(
+      async () => {
+        const states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
+        return (
+          states.every((state) => state?.status === "paused" && state.daemon_id !== "budget-1") || undefined
+        );
+      },
+      { timeoutMs: 60_000, message: "the dead daemon's runs paused again elsewhere" },
+    );
+
+    await group.setBudget({ max_cost_usd: 5 });
+    const outcomes = await Promise.all(handles.map((handle) => handle.result()));
+    for (const outcome of outcomes)
+      expect(outcome).toMatchObject({ status: "completed", result: { final_text: "done", turns } });
+    for (const handle of handles) {
+      const events = await contiguousLog(forks.resources, handle.runId);
+      expect(events.filter((event) => event.type === "tool.result")).toHaveLength(turns - 1);
+      expect(events.some((event) => event.type === "resumed")).toBe(true);
+    }
+  });
+
+  it("a cap signed with another owner key pauses the group instead of raising it", async () => {
+    await daemon("budget-hostile", 2);
+    const group = forks.group();
+    await group.setBudget({ max_cost_usd: 0 });
+    const handle = group.fork({
+      prefix,
+      parent: { agent_id: "parent-budget-2" },
+      directive: "Say it.\n@sim say ok",
+    });
+    await waitFor(async () => (await forks.state(handle.runId))?.status === "paused" || undefined, {
+      timeoutMs: 20_000,
+      message: "run paused at a zero cap",
+    });
+    const hostile = await NatsForkSubagent.create(nc);
+    try {
+      await hostile.setGroupBudget(group.id, { max_cost_usd: 100 });
+      // The forged cap is read (the run polls its group's entry) and not obeyed: no model call.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect((await forks.state(handle.runId))?.status).toBe("paused");
+      const events = await contiguousLog(forks.resources, handle.runId);
+      expect(events.some((event) => event.type === "llm.request" || event.type === "resumed")).toBe(false);
+      await group.setBudget({ max_cost_usd: 1 });
+      expect(await handle.result()).toMatchObject({ status: "completed", result: { final_text: "ok" } });
+    } finally {
+      await hostile.close();
+    }
   });
 });

@@ -161,6 +161,12 @@ export class RunTracker {
       case "steered":
         row.activity = `steered: ${event.text.slice(0, 40)}`;
         break;
+      case "paused":
+        row.activity = `paused: ${event.reason}`;
+        break;
+      case "resumed":
+        row.activity = "resumed";
+        break;
       case "heartbeat":
         row.daemonId = event.daemon_id;
         break;
@@ -275,6 +281,10 @@ export function describeEvent(event: ForkEvent): string {
       return `turn ${event.turn}, layer ${event.layer}: read ${formatInteger(event.cache_read_tokens)} of ${formatInteger(event.prompt_tokens)} input tokens; ${short(event.detail)}`;
     case "steered":
       return `before turn ${event.turn}${event.by ? ` from ${event.by}` : ""}: ${short(event.text, 120)}`;
+    case "paused":
+      return `before turn ${event.turn}: ${short(event.reason, 160)}`;
+    case "resumed":
+      return `turn ${event.turn} after ${formatElapsed(event.paused_ms)} paused`;
     case "heartbeat":
       return `from ${event.daemon_id}, turn ${event.turn}`;
     case "completed":

@@ -1,6 +1,7 @@
 // A group of forks: one id on every run's spec, registry entry and event, so the parent (or the CLI,
 // with the same owner key) can stop or abort them as one, queued runs included.
 import type { ForkParams } from "@forkd/core";
+import type { GroupBudget } from "@forkd/protocol";
 import type { FanOutChild, FanOutOptions, NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
 
 /**
@@ -50,6 +51,14 @@ export class ForkGroup {
   /** Aborts every run of the group that has not ended, queued ones included; returns their ids. */
   abort(reason = "group aborted by parent"): Promise<string[]> {
     return this.#forks.controlGroup(this.id, { mode: "abort", reason });
+  }
+
+  /**
+   * Sets or raises the budget shared by the group's runs on every daemon (see
+   * {@link NatsForkSubagent.setGroupBudget}): at the cap they pause; a raised cap resumes them.
+   */
+  setBudget(cap: GroupBudget["cap"]): Promise<GroupBudget> {
+    return this.#forks.setGroupBudget(this.id, cap);
   }
 
   /** Stops every run of the group gracefully (see {@link NatsForkHandle.stop}); returns their ids. */

@@ -17,6 +17,9 @@ import {
   type ForkPrefix,
   type ForkSpecInput,
   forkSpecCodec,
+  type GroupBudget,
+  groupBudgetCodec,
+  groupBudgetKey,
   INLINE_PREFIX_THRESHOLD_BYTES,
   isTerminalEvent,
   isTerminalRunStatus,
@@ -34,7 +37,15 @@ import {
   steerRequestCodec,
   type ToolHostRef,
 } from "@forkd/protocol";
-import { controlProof, newSecret, ownerToken, permissionProof, steerProof } from "@forkd/protocol/internal";
+import {
+  budgetCapProof,
+  controlProof,
+  groupToken,
+  newSecret,
+  ownerToken,
+  permissionProof,
+  steerProof,
+} from "@forkd/protocol/internal";
 import type { PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
@@ -55,6 +66,15 @@ import { getRunState, updateRunState } from "./run-registry.js";
 export type PermissionHandler = (
   request: PermissionRequest,
 ) => Promise<PermissionResponse> | PermissionResponse;
+
+/** A budget entry as stored, or undefined when it does not decode (it is then replaced). */
+function safeDecodeBudget(bytes: Uint8Array): GroupBudget | undefined {
+  try {
+    return groupBudgetCodec.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
 
 /** Runs a subagent remembers for cascades (the registry lists the rest). */
 const MAX_KNOWN_RUNS = 10_000;
@@ -244,6 +264,46 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     return [...targets.keys()];
   }
 
+  /**
+   * Sets (or raises, or lowers) the budget shared by every run of group `groupId`, on every daemon:
+   * at the cap its runs pause at their next turn boundary, and a raised cap resumes them. Keeps what
+   * the group spent. Signed with this subagent's owner key: the runs of a group forked with another
+   * key pause rather than obey it. Returns the entry as written.
+   */
+  async setGroupBudget(groupId: string, cap: GroupBudget["cap"]): Promise<GroupBudget> {
+    const key = groupBudgetKey(groupId);
+    const token = groupToken(this.#ownerKey, groupId);
+    for (let attempt = 1; ; attempt++) {
+      const entry = await this.resources.runs.get(key);
+      const current =
+        entry?.operation === "PUT" && entry.length > 0 ? safeDecodeBudget(entry.value) : undefined;
+      const unsigned = {
+        v: PROTOCOL_VERSION,
+        group_id: groupId,
+        cap,
+        cap_version: (current?.cap_version ?? 0) + 1,
+        spent: current?.spent ?? { cost_usd: 0, tokens: 0 },
+        updated_at: Date.now(),
+      } as const;
+      const next: GroupBudget = { ...unsigned, cap_proof: budgetCapProof(token, unsigned) };
+      const bytes = groupBudgetCodec.encode(next);
+      try {
+        if (entry && entry.operation === "PUT") await this.resources.runs.update(key, bytes, entry.revision);
+        else await this.resources.runs.create(key, bytes);
+        return next;
+      } catch (error) {
+        if (attempt >= 20) throw error;
+      }
+    }
+  }
+
+  /** The budget entry of group `groupId`, or null when it has none. */
+  async groupBudget(groupId: string): Promise<GroupBudget | null> {
+    const entry = await this.resources.runs.get(groupBudgetKey(groupId));
+    if (entry?.operation !== "PUT" || entry.length === 0) return null;
+    return groupBudgetCodec.decode(entry.value);
+  }
+
   /** A handle on an existing run (a parent that restarted, an observer). */
   attach(runId: string): NatsForkHandle {
     return new NatsForkHandle(this.resources, runId, Promise.resolve(), this.#logger, this.#ownerKey);
@@ -344,7 +404,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       created_at: Date.now(),
     };
     if (params.label !== undefined) spec.label = params.label;
-    if (params.groupId !== undefined) spec.group_id = params.groupId;
+    if (params.groupId !== undefined) {
+      spec.group_id = params.groupId;
+      spec.group_token = groupToken(this.#ownerKey, params.groupId);
+    }
     if (params.querySource !== undefined) spec.query_source = params.querySource;
     if (params.forkCall !== undefined) spec.fork_call = params.forkCall;
     if (params.toolFilter !== undefined) spec.tool_filter = params.toolFilter;

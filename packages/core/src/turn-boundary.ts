@@ -2,7 +2,8 @@
 // loop asks at every turn boundary (before a model call, before each tool call for a stop); the
 // resume rebuild applies a logged `steered` event exactly as the loop did, so both build the same
 // conversation.
-import type { MessageParam } from "@forkd/protocol";
+import type { MessageParam, ProviderUsage } from "@forkd/protocol";
+import type { LlmRequest } from "./llm-client.js";
 
 /** A steering message: a user message added to a running child at its next turn boundary. */
 export interface SteeringMessage {
@@ -22,6 +23,25 @@ export interface TurnBoundary {
   stopRequested(): string | undefined;
   /** Steering messages received since the last call, oldest first; each is handed out once. */
   takeSteering(): SteeringMessage[];
+  /**
+   * Asked before each model call: resolves `go` when the call may be made (a shared budget may hold
+   * it — the run pauses meanwhile), `stop` when a graceful stop came while it waited. Rejects only
+   * when `signal` aborts.
+   */
+  admitTurn?(turn: TurnAdmission, signal: AbortSignal): Promise<"go" | "stop">;
+  /**
+   * Told the usage of a call {@link admitTurn} admitted, once it returned (`null`: the call failed
+   * and reported none), so a shared budget can replace its reservation with what was spent.
+   */
+  settleTurn?(turn: number, model: string, usage: ProviderUsage | null): Promise<void>;
+}
+
+/** A model call about to be made. */
+export interface TurnAdmission {
+  turn: number;
+  model: string;
+  /** The request, as it will be sent (for an estimate of its cost). */
+  request: LlmRequest;
 }
 
 /**

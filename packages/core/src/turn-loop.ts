@@ -233,6 +233,8 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
   };
   const tools = new ToolRunner(options, emitFromTools, signal, clock, logger, messages);
   const boundary = options.boundary;
+  // A model call admitted by the boundary whose usage it was not told yet.
+  let unsettled: { turn: number; model: string } | null = null;
   // A graceful stop ends the run here, with what it has.
   const stopped = (): TurnLoopOutcome | undefined => {
     const reason = boundary?.stopRequested();
@@ -277,6 +279,14 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         const turn = turns + 1;
         steer(turn);
         const request = renderRequest(options, messages, turn);
+        if (boundary?.admitTurn !== undefined) {
+          const admitted = await raceAbort(
+            boundary.admitTurn({ turn, model: request.model, request }, signal),
+            signal,
+          );
+          if (admitted === "stop") return stopped() ?? { ...stats(), status: "completed", stop: "stopped" };
+          unsettled = { turn, model: request.model };
+        }
         let response!: Awaited<ReturnType<LlmClient["createMessage"]>>;
         // A stream cut after output began is not replayed by the client (it would bill the input
         // twice without telling anyone); the loop sends the turn again as a new, visible llm.request.
@@ -320,6 +330,13 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         lastAssistant = response.message;
         append(response.message);
         usage.add(request.model, response.usage);
+        if (unsettled !== null) {
+          unsettled = null;
+          await raceAbort(
+            boundary!.settleTurn?.(turn, request.model, response.usage) ?? Promise.resolve(),
+            signal,
+          );
+        }
         emit({
           type: "llm.message",
           turn,
@@ -369,6 +386,13 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
       pending = null;
     }
   } catch (error) {
+    // Release the reservation of a call that never returned; its partial usage, if any, is in the totals.
+    if (unsettled !== null && boundary?.settleTurn !== undefined)
+      await boundary
+        .settleTurn(unsettled.turn, unsettled.model, null)
+        .catch((settleError: unknown) =>
+          logger.warn({ err: settleError }, "could not settle a model call with the shared budget"),
+        );
     if (signal.aborted && signal.reason instanceof StopRequest) {
       const stop = signal.reason;
       if (stop.kind === "timeout") {

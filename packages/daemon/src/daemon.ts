@@ -56,6 +56,8 @@ export class ForkDaemon {
   readonly #config: DaemonConfig;
   readonly #logger: DaemonLogger;
   readonly #active = new Map<string, ActiveRun>();
+  // Runs paused at a turn boundary by their group's budget: they hold no slot while they wait.
+  readonly #paused = new Set<string>();
   readonly #stateListeners = new Set<(state: DaemonState) => void>();
   #resources: ForkResources | undefined;
   #executor: RunExecutor | undefined;
@@ -294,7 +296,7 @@ export class ForkDaemon {
     );
     const stop = this.#stopPulling.signal;
     while (!stop.aborted) {
-      const free = this.#config.concurrency - this.#active.size;
+      const free = this.#config.concurrency - (this.#active.size - this.#paused.size);
       if (free <= 0) {
         await new Promise<void>((resolveSlot) => {
           this.#slotFreed = resolveSlot;
@@ -353,11 +355,23 @@ export class ForkDaemon {
       }
       return;
     }
-    const context: RunContext = { message, onEnd: () => undefined, onClaimed: () => this.#beat() };
+    const context: RunContext = {
+      message,
+      onEnd: () => undefined,
+      onClaimed: () => this.#beat(),
+      onPaused: (paused) => {
+        if (paused) {
+          this.#paused.add(runId);
+          this.#slotFreed?.();
+          this.#slotFreed = undefined;
+        } else this.#paused.delete(runId);
+      },
+    };
     const run = this.#executor!.start(context);
     this.#active.set(run.runId, run);
     this.#options.metrics?.runsActive.set(this.#active.size);
     void run.done.finally(() => {
+      this.#paused.delete(run.runId);
       this.#active.delete(run.runId);
       this.#options.metrics?.runsActive.set(this.#active.size);
       this.#slotFreed?.();

@@ -46,6 +46,7 @@ import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import type { HeldRun } from "./failover.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
+import { GroupBudgetGate } from "./group-budget.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
@@ -78,6 +79,8 @@ export interface RunContext {
   onEnd: () => void;
   /** The run was claimed: the daemon's presence should say so now, not at its next beat. */
   onClaimed?: () => void;
+  /** The run paused at a turn boundary (its group's budget is spent) and holds no slot, or goes on. */
+  onPaused?: (paused: boolean) => void;
 }
 
 /** A run in progress on this daemon. */
@@ -230,6 +233,7 @@ export class RunExecutor {
           abortAuthorized: (proof, mode) => abortAuthorized(ownerToken, runId, proof, mode),
           requestStop: (claim) => requestAbort({ ...claim, mode: "stop" }),
           boundary,
+          onPaused: (paused) => context.onPaused?.(paused),
           onPriorSteers: (ids) => {
             for (const id of ids) steerIds.add(id);
           },
@@ -322,6 +326,7 @@ export class RunExecutor {
       /** Applies a graceful stop read from the registry flag. */
       requestStop: (claim: AbortClaim) => void;
       boundary: TurnBoundary;
+      onPaused: (paused: boolean) => void;
       /** Ids of the steering messages an earlier attempt already added (a replayed request is ignored). */
       onPriorSteers: (ids: string[]) => void;
       onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
@@ -424,6 +429,32 @@ export class RunExecutor {
         throw new DaemonError("deadline_exceeded", "the spec's deadline passed before it could start");
       }
       const prefix = await this.#loadPrefix(spec);
+      // A grouped run of a spec with a group token obeys its group's shared budget, if it has one.
+      const groupId = spec.group_id;
+      const groupToken = spec.group_token;
+      const gate =
+        groupId !== undefined && groupToken !== undefined
+          ? new GroupBudgetGate({
+              resources,
+              runId,
+              groupId,
+              groupToken,
+              attempt,
+              emit: (body) => {
+                publish(body).catch((error: unknown) => hooks.onPublishError(error));
+              },
+              onPause: hooks.onPaused,
+              stopRequested: hooks.boundary.stopRequested,
+              logger,
+            })
+          : undefined;
+      const boundary: TurnBoundary = gate
+        ? {
+            ...hooks.boundary,
+            admitTurn: (turn, signal) => gate.admitTurn(turn, signal),
+            settleTurn: (turn, model, usage) => gate.settleTurn(turn, model, usage),
+          }
+        : hooks.boundary;
       const result = await executeForkRun({
         spec,
         prefix,
@@ -433,7 +464,7 @@ export class RunExecutor {
         tools: deps.tools,
         config,
         signal,
-        boundary: hooks.boundary,
+        boundary,
         emit: (body) => {
           if (body.type === "llm.request") hooks.onTurn(body.turn);
           publish(body).catch((error: unknown) => hooks.onPublishError(error));

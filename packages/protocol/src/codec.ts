@@ -28,6 +28,7 @@ import {
 import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GroupBudgetSchema,
   ProviderThrottleSchema,
   RetentionLeaseSchema,
   RunStateSchema,
@@ -398,6 +399,8 @@ export const steerRequestCodec = createCodec(SteerRequestSchema, message("steer 
 export const steerReplyCodec = createCodec(SteerReplySchema, message("steer reply", MAX_CONTROL_BYTES));
 /** Entries of the runs KV bucket. */
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
+/** Group budgets (`budget.<group_id>` in the runs KV bucket). */
+export const groupBudgetCodec = createCodec(GroupBudgetSchema, message("group budget", MAX_CONTROL_BYTES));
 /** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
 /** The retention lease in the daemons KV bucket. */

@@ -27,6 +27,33 @@ export function ownerToken(ownerKey: string, runId: string): string {
   return hmac(ownerKey, "forkd-owner-token", runId);
 }
 
+/**
+ * The group token of one group, carried by the specs of its runs: derived from the owner key like
+ * {@link ownerToken}, so any process holding the key can sign the group's budget cap.
+ */
+export function groupToken(ownerKey: string, groupId: string): string {
+  return hmac(ownerKey, "forkd-group-token", groupId);
+}
+
+/** The proof a group budget's cap carries: bound to the group, the cap's version and its bounds. */
+export function budgetCapProof(
+  token: string,
+  budget: {
+    group_id: string;
+    cap_version: number;
+    cap: { max_cost_usd?: number | undefined; max_tokens?: number | undefined };
+  },
+): string {
+  return hmac(
+    token,
+    "budget",
+    budget.group_id,
+    budget.cap_version,
+    String(budget.cap.max_cost_usd ?? ""),
+    String(budget.cap.max_tokens ?? ""),
+  );
+}
+
 /** The proof an abort of `runId` carries (on the abort subject and in the registry). */
 export function abortProof(token: string, runId: string): string {
   return hmac(token, "abort", runId);

@@ -41,6 +41,8 @@ export const FORK_EVENT_TYPES = [
   "tool.denied",
   "cache.break",
   "steered",
+  "paused",
+  "resumed",
   "heartbeat",
   "completed",
   "failed",
@@ -255,6 +257,26 @@ export const SteeredEventSchema = z.object({
   by: z.string().max(256).optional().describe("Who sent it."),
 });
 
+/** The run waits at a turn boundary: its group's shared budget is spent. Nothing is lost; it holds no slot. */
+export const PausedEventSchema = z.object({
+  ...base,
+  type: z.literal("paused"),
+  turn: z.number().int().positive().describe("The turn that waits to be sent."),
+  reason: z.string().describe("Why, for people."),
+  spent_usd: z.number().optional().describe("The group's spend when it paused, in US dollars."),
+  cap_usd: z.number().optional().describe("The group's cap then, in US dollars."),
+  spent_tokens: z.number().int().optional().describe("The group's tokens when it paused."),
+  cap_tokens: z.number().int().optional().describe("The group's token cap then."),
+});
+
+/** The run goes on after a pause (its group's cap was raised, or spend reservations were released). */
+export const ResumedEventSchema = z.object({
+  ...base,
+  type: z.literal("resumed"),
+  turn: z.number().int().positive().describe("The turn now sent."),
+  paused_ms: z.number().nonnegative().describe("How long it waited, in ms."),
+});
+
 export const HeartbeatEventSchema = z.object({
   ...base,
   type: z.literal("heartbeat"),
@@ -296,6 +318,8 @@ export const ForkEventSchema = z.discriminatedUnion("type", [
   PermissionResolvedEventSchema,
   CacheBreakEventSchema,
   SteeredEventSchema,
+  PausedEventSchema,
+  ResumedEventSchema,
   HeartbeatEventSchema,
   CompletedEventSchema,
   FailedEventSchema,

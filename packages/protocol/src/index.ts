@@ -53,6 +53,7 @@ export {
   permissionResponseCodec,
   providerThrottleCodec,
   retentionLeaseCodec,
+  groupBudgetCodec,
   runStateCodec,
   steerReplyCodec,
   steerRequestCodec,
@@ -119,6 +120,8 @@ export {
   LlmRequestEventSchema,
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
+  PausedEventSchema,
+  ResumedEventSchema,
   StartedEventSchema,
   SteeredEventSchema,
   TERMINAL_EVENT_TYPES,
@@ -150,6 +153,7 @@ export {
 export type {
   DaemonInfo,
   DaemonPresence,
+  GroupBudget,
   ProviderThrottleNotice,
   QueuedRunInit,
   RetentionLease,
@@ -159,6 +163,8 @@ export type {
 export {
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GroupBudgetSchema,
+  groupBudgetKey,
   isTerminalRunStatus,
   ProviderThrottleSchema,
   queuedRunState,

@@ -4,7 +4,9 @@ export type { CodecOptions, LenientForkEvent } from "./codec.js";
 export { createCodec, decodeEventLenient, parseWireJson } from "./codec.js";
 export {
   abortProof,
+  budgetCapProof,
   controlProof,
+  groupToken,
   HexSecretSchema,
   newSecret,
   ownerToken,

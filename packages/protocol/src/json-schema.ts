@@ -41,6 +41,8 @@ const eventDescriptions = (): Record<ForkEventType, string> => ({
   "tool.denied": "A tool call was refused (filter, permission, recursion guard).",
   "cache.break": "The first turn read far less from the cache than the inherited prefix should have given.",
   steered: "A steering message from the parent was added as a user message before this turn.",
+  paused: "The run waits at a turn boundary: its group's shared budget is spent.",
+  resumed: "The run goes on after a pause.",
   heartbeat: "The run is alive; published while nothing else is.",
   completed: "Terminal: the run finished and returns its result.",
   failed: "Terminal: the run failed with an error.",

@@ -6,7 +6,7 @@ import { TERMINAL_EVENT_TYPES, WireErrorSchema } from "./events.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 import { UsageTotalsSchema } from "./usage.js";
 
-export const RunStatusSchema = z.enum(["queued", "running", "completed", "failed", "aborted"]);
+export const RunStatusSchema = z.enum(["queued", "running", "paused", "completed", "failed", "aborted"]);
 /** The statuses a run never leaves: the types of its terminal events. */
 export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = TERMINAL_EVENT_TYPES;
 
@@ -74,6 +74,38 @@ export const RunStateSchema = z.object({
     ),
   usage: UsageTotalsSchema.optional().describe("Totals, set when the run ends."),
   error: WireErrorSchema.optional().describe("Set when the run failed."),
+});
+
+/** The key of a group's budget in the runs bucket: a `.` keeps it apart from every run id. */
+export function groupBudgetKey(groupId: string): string {
+  return `budget.${groupId}`;
+}
+
+/**
+ * Key `budget.<group_id>` in the runs bucket: a budget shared by every run of a group, on every daemon
+ * (docs/budgets-and-limits.md). The owner writes the cap (with its proof); daemons add each model
+ * call's cost to `spent` by compare-and-set: a reservation before the call, the difference after.
+ */
+export const GroupBudgetSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  group_id: RunIdSchema.describe("The group."),
+  cap: z
+    .object({
+      max_cost_usd: z.number().nonnegative().optional().describe("In US dollars, priced per model."),
+      max_tokens: z.number().int().nonnegative().optional().describe("Input (all kinds) plus output tokens."),
+    })
+    .describe("The group pauses when `spent` reaches either bound."),
+  cap_version: z.number().int().positive().describe("Raised by every change of the cap."),
+  cap_proof: HexSecretSchema.describe(
+    "`budgetCapProof(group_token, budget)`: a cap without it pauses the group.",
+  ),
+  spent: z
+    .object({
+      cost_usd: z.number().describe("Cost reserved or spent, in US dollars."),
+      tokens: z.number().int().describe("Tokens reserved or spent."),
+    })
+    .describe("Reserved for model calls in flight plus spent by those done."),
+  updated_at: EpochMsSchema.describe("Last write."),
 });
 
 /** Key `<daemon_id>` in the daemons bucket, refreshed by the daemon's heartbeat. */
@@ -186,6 +218,7 @@ export type RunState = z.infer<typeof RunStateSchema>;
 export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
 export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
 export type RetentionLease = z.infer<typeof RetentionLeaseSchema>;
+export type GroupBudget = z.infer<typeof GroupBudgetSchema>;
 export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */

@@ -219,6 +219,9 @@ export const ForkSpecSchema = z.object({
   owner_token: HexSecretSchema.optional().describe(
     "Secret of the run's owner (`ownerToken(owner_key, run_id)`): aborts and permission answers must carry a proof made with it. Without it any parent of the account may abort or answer.",
   ),
+  group_token: HexSecretSchema.optional().describe(
+    "Secret of the run's group (`groupToken(owner_key, group_id)`): the group's budget cap must carry a proof made with it.",
+  ),
   trace: TraceContextSchema.optional().describe("W3C trace context of the parent's span."),
   created_at: EpochMsSchema.describe("When the parent published the spec (ms since epoch)."),
   /** After this the run is not started (or is stopped) and ends `failed` with `deadline_exceeded`. @unit ms since epoch */
