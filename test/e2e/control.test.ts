@@ -247,7 +247,8 @@ describe("a budget shared by a group", () => {
     ].join("\n");
     const handles = group.fanOut(
       { prefix, parent: { agent_id: "parent-budget" }, overrides: { max_tokens: 200 } },
-      Array.from({ length: 10 }, (_, i) => ({ directive: `Work in steps (child ${i}).\n${script}` })),
+      // Each call takes 300 ms: the ten runs' calls are in flight together, as the reservations must handle.
+      Array.from({ length: 10 }, (_, i) => ({ directive: `Work in steps (child ${i}).\n@sim ttft 300\n${script}` })),
       { warmFirst: false },
     );
     const allPaused = () =>
