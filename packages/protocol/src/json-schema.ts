@@ -14,6 +14,7 @@ import { FORK_EVENT_TYPES, ForkEventEnvelopeSchema, ForkEventSchema, type ForkEv
 import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GroupBudgetSchema,
   ProviderThrottleSchema,
   RetentionLeaseSchema,
   RunStateSchema,
@@ -166,6 +167,14 @@ function entries(): [string, Entry][] {
         schema: RunStateSchema,
         title: "forkd run state",
         description: "Key `<run_id>` in the runs KV bucket.",
+      },
+    ],
+    [
+      "group-budget",
+      {
+        schema: GroupBudgetSchema,
+        title: "forkd group budget",
+        description: "Key `budget.<group_id>` of the runs bucket: a group's signed cap and what it spent.",
       },
     ],
     [
