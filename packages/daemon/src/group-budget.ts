@@ -1,4 +1,4 @@
-// A budget shared by every run of a group, on every daemon (docs/budgets-and-limits.md). The group's
+// A budget shared by every run of a group, on every daemon (docs/budgets.md). The group's
 // entry `budget.<group_id>` in the runs bucket holds the owner's cap (with its proof) and what the
 // group has reserved or spent. Before each model call a run reserves an upper bound of the call's
 // cost by compare-and-set, admitted only while the spent total is under the cap; after the call it

@@ -83,7 +83,7 @@ export function groupBudgetKey(groupId: string): string {
 
 /**
  * Key `budget.<group_id>` in the runs bucket: a budget shared by every run of a group, on every daemon
- * (docs/budgets-and-limits.md). The owner writes the cap (with its proof); daemons add each model
+ * (docs/budgets.md). The owner writes the cap (with its proof); daemons add each model
  * call's cost to `spent` by compare-and-set: a reservation before the call, the difference after.
  */
 export const GroupBudgetSchema = z.object({
