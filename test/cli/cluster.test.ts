@@ -207,6 +207,14 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     expect(budget.stdout).toMatch(
       new RegExp(`^group ${group}: \\$\\d+\\.\\d{4} of \\$5 \\(cap version 1\\)`),
     );
+    const ps = await runCli(["ps", "--parent", parent, ...natsArgs()]);
+    expect(ps.code, ps.stderr).toBe(0);
+    expect(ps.stdout).toMatch(
+      new RegExp(
+        `^GROUPS \\(1\\)\\n {2}GROUP ID\\s+RUNS\\s+BUDGET\\n {2}${group}\\s+.*\\$\\d+\\.\\d{4} of \\$5$`,
+        "m",
+      ),
+    );
     const abort = await runCli(["abort", "--parent", parent, "--reason", "cascade", ...natsArgs()]);
     expect(abort.code, abort.stderr).toBe(0);
     expect(abort.stdout).toContain(`abort sent to 2 runs of parent ${parent}: cascade`);

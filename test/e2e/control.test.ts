@@ -4,7 +4,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { liveRunIds, NatsForkSubagent, type NatsForkHandle } from "@forkd/client";
+import { liveRunIds, type NatsForkHandle, NatsForkSubagent } from "@forkd/client";
 import { costOfTokens, createForkPrefix, defaultPricingTable, tokenCountsOf } from "@forkd/core";
 import type { ForkEvent, ForkPrefix } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
@@ -248,7 +248,9 @@ describe("a budget shared by a group", () => {
     const handles = group.fanOut(
       { prefix, parent: { agent_id: "parent-budget" }, overrides: { max_tokens: 200 } },
       // Each call takes 300 ms: the ten runs' calls are in flight together, as the reservations must handle.
-      Array.from({ length: 10 }, (_, i) => ({ directive: `Work in steps (child ${i}).\n@sim ttft 300\n${script}` })),
+      Array.from({ length: 10 }, (_, i) => ({
+        directive: `Work in steps (child ${i}).\n@sim ttft 300\n${script}`,
+      })),
       { warmFirst: false },
     );
     const allPaused = () =>

@@ -1,4 +1,4 @@
-import type { ForkEventBody, ForkEvent, MessageParam } from "@forkd/protocol";
+import type { ForkEvent, ForkEventBody, MessageParam } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import { createForkPrefix } from "./cache-safe-params.js";
 import { buildForkedRequest } from "./forked-request.js";

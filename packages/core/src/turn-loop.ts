@@ -27,7 +27,6 @@ import { EventLogError, RunTimeoutError } from "./errors.js";
 import { type DeltaBatchOptions, LlmDeltaBatcher } from "./events.js";
 import { type LlmClient, LlmError, type LlmRequest } from "./llm-client.js";
 import { type Logger, silentLogger } from "./logger.js";
-import { type TurnBoundary, withSteering } from "./turn-boundary.js";
 import type { PricingTable } from "./pricing.js";
 import { checkForkRecursion, forkQuerySource } from "./recursion-guard.js";
 import type { LedgerEntry, PendingTurn, ResumeState } from "./resume.js";
@@ -39,6 +38,7 @@ import type {
   ToolOutcome,
 } from "./tool-dispatcher.js";
 import { denialToolResultText, type ToolFilter } from "./tools/tool-filter.js";
+import { type TurnBoundary, withSteering } from "./turn-boundary.js";
 import { UsageAccumulator } from "./usage.js";
 
 /**

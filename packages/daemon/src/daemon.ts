@@ -17,6 +17,7 @@ import {
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { CallLimiter } from "./call-limit.js";
 import type { DaemonConfig } from "./config.js";
 import { type HeldRun, handOffRun } from "./failover.js";
 import type { DaemonLogger } from "./logger.js";
@@ -40,6 +41,8 @@ export interface ForkDaemonOptions
   metrics?: DaemonMetrics;
   /** Version string advertised in the daemons bucket. */
   version?: string | undefined;
+  /** Hash of the provider's base URL and API key: the scope of `callLimitPerKey`. */
+  providerKeyId?: string | undefined;
 }
 
 const DAEMON_VERSION = "0.1.0";
@@ -117,8 +120,24 @@ export class ForkDaemon {
     });
     this.#options.metrics?.storageAvailable.set(1); // it just stored the resources
     const resources = this.#resources;
+    const limit = config.callLimitPerKey;
+    const callLimiter =
+      limit === undefined
+        ? undefined
+        : new CallLimiter({
+            kv: resources.daemons,
+            key: `limit.key.${this.#options.providerKeyId ?? "default"}`,
+            limit,
+            daemonId: this.id,
+            logger: this.#logger,
+            onChange: (held, waiting) => {
+              this.#options.metrics?.callSlots.set({ state: "held" }, held);
+              this.#options.metrics?.callSlots.set({ state: "waiting" }, waiting);
+            },
+          });
     this.#executor = new RunExecutor({
       ...this.#options,
+      ...(callLimiter ? { callLimiter } : {}),
       resources,
       prefixCache: new PrefixCache(),
       config,

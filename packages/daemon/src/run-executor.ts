@@ -41,6 +41,7 @@ import {
 } from "@forkd/protocol";
 import { controlProof, proofMatches, steerProof } from "@forkd/protocol/internal";
 import type { JsMsg } from "@nats-io/jetstream";
+import type { CallLimiter } from "./call-limit.js";
 import type { DaemonConfig } from "./config.js";
 import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
@@ -71,6 +72,8 @@ export interface RunExecutorDeps {
   metrics?: DaemonMetrics;
   /** Told the outcome of every event publish (storage-health.ts). */
   storage?: StorageHealth;
+  /** The cluster-wide limit on concurrent model calls per provider key, when configured. */
+  callLimiter?: CallLimiter;
 }
 
 /** One delivery of a spec. */
@@ -460,7 +463,7 @@ export class RunExecutor {
         prefix,
         attempt,
         priorEvents,
-        llm: deps.llm,
+        llm: deps.callLimiter ? deps.callLimiter.wrap(deps.llm, spec.parent.agent_id) : deps.llm,
         tools: deps.tools,
         config,
         signal,

@@ -16,9 +16,9 @@ import type {
 } from "./anthropic.js";
 import type {
   AbortRequest,
-  SteerRequest,
   PermissionRequest,
   PermissionResponse,
+  SteerRequest,
   ToolHostRequest,
   ToolHostResponse,
 } from "./control.js";

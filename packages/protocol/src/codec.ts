@@ -26,6 +26,7 @@ import {
   MAX_SPEC_BYTES,
 } from "./limits.js";
 import {
+  CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
   GroupBudgetSchema,
@@ -401,6 +402,8 @@ export const steerReplyCodec = createCodec(SteerReplySchema, message("steer repl
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 /** Group budgets (`budget.<group_id>` in the runs KV bucket). */
 export const groupBudgetCodec = createCodec(GroupBudgetSchema, message("group budget", MAX_CONTROL_BYTES));
+/** Shared call limits (`limit.<scope>` in the daemons KV bucket). */
+export const callSlotsCodec = createCodec(CallSlotsSchema, message("call slots"));
 /** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
 /** The retention lease in the daemons KV bucket. */

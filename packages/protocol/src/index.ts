@@ -43,17 +43,18 @@ export {
 export type { Codec } from "./codec.js";
 export {
   abortRequestCodec,
+  callSlotsCodec,
   createForkSpecCodec,
   daemonInfoCodec,
   daemonPresenceCodec,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
+  groupBudgetCodec,
   permissionRequestCodec,
   permissionResponseCodec,
   providerThrottleCodec,
   retentionLeaseCodec,
-  groupBudgetCodec,
   runStateCodec,
   steerReplyCodec,
   steerRequestCodec,
@@ -118,9 +119,9 @@ export {
   LlmDeltaEventSchema,
   LlmMessageEventSchema,
   LlmRequestEventSchema,
+  PausedEventSchema,
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
-  PausedEventSchema,
   ResumedEventSchema,
   StartedEventSchema,
   SteeredEventSchema,
@@ -151,6 +152,7 @@ export {
   modelFacts,
 } from "./model-facts.js";
 export type {
+  CallSlots,
   DaemonInfo,
   DaemonPresence,
   GroupBudget,
@@ -161,6 +163,7 @@ export type {
   RunStatus,
 } from "./registry.js";
 export {
+  CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
   GroupBudgetSchema,

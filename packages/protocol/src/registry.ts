@@ -108,6 +108,40 @@ export const GroupBudgetSchema = z.object({
   updated_at: EpochMsSchema.describe("Last write."),
 });
 
+/**
+ * Key `limit.<scope>` in the daemons bucket: the model calls holding a slot of a cluster-wide limit,
+ * and those waiting, each with a lease (docs/budgets.md, "Concurrency limits"). Written by daemons only.
+ */
+export const CallSlotsSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  limit: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("Calls at once, as the last daemon to write it was configured."),
+  holders: z
+    .array(
+      z.object({
+        id: z.string().min(1).max(256).describe("The call: `<daemon_id>.<uuid>`."),
+        parent: z.string().max(256).describe("The parent agent id of its run (for fairness)."),
+        daemon_id: z.string().min(1).describe("The daemon making the call."),
+        until: EpochMsSchema.describe("Its lease: renewed while the call runs."),
+      }),
+    )
+    .describe("Calls holding a slot."),
+  waiters: z
+    .array(
+      z.object({
+        id: z.string().min(1).max(256),
+        parent: z.string().max(256),
+        since: EpochMsSchema.describe("When it began to wait."),
+        until: EpochMsSchema.describe("Its lease: renewed while it waits."),
+      }),
+    )
+    .describe("Calls waiting; slots go to the parent holding the fewest, then the longest waiting."),
+});
+
 /** Key `<daemon_id>` in the daemons bucket, refreshed by the daemon's heartbeat. */
 export const DaemonInfoSchema = z.object({
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
@@ -219,6 +253,7 @@ export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
 export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
 export type RetentionLease = z.infer<typeof RetentionLeaseSchema>;
 export type GroupBudget = z.infer<typeof GroupBudgetSchema>;
+export type CallSlots = z.infer<typeof CallSlotsSchema>;
 export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */
