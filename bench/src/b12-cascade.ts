@@ -32,7 +32,10 @@ async function round(cluster: Cluster, index: number): Promise<Round> {
   const handles = forks.fanOut(
     { prefix: turn.prefix, parent: { agent_id: parent } },
     Array.from({ length: RUNS }, (_, i) => ({
-      directive: taggedDirective(`cascade-${index}-${i}`, "Wait for the answer.\n@sim ttft 100000\n@sim text 10"),
+      directive: taggedDirective(
+        `cascade-${index}-${i}`,
+        "Wait for the answer.\n@sim ttft 100000\n@sim text 10",
+      ),
     })),
     { warmFirst: false },
   );

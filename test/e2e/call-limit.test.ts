@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
 
 const LIMIT = 3;
-const RUNS = Number(process.env.LIMIT_RUNS ?? 200);
+const RUNS = 200;
 let server: NatsServerHandle;
 let sim: Sim;
 let nc: NatsConnection;

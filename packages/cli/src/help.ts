@@ -96,6 +96,8 @@ Options (each also as an environment variable; flags win; a JSON file with --con
   --prefix PREFIX          subject prefix (default agent)           FORKD_PREFIX
   --replicas N|auto        stream replicas (default auto)           FORKD_REPLICAS
   --concurrency N          runs at once (default 4)                 FORKD_CONCURRENCY
+  --call-limit-per-key N   model calls at once per provider key,   FORKD_CALL_LIMIT_PER_KEY
+                           shared by every daemon of the account
   --workspace DIR          where tools work (default: cwd)          FORKD_WORKSPACE
   --ack-wait MS            redelivery after silence (default 30000) FORKD_ACK_WAIT_MS
   --max-deliver N          deliveries of one spec (default 5)       FORKD_MAX_DELIVER
