@@ -12,6 +12,7 @@ import { proxyBenchmark } from "./b10-proxy.js";
 import { scaleBenchmark } from "./b11-scale.js";
 import { webBenchmark } from "./b12-web.js";
 import { openAiCostBenchmark } from "./b13-openai-cost.js";
+import { cascadeBenchmark } from "./b14-cascade.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -28,4 +29,5 @@ export const benchmarks: readonly Benchmark[] = [
   scaleBenchmark,
   webBenchmark,
   openAiCostBenchmark,
+  cascadeBenchmark,
 ];

@@ -189,6 +189,42 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     expect(again.stdout).toMatch(/had already ended: aborted changed my mind/);
   });
 
+  it("abort --parent ends every run of the parent; steer and budget say what they did", async () => {
+    const parent = `cli-cascade-${Date.now()}`;
+    const launch = await runCli(
+      forkArgs(
+        ["Slow one.\n@sim tps 5\n@sim text 1000", "Slow two.\n@sim tps 5\n@sim text 1000"],
+        "--no-wait",
+        "--parent-id",
+        parent,
+      ),
+    );
+    expect(launch.code, launch.stderr).toBe(0);
+    const group = /group (\S+) \(forkd abort --group/.exec(launch.stdout)?.[1];
+    expect(group).toBeDefined();
+    const budget = await runCli(["budget", group!, "--usd", "5", ...natsArgs()]);
+    expect(budget.code, budget.stderr).toBe(0);
+    expect(budget.stdout).toMatch(
+      new RegExp(`^group ${group}: \\$\\d+\\.\\d{4} of \\$5 \\(cap version 1\\)`),
+    );
+    const ps = await runCli(["ps", "--parent", parent, ...natsArgs()]);
+    expect(ps.code, ps.stderr).toBe(0);
+    expect(ps.stdout).toMatch(
+      new RegExp(
+        `^GROUPS \\(1\\)\\n {2}GROUP ID\\s+RUNS\\s+BUDGET\\n {2}${group}\\s+.*\\$\\d+\\.\\d{4} of \\$5$`,
+        "m",
+      ),
+    );
+    const abort = await runCli(["abort", "--parent", parent, "--reason", "cascade", ...natsArgs()]);
+    expect(abort.code, abort.stderr).toBe(0);
+    expect(abort.stdout).toContain(`abort sent to 2 runs of parent ${parent}: cascade`);
+    expect(abort.stdout).toMatch(/2 of 2 ended after \S+: 2 killed/);
+    const runId = /child 1: run (\S+)/.exec(launch.stdout)![1]!;
+    const steer = await runCli(["steer", runId, "too late", ...natsArgs()]);
+    expect(steer.code).toBe(4);
+    expect(steer.stderr).toContain(`no daemon runs ${runId} now`);
+  });
+
   it("Ctrl-C on fork aborts its unfinished children and exits 130", async () => {
     const fork = spawnCli(forkArgs(["Slow.\n@sim tps 5\n@sim text 1000"], "--json"));
     started.push(fork);

@@ -247,6 +247,16 @@ describe("deploy/nats/accounts.conf on one node", () => {
     expect(toolReply.json<{ content: string }>().content).toContain('"a":1');
     permissions.unsubscribe();
     await tools.stop();
+    // Steering: the parent asks, the daemon running the run answers through allow_responses.
+    const steering = daemon.nc.subscribe(subjects.allSteers, {
+      callback: (_error, message) => {
+        message.respond(encoder.encode(`taken ${message.subject}`));
+      },
+    });
+    await daemon.nc.flush();
+    const taken = await parent.nc.request(subjects.steer("run-2"), "look here", { timeout: 5_000 });
+    expect(taken.string()).toBe(`taken ${subjects.steer("run-2")}`);
+    steering.unsubscribe();
     expect(parentErrors.seen).toEqual([]);
     expect(daemonErrors.seen).toEqual([]);
   });
@@ -284,6 +294,8 @@ describe("deploy/nats/accounts.conf on one node", () => {
     );
     daemon.nc.publish(subjects.abort("run-1"), "forged abort");
     await daemonErrors.next("publish", subjects.abort("run-1"));
+    daemon.nc.publish(subjects.steer("run-1"), "forged steering");
+    await daemonErrors.next("publish", subjects.steer("run-1"));
     expect((await admin.streams.info(subjects.streams.specs)).state.messages).toBe(before);
 
     const sniff = daemon.nc.subscribe(subjects.allSpecs);
@@ -323,6 +335,11 @@ describe("deploy/nats/accounts.conf on one node", () => {
     await expect(observer.jsm.streams.purge(subjects.streams.events)).rejects.toThrow(
       /Permissions Violation/,
     );
+    observer.nc.publish(subjects.steer("run-1"), "steering from an observer");
+    await observerErrors.next("publish", subjects.steer("run-1"));
+    const steersSeen = observer.nc.subscribe(subjects.allSteers);
+    await observerErrors.next("subscription", subjects.allSteers);
+    await steersSeen.closed;
     const abortsSeen = observer.nc.subscribe(subjects.allAborts);
     await observerErrors.next("subscription", subjects.allAborts);
     await abortsSeen.closed;

@@ -8,6 +8,8 @@ export const COMMAND_NAMES = [
   "watch",
   "ps",
   "abort",
+  "steer",
+  "budget",
   "sim",
   "demo",
   "models",
@@ -46,7 +48,9 @@ export const SUMMARIES: Record<CommandName, string> = {
   fork: "fork children from a parent turn stored as JSON, and follow them",
   watch: "replay and follow every run (or one) live",
   ps: "list runs and daemons from the registry",
-  abort: "abort a run",
+  abort: "abort a run, or every run of a group or a parent (--stop: gracefully)",
+  steer: "add a user message to a running child at its next turn",
+  budget: "show or raise a group's shared budget (paused runs resume)",
   sim: "run the Anthropic API simulator",
   demo: "the whole thing on one machine: NATS, simulator, 3 daemons, 5 forks, the bill",
   models: "what forkd knows of each model: prices, minimum cacheable prompt, context window",
@@ -94,6 +98,8 @@ Options (each also as an environment variable; flags win; a JSON file with --con
   --prefix PREFIX          subject prefix (default agent)           FORKD_PREFIX
   --replicas N|auto        stream replicas (default auto)           FORKD_REPLICAS
   --concurrency N          runs at once (default 4)                 FORKD_CONCURRENCY
+  --call-limit-per-key N   model calls at once per provider key,   FORKD_CALL_LIMIT_PER_KEY
+                           shared by every daemon of the account
   --workspace DIR          where tools work (default: cwd)          FORKD_WORKSPACE
   --ack-wait MS            redelivery after silence (default 30000) FORKD_ACK_WAIT_MS
   --max-deliver N          deliveries of one spec (default 5)       FORKD_MAX_DELIVER
@@ -217,26 +223,82 @@ Examples:
 
 Exit codes: 0 ok · 2 usage · 3 NATS unavailable`,
 
-  abort: `forkd abort — abort a run
+  abort: `forkd abort — abort a run, or every run of a group or a parent
 
 Usage: forkd abort RUN_ID [options]
+       forkd abort --group GROUP_ID [--stop] [options]
+       forkd abort --parent AGENT_ID [--stop] [options]
 
 Sends the abort on the fast path (core NATS, the daemon stops within milliseconds) and flags the
-run in the registry (a spec picked up later is not run), then waits for the run to end.
+run in the registry (a spec picked up later is not run), then waits for the run to end. With
+--group or --parent, every run of the group or the parent that has not ended, queued ones
+included (a queued run ends at once, without running). Only runs forked with the same owner key
+(FORKD_OWNER_KEY) obey.
 
 Options:
+  --group GROUP_ID     every run of the group (a fan-out is one; see forkd ps)
+  --parent AGENT_ID    every run of the parent agent
+  --stop               graceful: the current model turn or tool finishes, nothing new starts, the
+                       run ends completed with what it has (with --group or --parent)
   --reason TEXT        why (recorded in the aborted event; default "aborted with forkd abort")
-  --timeout DURATION   how long to wait for the run to end (default 10s)
-  --no-wait            do not wait for the run to end
+  --timeout DURATION   how long to wait for the run(s) to end (default 10s)
+  --no-wait            do not wait for the run(s) to end
 ${COMMON}
 
 ${NATS_OPTIONS}
 
 Examples:
   forkd abort 0193f1c2-… --reason "wrong directive"
+  forkd abort --parent my-agent
+  forkd abort --group 0193f1c0-… --stop --reason "enough"
 
 Exit codes: 0 the abort was sent (or the run had already ended) · 2 usage · 3 NATS unavailable ·
 4 no such run`,
+
+  steer: `forkd steer — add a user message to a running child
+
+Usage: forkd steer RUN_ID TEXT [options]
+
+The daemon running the run takes the message and adds it at the run's next turn boundary (after
+the model turn or the tools in progress), with a steered event the log keeps (a run resumed
+elsewhere has it). Waits for that event unless --no-wait. Only the run's owner key may steer.
+
+Options:
+  --by NAME            who sends it (recorded in the event; default cli)
+  --timeout DURATION   how long to wait for the steered event (default 60s)
+  --no-wait            return once the daemon took the message
+${COMMON}
+
+${NATS_OPTIONS}
+
+Examples:
+  forkd steer 0193f1c2-… "Also check the codec's size limits."
+
+Exit codes: 0 taken · 1 the run ended before its next turn · 2 usage, or refused (another owner) ·
+3 NATS unavailable · 4 no daemon runs it now`,
+
+  budget: `forkd budget — show or set a group's shared budget
+
+Usage: forkd budget GROUP_ID [--usd N] [--tokens N] [options]
+
+Without a cap, shows the group's spend and cap. With one, sets it (keeping the other bound and
+what was spent): at the cap the group's runs pause at their next turn boundary; a raised cap
+resumes them. Signed with the owner key (FORKD_OWNER_KEY): runs of another key pause rather than
+obey it.
+
+Options:
+  --usd N              cap in US dollars, priced per model
+  --tokens N           cap in tokens (input of every kind plus output)
+  --json               print the budget entry as JSON
+${COMMON}
+
+${NATS_OPTIONS}
+
+Examples:
+  forkd budget 0193f1c0-…
+  forkd budget 0193f1c0-… --usd 5
+
+Exit codes: 0 ok · 2 usage · 3 NATS unavailable · 4 the group has no budget`,
 
   models: `forkd models — the per-model facts forkd prices, caches and checks by
 

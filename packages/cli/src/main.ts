@@ -12,6 +12,8 @@ const COMMANDS: Record<CommandName, () => Promise<{ run: Command }>> = {
   watch: () => import("./commands/watch.js"),
   ps: () => import("./commands/ps.js"),
   abort: () => import("./commands/abort.js"),
+  steer: () => import("./commands/steer.js"),
+  budget: () => import("./commands/budget.js"),
   sim: () => import("./commands/sim.js"),
   demo: () => import("./commands/demo.js"),
   models: () => import("./commands/models.js"),

@@ -158,6 +158,15 @@ export class RunTracker {
         break;
       case "cache.break":
         break;
+      case "steered":
+        row.activity = `steered: ${event.text.slice(0, 40)}`;
+        break;
+      case "paused":
+        row.activity = `paused: ${event.reason}`;
+        break;
+      case "resumed":
+        row.activity = "resumed";
+        break;
       case "heartbeat":
         row.daemonId = event.daemon_id;
         break;
@@ -270,10 +279,16 @@ export function describeEvent(event: ForkEvent): string {
       return `turn ${event.turn}, ${event.decision}${event.reason ? `: ${short(event.reason)}` : ""}`;
     case "cache.break":
       return `turn ${event.turn}, layer ${event.layer}: read ${formatInteger(event.cache_read_tokens)} of ${formatInteger(event.prompt_tokens)} input tokens; ${short(event.detail)}`;
+    case "steered":
+      return `before turn ${event.turn}${event.by ? ` from ${event.by}` : ""}: ${short(event.text, 120)}`;
+    case "paused":
+      return `before turn ${event.turn}: ${short(event.reason, 160)}`;
+    case "resumed":
+      return `turn ${event.turn} after ${formatElapsed(event.paused_ms)} paused`;
     case "heartbeat":
       return `from ${event.daemon_id}, turn ${event.turn}`;
     case "completed":
-      return `${event.result.turns} turn${event.result.turns === 1 ? "" : "s"}, ${event.result.tool_uses} tool use${event.result.tool_uses === 1 ? "" : "s"}, ${formatElapsed(event.result.duration_ms)}; ${totalsLine(event.result.usage)}`;
+      return `${event.result.stop === "stopped" ? `stopped (${short(event.result.stop_reason ?? "", 80)}), ` : ""}${event.result.turns} turn${event.result.turns === 1 ? "" : "s"}, ${event.result.tool_uses} tool use${event.result.tool_uses === 1 ? "" : "s"}, ${formatElapsed(event.result.duration_ms)}; ${totalsLine(event.result.usage)}`;
     case "failed":
       return `${event.error.code}${event.error.retryable ? " (retryable)" : ""}: ${short(event.error.message, 200)}; ${totalsLine(event.usage)}`;
     case "aborted":

@@ -11,7 +11,9 @@ export type ClientErrorCode =
   | "spec_refused"
   | "aborted"
   | "closed"
-  | "tool_host";
+  | "tool_host"
+  | "run_not_running"
+  | "steer_refused";
 
 /** A failure of the client library itself (not of a run: a run's failure is a {@link ForkOutcome}). */
 export class ClientError extends ForkdError<ClientErrorCode> {

@@ -18,6 +18,7 @@ export type { ClientErrorCode } from "./errors.js";
 export { ClientError } from "./errors.js";
 export type { LoggedEvent, ReadEventLogOptions } from "./event-log.js";
 export { lastLoggedEvent, readEventLog } from "./event-log.js";
+export { ForkGroup } from "./fork-group.js";
 export type {
   FanOutChild,
   FanOutOptions,
@@ -26,11 +27,13 @@ export type {
 } from "./nats-fork-subagent.js";
 export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
 export {
+  groupIndexKey,
   liveRunIds,
   liveRuns,
   newestRuns,
   parentIndexKey,
   parentToken,
+  runsOfGroup,
   runsOfParent,
 } from "./registry-index.js";
 export type { ForkResourceOptions } from "./resource-options.js";

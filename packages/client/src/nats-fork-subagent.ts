@@ -21,6 +21,9 @@ import {
   type ForkPrefix,
   type ForkSpecInput,
   forkSpecCodec,
+  type GroupBudget,
+  groupBudgetCodec,
+  groupBudgetKey,
   INLINE_PREFIX_THRESHOLD_BYTES,
   isTerminalEvent,
   isTerminalRunStatus,
@@ -33,20 +36,32 @@ import {
   queuedRunState,
   type RunState,
   runStateCodec,
+  type StopMode,
+  steerReplyCodec,
+  steerRequestCodec,
   type ToolHostRef,
 } from "@forkd/protocol";
-import { abortProof, newSecret, ownerToken, permissionProof } from "@forkd/protocol/internal";
+import {
+  budgetCapProof,
+  controlProof,
+  groupToken,
+  newSecret,
+  ownerToken,
+  permissionProof,
+  steerProof,
+} from "@forkd/protocol/internal";
 import type { PubAck } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { headers as natsHeaders } from "@nats-io/transport-node";
 import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
+import { ForkGroup } from "./fork-group.js";
 import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
 import { uploadPrefixBytes } from "./prefix-store.js";
-import { parentIndexKey } from "./registry-index.js";
+import { groupIndexKey, parentIndexKey, runsOfGroup, runsOfParent } from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { getRunState, updateRunState } from "./run-registry.js";
@@ -55,6 +70,18 @@ import { getRunState, updateRunState } from "./run-registry.js";
 export type PermissionHandler = (
   request: PermissionRequest,
 ) => Promise<PermissionResponse> | PermissionResponse;
+
+/** A budget entry as stored, or undefined when it does not decode (it is then replaced). */
+function safeDecodeBudget(bytes: Uint8Array): GroupBudget | undefined {
+  try {
+    return groupBudgetCodec.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs a subagent remembers for cascades (the registry lists the rest). */
+const MAX_KNOWN_RUNS = 10_000;
 
 /** Options of {@link NatsForkSubagent}. */
 export interface NatsForkSubagentOptions extends ForkResourceOptions {
@@ -134,6 +161,13 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
   readonly #ownerKey: string;
+  // Runs forked here, oldest first: a cascade over a group or a parent sends them its fast-path
+  // requests before it lists the registry (which finds those forked elsewhere too; those not yet
+  // registered are only here). Bounded: past MAX_KNOWN_RUNS the oldest are forgotten, and runs a
+  // cascade finds ended are dropped.
+  readonly #known = new Map<string, NatsForkHandle>();
+  // Every parent agent id this subagent forked for: what abortParent() cascades over by default.
+  readonly #parents = new Set<string>();
 
   private constructor(resources: ForkResources, options: NatsForkSubagentOptions) {
     this.resources = resources;
@@ -164,9 +198,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   ): NatsForkHandle[] {
     if (children.length === 0) return [];
     const warmFirst = options.warmFirst ?? true;
+    // Every fan-out is a group: its children can be stopped or aborted as one.
+    const groupId = base.groupId ?? newRunId();
     const shards = promptCacheShards(base, children.length);
     const paramsOf = (child: FanOutChild, index: number): ForkParams => {
-      const params = { ...base, ...child } as ForkParams;
+      const params = { ...base, groupId, ...child } as ForkParams;
       const key = shards.keyOf(index);
       if (key !== undefined && params.provider !== undefined)
         params.provider = { ...params.provider, prompt_cache_key: key };
@@ -185,6 +221,106 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       } else handles.push(this.#fork(paramsOf(child, index), released));
     });
     return handles;
+  }
+
+  /**
+   * A group of forks with one id (new, or `id` to join an existing one): fork into it, fan out into it,
+   * and stop or abort all of its runs, queued ones included.
+   */
+  group(id: string = newRunId()): ForkGroup {
+    return new ForkGroup(this, id);
+  }
+
+  /**
+   * Aborts (or, with `mode: "stop"`, stops gracefully) every run of group `groupId` that has not
+   * ended: those the registry lists and those launched here and not yet registered. Runs of another
+   * owner key refuse it (their daemons check the proof). Returns the run ids it was sent to.
+   */
+  async controlGroup(groupId: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
+    const local = [...this.#known.values()].filter((handle) => handle.groupId === groupId);
+    return this.#controlRuns(local, () => runsOfGroup(this.resources, groupId), options);
+  }
+
+  /**
+   * Cascade: aborts (or stops) every run of parent `agentId` — by default of every parent agent id
+   * this subagent forked for — queued ones included. Returns the run ids it was sent to.
+   */
+  async abortParent(agentId?: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
+    const agents = agentId !== undefined ? [agentId] : [...this.#parents];
+    const local = [...this.#known.values()].filter((handle) => agents.includes(handle.parentAgentId ?? ""));
+    const listed = async () =>
+      (await Promise.all(agents.map((agent) => runsOfParent(this.resources, agent)))).flat();
+    return this.#controlRuns(local, listed, options);
+  }
+
+  // Fast path to the runs known here at once, then the registry's list; each run gets its own proof.
+  async #controlRuns(
+    local: NatsForkHandle[],
+    list: () => Promise<RunState[]>,
+    options: { mode?: StopMode; reason?: string },
+  ): Promise<string[]> {
+    const mode = options.mode ?? "abort";
+    const reason = options.reason ?? (mode === "stop" ? "stopped by parent" : "aborted by parent");
+    const requestedAt = Date.now();
+    const targets = new Map<string, NatsForkHandle>();
+    for (const handle of local) {
+      targets.set(handle.runId, handle);
+      handle.publishControl(mode, reason, requestedAt);
+    }
+    const flushed = this.resources.nc.flush();
+    for (const state of await list()) {
+      if (isTerminalRunStatus(state.status)) {
+        this.#known.delete(state.run_id);
+        continue;
+      }
+      if (targets.has(state.run_id)) continue;
+      const handle = this.attach(state.run_id);
+      targets.set(state.run_id, handle);
+      handle.publishControl(mode, reason, requestedAt);
+    }
+    await flushed;
+    await Promise.all([...targets.values()].map((handle) => handle.control(mode, reason, requestedAt)));
+    return [...targets.keys()];
+  }
+
+  /**
+   * Sets (or raises, or lowers) the budget shared by every run of group `groupId`, on every daemon:
+   * at the cap its runs pause at their next turn boundary, and a raised cap resumes them. Keeps what
+   * the group spent. Signed with this subagent's owner key: the runs of a group forked with another
+   * key pause rather than obey it. Returns the entry as written.
+   */
+  async setGroupBudget(groupId: string, cap: GroupBudget["cap"]): Promise<GroupBudget> {
+    const key = groupBudgetKey(groupId);
+    const token = groupToken(this.#ownerKey, groupId);
+    for (let attempt = 1; ; attempt++) {
+      const entry = await this.resources.runs.get(key);
+      const current =
+        entry?.operation === "PUT" && entry.length > 0 ? safeDecodeBudget(entry.value) : undefined;
+      const unsigned = {
+        v: PROTOCOL_VERSION,
+        group_id: groupId,
+        cap,
+        cap_version: (current?.cap_version ?? 0) + 1,
+        spent: current?.spent ?? { cost_usd: 0, tokens: 0 },
+        updated_at: Date.now(),
+      } as const;
+      const next: GroupBudget = { ...unsigned, cap_proof: budgetCapProof(token, unsigned) };
+      const bytes = groupBudgetCodec.encode(next);
+      try {
+        if (entry && entry.operation === "PUT") await this.resources.runs.update(key, bytes, entry.revision);
+        else await this.resources.runs.create(key, bytes);
+        return next;
+      } catch (error) {
+        if (attempt >= 20) throw error;
+      }
+    }
+  }
+
+  /** The budget entry of group `groupId`, or null when it has none. */
+  async groupBudget(groupId: string): Promise<GroupBudget | null> {
+    const entry = await this.resources.runs.get(groupBudgetKey(groupId));
+    if (entry?.operation !== "PUT" || entry.length === 0) return null;
+    return groupBudgetCodec.decode(entry.value);
   }
 
   /** A handle on an existing run (a parent that restarted, an observer). */
@@ -229,6 +365,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     const withoutPrefix = this.#specOf(params, runId, { kind: "none" });
     forkSpecCodec.encode(withoutPrefix);
     if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
+    this.#parents.add(params.parent.agent_id);
     const launch = (async () => {
       await Promise.resolve();
       const { prefixSource, upload } = this.#prefixSource(params.prefix);
@@ -265,7 +402,14 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       await this.#registerQueued(spec, ack.seq);
       if (prefixSource.kind === "ref") await this.#confirmPrefix(params.prefix!, prefixSource);
     })();
-    return new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey);
+    const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
+      groupId: params.groupId,
+      parentAgentId: params.parent.agent_id,
+    });
+    this.#known.set(runId, handle);
+    if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);
+    launch.catch(() => this.#known.delete(runId));
+    return handle;
   }
 
   #specOf(params: ForkParams, runId: string, prefix: PrefixSource): ForkSpecInput {
@@ -279,6 +423,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       created_at: Date.now(),
     };
     if (params.label !== undefined) spec.label = params.label;
+    if (params.groupId !== undefined) {
+      spec.group_id = params.groupId;
+      spec.group_token = groupToken(this.#ownerKey, params.groupId);
+    }
     if (params.querySource !== undefined) spec.query_source = params.querySource;
     if (params.forkCall !== undefined) spec.fork_call = params.forkCall;
     if (params.toolFilter !== undefined) spec.tool_filter = params.toolFilter;
@@ -349,12 +497,19 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       specSeq,
       parentAgentId: spec.parent.agent_id,
       label: spec.label,
+      groupId: spec.group_id,
     });
     // The parent index key lets `forkd ps --parent` list this parent's runs without a scan; the
     // retention sweep removes it with the entry.
-    const indexed = this.resources.runs
-      .put(parentIndexKey(spec.parent.agent_id, spec.run_id), new Uint8Array(0))
-      .catch((error: unknown) => this.#logger.warn({ err: error }, "could not index the run by its parent"));
+    const indexKeys = [parentIndexKey(spec.parent.agent_id, spec.run_id)];
+    if (spec.group_id !== undefined) indexKeys.push(groupIndexKey(spec.group_id, spec.run_id));
+    const indexed = Promise.all(
+      indexKeys.map((key) =>
+        this.resources.runs
+          .put(key, new Uint8Array(0))
+          .catch((error: unknown) => this.#logger.warn({ err: error, key }, "could not index the run")),
+      ),
+    );
     try {
       await this.resources.runs.create(spec.run_id, runStateCodec.encode(queued));
     } catch {
@@ -402,8 +557,13 @@ export class NatsForkHandle implements ForkHandle {
   readonly #launch: Promise<void>;
   readonly #logger: Logger;
   readonly #ownerKey: string;
+  /** The run's group, when it was forked into one here. */
+  readonly groupId: string | undefined;
+  /** The parent agent id of the run, when it was forked here. */
+  readonly parentAgentId: string | undefined;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
+  #launched = false;
 
   /** @internal Made by {@link NatsForkSubagent}. */
   constructor(
@@ -412,7 +572,16 @@ export class NatsForkHandle implements ForkHandle {
     launch: Promise<void>,
     logger: Logger,
     ownerKey: string,
+    origin: { groupId?: string | undefined; parentAgentId?: string | undefined } = {},
   ) {
+    this.groupId = origin.groupId;
+    this.parentAgentId = origin.parentAgentId;
+    launch.then(
+      () => {
+        this.#launched = true;
+      },
+      () => undefined,
+    );
     this.#resources = resources;
     this.#ownerKey = ownerKey;
     this.runId = runId;
@@ -466,16 +635,81 @@ export class NatsForkHandle implements ForkHandle {
   }
 
   async abort(reason = "aborted by parent"): Promise<void> {
+    await this.control("abort", reason);
+  }
+
+  /**
+   * Graceful stop: the run's current model turn or tool finishes, nothing new starts, and the run ends
+   * `completed` with what it has (`result.stop: "stopped"`, `result.stop_reason`). A queued run ends
+   * at once without running.
+   */
+  async stop(reason = "stopped by parent"): Promise<void> {
+    await this.control("stop", reason);
+  }
+
+  /**
+   * Steers the running child: `text` becomes a user message at its next turn boundary (a `steered`
+   * event, kept in the log). Resolves once the daemon running it took the message; rejects with
+   * `run_not_running` when no daemon runs it (queued or ended) and `steer_refused` when the daemon
+   * refused it (a run of another owner, a run being stopped).
+   */
+  async send(text: string, options: { by?: string; timeoutMs?: number } = {}): Promise<void> {
     const resources = this.#resources;
-    const requestedAt = Date.now();
-    const proof = abortProof(ownerToken(this.#ownerKey, this.runId), this.runId);
+    const request = {
+      v: PROTOCOL_VERSION,
+      run_id: this.runId,
+      steer_id: newRunId(),
+      text,
+      requested_at: Date.now(),
+      ...(options.by !== undefined ? { by: options.by } : {}),
+    } as const;
+    const proof = steerProof(ownerToken(this.#ownerKey, this.runId), request);
+    const bytes = steerRequestCodec.encode({ ...request, proof });
+    let replyData: Uint8Array;
+    try {
+      const reply = await resources.nc.request(resources.subjects.steer(this.runId), bytes, {
+        timeout: options.timeoutMs ?? 5_000,
+      });
+      replyData = reply.data;
+    } catch (error) {
+      throw new ClientError(
+        "run_not_running",
+        `no daemon runs ${this.runId} now (queued, ended or unknown): the message was not delivered`,
+        { cause: error, retryable: true },
+      );
+    }
+    const reply = steerReplyCodec.decode(replyData);
+    if (!reply.accepted) {
+      throw new ClientError(
+        reply.code === "not_running" ? "run_not_running" : "steer_refused",
+        `run ${this.runId} refused the message: ${reply.message ?? reply.code ?? "no reason given"}`,
+      );
+    }
+  }
+
+  #controlRequest(mode: StopMode, reason: string, requestedAt: number): { bytes: Uint8Array; proof: string } {
+    const proof = controlProof(ownerToken(this.#ownerKey, this.runId), this.runId, mode);
     const bytes = abortRequestCodec.encode({
       v: PROTOCOL_VERSION,
       run_id: this.runId,
       reason,
       requested_at: requestedAt,
       proof,
+      ...(mode === "stop" ? { mode } : {}),
     });
+    return { bytes, proof };
+  }
+
+  /** @internal The fast path of an abort or a stop alone (core NATS, not flushed): cascades send it to every run first. */
+  publishControl(mode: StopMode, reason: string, requestedAt: number): void {
+    const { bytes } = this.#controlRequest(mode, reason, requestedAt);
+    this.#resources.nc.publish(this.#resources.subjects.abort(this.runId), bytes);
+  }
+
+  /** @internal An abort or a stop, with the proof of its mode; used by groups and cascades too. */
+  async control(mode: StopMode, reason: string, requestedAt = Date.now()): Promise<void> {
+    const resources = this.#resources;
+    const { bytes, proof } = this.#controlRequest(mode, reason, requestedAt);
     const subject = resources.subjects.abort(this.runId);
     // Fast path first: a daemon running the run stops within milliseconds.
     resources.nc.publish(subject, bytes);
@@ -484,13 +718,23 @@ export class NatsForkHandle implements ForkHandle {
       if (current && isTerminalRunStatus(current.status)) {
         return "unchanged";
       }
+      // A stop never softens an abort already asked for.
+      if (mode === "stop" && current?.abort !== undefined && current.abort.mode !== "stop")
+        return "unchanged";
       const now = Date.now();
       const base = current ?? queuedRunState({ runId: this.runId, createdAt: now, now });
-      return { ...base, updated_at: now, abort: { reason, requested_at: requestedAt, proof } };
+      const flag = { reason, requested_at: requestedAt, proof, ...(mode === "stop" ? { mode } : {}) };
+      return { ...base, updated_at: now, abort: flag };
     });
     // Again, for a daemon that claimed the run between the first publish and the flag.
     resources.nc.publish(subject, bytes);
     await resources.nc.flush();
+    // A spec still being launched (a warm-first sibling): once stored, a queued run is ended at once.
+    if (!this.#launched)
+      void this.#launch.then(
+        () => resources.nc.publish(subject, bytes),
+        () => undefined,
+      );
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -7,7 +7,7 @@
 //   latest revision once, in the order the runs were last written; reading back from the end finds
 //   the most recently written N entries, however many older ones are stored.
 // - one parent's runs: index keys `parent.<parent hash>.<run_id>` written beside the entry when the
-//   run is queued, listed with a KV key filter.
+//   run is queued, listed with a KV key filter; one group's runs the same way, `group.<group_id>.<run_id>`.
 import { createHash } from "node:crypto";
 import { type RunState, runStateCodec } from "@forkd/protocol";
 import type { ForkResources } from "./resources.js";
@@ -28,6 +28,14 @@ export function parentToken(agentId: string): string {
 /** `parent.<hash of agentId>.<runId>`: the key that lists `runId` among `agentId`'s runs. */
 export function parentIndexKey(agentId: string, runId: string): string {
   return `${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.${runId}`;
+}
+
+/** First token of a group index key. */
+const GROUP_INDEX_TOKEN = "group";
+
+/** `group.<groupId>.<runId>`: the key that lists `runId` among `groupId`'s runs (a group id is a token already). */
+export function groupIndexKey(groupId: string, runId: string): string {
+  return `${GROUP_INDEX_TOKEN}.${groupId}.${runId}`;
 }
 
 /** The filter subject of run entries in the runs bucket's stream: one token after the bucket, so no index key. */
@@ -105,13 +113,27 @@ export async function newestRuns(resources: ForkResources, count: number): Promi
   return found.slice(0, count).map(({ state }) => state);
 }
 
-/** Every run `agentId` forked that the registry still holds, newest first (one key listing, one get per run). */
-export async function runsOfParent(resources: ForkResources, agentId: string): Promise<RunState[]> {
+async function indexedRunIds(resources: ForkResources, filter: string): Promise<string[]> {
   const runIds: string[] = [];
-  for await (const key of await resources.runs.keys(`${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.*`)) {
+  for await (const key of await resources.runs.keys(filter)) {
     const runId = key.split(".").at(-1);
     if (runId) runIds.push(runId);
   }
+  return runIds;
+}
+
+/** Every run of group `groupId` that the registry still holds, newest first. */
+export async function runsOfGroup(resources: ForkResources, groupId: string): Promise<RunState[]> {
+  const states = await statesOf(
+    resources,
+    await indexedRunIds(resources, `${GROUP_INDEX_TOKEN}.${groupId}.*`),
+  );
+  return states.filter((state) => state.group_id === groupId).sort((a, b) => b.created_at - a.created_at);
+}
+
+/** Every run `agentId` forked that the registry still holds, newest first (one key listing, one get per run). */
+export async function runsOfParent(resources: ForkResources, agentId: string): Promise<RunState[]> {
+  const runIds = await indexedRunIds(resources, `${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.*`);
   const states = await statesOf(resources, runIds);
   return states
     .filter((state) => state.parent_agent_id === agentId)

@@ -14,7 +14,7 @@ import {
   runStateCodec,
 } from "@forkd/protocol";
 import { isWrongLastSequence } from "./jetstream-errors.js";
-import { parentIndexKey, runEntriesFilter, runsKeySubject } from "./registry-index.js";
+import { groupIndexKey, parentIndexKey, runEntriesFilter, runsKeySubject } from "./registry-index.js";
 import type { ForkResources } from "./resources.js";
 import { getEachMessage, scanStream } from "./stream-scan.js";
 
@@ -52,7 +52,7 @@ async function removeEvents(resources: ForkResources, runId: string): Promise<vo
 }
 
 /**
- * Removes one finished run: its events, its parent index key, then its registry entry up to the
+ * Removes one finished run: its events, its parent and group index keys, then its registry entry up to the
  * revision that was read (a later write, such as a resubmission of the id, survives). The entry goes
  * last, so a removal cut short leaves what the next sweep needs to find the rest.
  */
@@ -66,6 +66,11 @@ export async function removeFinishedRun(
   if (state.parent_agent_id !== undefined) {
     await resources.jsm.streams.purge(runsStream, {
       filter: runsKeySubject(resources, parentIndexKey(state.parent_agent_id, state.run_id)),
+    });
+  }
+  if (state.group_id !== undefined) {
+    await resources.jsm.streams.purge(runsStream, {
+      filter: runsKeySubject(resources, groupIndexKey(state.group_id, state.run_id)),
     });
   }
   await resources.jsm.streams.purge(runsStream, {

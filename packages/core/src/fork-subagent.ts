@@ -38,6 +38,11 @@ export interface ForkParams {
   deadlineAt?: number;
   /** The provider API that runs the child (and its OpenAI `prompt_cache_key`). @default Anthropic's Messages API */
   provider?: ProviderSpec;
+  /**
+   * The group the run joins (one NATS token): recorded in the registry and on every event, so the
+   * group can be stopped or aborted as one. A fan-out makes one for its children when absent.
+   */
+  groupId?: string;
 }
 
 /** How a run ended, as the parent sees it. A user's abort is `killed`, not a failure. */

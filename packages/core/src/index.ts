@@ -126,6 +126,8 @@ export {
   MEMORY_WRITE_TOOLS,
   memoryToolFilter,
 } from "./tools/tool-filter.js";
+export type { SteeringMessage, TurnAdmission, TurnBoundary } from "./turn-boundary.js";
+export { withSteering } from "./turn-boundary.js";
 export type { TurnLoopOutcome } from "./turn-loop.js";
 export { DEFAULT_FORK_TOOL_NAMES } from "./turn-loop.js";
 export { addUsageTotals, tokenCountsOf, totalTokensOf, UsageAccumulator } from "./usage.js";

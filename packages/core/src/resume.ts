@@ -13,6 +13,7 @@ import { nextAction, type ToolAnswer, toolResultsMessage } from "./assistant-tur
 import { EventLogError } from "./errors.js";
 import type { LlmRequest } from "./llm-client.js";
 import type { ToolCall } from "./tool-dispatcher.js";
+import { withSteering } from "./turn-boundary.js";
 
 /** One call of the unfinished turn, as the log left it. */
 export type LedgerEntry =
@@ -173,6 +174,11 @@ export function rebuildRunState(
         };
         break;
       }
+      case "steered":
+        // Emitted after the previous turn's results and before the next request, as the loop adds it.
+        closePending(event.seq);
+        withSteering(state.messages, event.text);
+        break;
       case "tool.call":
         started.add(event.tool_use_id);
         break;

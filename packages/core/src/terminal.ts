@@ -28,6 +28,7 @@ export function forkResultOf(
     cache_shared: context.cacheShared,
     stop: outcome.stop,
   };
+  if (outcome.stopReason !== undefined) result.stop_reason = outcome.stopReason;
   const report = parseForkReport(outcome.finalText);
   if (report !== undefined) result.report = report;
   if (context.commit !== undefined) result.commit = context.commit;

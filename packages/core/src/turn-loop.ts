@@ -38,6 +38,7 @@ import type {
   ToolOutcome,
 } from "./tool-dispatcher.js";
 import { denialToolResultText, type ToolFilter } from "./tools/tool-filter.js";
+import { type TurnBoundary, withSteering } from "./turn-boundary.js";
 import { UsageAccumulator } from "./usage.js";
 
 /**
@@ -98,6 +99,8 @@ export interface TurnLoopOptions {
   resume?: ResumeState | undefined;
   /** Stops the run; it ends `aborted` with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /** Asked at every turn boundary for a graceful stop and for steering messages. */
+  boundary?: TurnBoundary | undefined;
   /** Receives every event body in order; the caller stamps and publishes them (see `EventSequencer`). */
   emit?: ((event: ForkEventBody) => void) | undefined;
   /**
@@ -135,7 +138,7 @@ export interface TurnLoopStats {
 
 /** How the loop ended. It never rejects for the run's own failure. */
 export type TurnLoopOutcome =
-  | (TurnLoopStats & { status: "completed"; stop: ForkStopReason })
+  | (TurnLoopStats & { status: "completed"; stop: ForkStopReason; stopReason?: string })
   | (TurnLoopStats & { status: "failed"; error: WireError })
   | (TurnLoopStats & { status: "timeout"; error: WireError })
   | (TurnLoopStats & { status: "aborted"; reason: string });
@@ -229,6 +232,33 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     emit(event);
   };
   const tools = new ToolRunner(options, emitFromTools, signal, clock, logger, messages);
+  const boundary = options.boundary;
+  // A model call admitted by the boundary whose usage it was not told yet.
+  let unsettled: { turn: number; model: string } | null = null;
+  // A graceful stop ends the run here, with what it has.
+  const stopped = (): TurnLoopOutcome | undefined => {
+    const reason = boundary?.stopRequested();
+    return reason === undefined
+      ? undefined
+      : { ...stats(), status: "completed", stop: "stopped", stopReason: reason };
+  };
+  // Adds the steering messages received so far, each with its `steered` event, before turn `turn`'s
+  // request. The events must be stored before that request (the barrier), so a resumed run has them.
+  const steer = (turn: number): boolean => {
+    const taken = boundary?.takeSteering() ?? [];
+    for (const message of taken) {
+      emit({
+        type: "steered",
+        turn,
+        steer_id: message.id,
+        text: message.text,
+        ...(message.by !== undefined ? { by: message.by } : {}),
+      });
+      withSteering(messages, message.text);
+      resultsSinceBarrier = true;
+    }
+    return taken.length > 0;
+  };
 
   try {
     if (resume === undefined) {
@@ -243,9 +273,20 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     signal.throwIfAborted();
     for (;;) {
       if (pending === null) {
+        const stop = stopped();
+        if (stop !== undefined) return stop;
         if (turns >= maxTurns) return { ...stats(), status: "completed", stop: "max_turns" };
         const turn = turns + 1;
+        steer(turn);
         const request = renderRequest(options, messages, turn);
+        if (boundary?.admitTurn !== undefined) {
+          const admitted = await raceAbort(
+            boundary.admitTurn({ turn, model: request.model, request }, signal),
+            signal,
+          );
+          if (admitted === "stop") return stopped() ?? { ...stats(), status: "completed", stop: "stopped" };
+          unsettled = { turn, model: request.model };
+        }
         let response!: Awaited<ReturnType<LlmClient["createMessage"]>>;
         // A stream cut after output began is not replayed by the client (it would bill the input
         // twice without telling anyone); the loop sends the turn again as a new, visible llm.request.
@@ -289,6 +330,13 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
         lastAssistant = response.message;
         append(response.message);
         usage.add(request.model, response.usage);
+        if (unsettled !== null) {
+          unsettled = null;
+          await raceAbort(
+            boundary!.settleTurn?.(turn, request.model, response.usage) ?? Promise.resolve(),
+            signal,
+          );
+        }
         emit({
           type: "llm.message",
           turn,
@@ -306,7 +354,14 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
       }
 
       const action = nextAction(pending.message, pending.stopReason);
-      if (action.kind === "stop") return { ...stats(), status: "completed", stop: action.stop };
+      if (action.kind === "stop") {
+        // A steering message that arrived while the model finished gives it one more turn.
+        if (action.stop === "end_turn" && turns < maxTurns && stopped() === undefined && steer(turns + 1)) {
+          pending = null;
+          continue;
+        }
+        return { ...stats(), status: "completed", stop: action.stop };
+      }
       if (budget !== undefined && overBudget(usage.totals, budget, logger)) {
         return { ...stats(), status: "completed", stop: "budget" };
       }
@@ -321,6 +376,8 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
           : action.calls.map((call) => ({ call, state: "not_started" }));
       const answers: ToolAnswer[] = [];
       for (const entry of ledger) {
+        const stop = stopped();
+        if (stop !== undefined) return stop;
         const answer = await tools.answer(entry, pending.turn);
         if (entry.state !== "recorded") toolUses += 1;
         answers.push(answer);
@@ -329,6 +386,13 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
       pending = null;
     }
   } catch (error) {
+    // Release the reservation of a call that never returned; its partial usage, if any, is in the totals.
+    if (unsettled !== null && boundary?.settleTurn !== undefined)
+      await boundary
+        .settleTurn(unsettled.turn, unsettled.model, null)
+        .catch((settleError: unknown) =>
+          logger.warn({ err: settleError }, "could not settle a model call with the shared budget"),
+        );
     if (signal.aborted && signal.reason instanceof StopRequest) {
       const stop = signal.reason;
       if (stop.kind === "timeout") {

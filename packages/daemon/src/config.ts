@@ -40,6 +40,11 @@ export const DaemonConfigSchema = z.object({
   maxDeliver: positiveInt.default(5),
   /** Runs at once. */
   concurrency: positiveInt.default(4),
+  /**
+   * Model calls at once per provider key, shared by every daemon of the account that sets it (set the
+   * same value on all of them); absent: no shared limit.
+   */
+  callLimitPerKey: positiveInt.optional(),
   /** Root directory tools work in; Write and Edit are confined to it. */
   workspace: z.string().min(1),
   /** Models a spec may use; empty allows any. */
@@ -132,6 +137,7 @@ export class DaemonConfigError extends ForkdError<"invalid_config"> {
 /** Flags understood by `forkd daemon` (and `node packages/daemon/dist/main.js`). */
 export const DAEMON_FLAGS = {
   config: { type: "string" },
+  "call-limit-per-key": { type: "string" },
   nats: { type: "string", multiple: true },
   "nats-user": { type: "string" },
   "nats-pass": { type: "string" },
@@ -246,6 +252,7 @@ export function loadDaemonConfig(
   layer("ackWaitMs", env.FORKD_ACK_WAIT_MS, flags["ack-wait"]);
   layer("maxDeliver", env.FORKD_MAX_DELIVER, flags["max-deliver"]);
   layer("concurrency", env.FORKD_CONCURRENCY, flags.concurrency);
+  layer("callLimitPerKey", env.FORKD_CALL_LIMIT_PER_KEY, flags["call-limit-per-key"]);
   layer("workspace", env.FORKD_WORKSPACE, flags.workspace);
   layer("allowedModels", list(env.FORKD_ALLOWED_MODELS), list(flags["allowed-models"]));
   layer("defaultModel", env.FORKD_DEFAULT_MODEL, flags["default-model"]);

@@ -12,15 +12,19 @@ import {
   daemonPresenceCodec,
   PROTOCOL_VERSION,
   ProtocolError,
+  steerReplyCodec,
+  steerRequestCodec,
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { CallLimiter } from "./call-limit.js";
 import type { DaemonConfig } from "./config.js";
 import { type HeldRun, handOffRun } from "./failover.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
+import { endQueuedRun } from "./queued-control.js";
 import { RetentionSweeper } from "./retention-sweeper.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 import { StorageHealth, type StorageTransition } from "./storage-health.js";
@@ -37,6 +41,8 @@ export interface ForkDaemonOptions
   metrics?: DaemonMetrics;
   /** Version string advertised in the daemons bucket. */
   version?: string | undefined;
+  /** Hash of the provider's base URL and API key: the scope of `callLimitPerKey`. */
+  providerKeyId?: string | undefined;
 }
 
 const DAEMON_VERSION = "0.1.0";
@@ -53,6 +59,8 @@ export class ForkDaemon {
   readonly #config: DaemonConfig;
   readonly #logger: DaemonLogger;
   readonly #active = new Map<string, ActiveRun>();
+  // Runs paused at a turn boundary by their group's budget: they hold no slot while they wait.
+  readonly #paused = new Set<string>();
   readonly #stateListeners = new Set<(state: DaemonState) => void>();
   #resources: ForkResources | undefined;
   #executor: RunExecutor | undefined;
@@ -112,8 +120,24 @@ export class ForkDaemon {
     });
     this.#options.metrics?.storageAvailable.set(1); // it just stored the resources
     const resources = this.#resources;
+    const limit = config.callLimitPerKey;
+    const callLimiter =
+      limit === undefined
+        ? undefined
+        : new CallLimiter({
+            kv: resources.daemons,
+            key: `limit.key.${this.#options.providerKeyId ?? "default"}`,
+            limit,
+            daemonId: this.id,
+            logger: this.#logger,
+            onChange: (held, waiting) => {
+              this.#options.metrics?.callSlots.set({ state: "held" }, held);
+              this.#options.metrics?.callSlots.set({ state: "waiting" }, waiting);
+            },
+          });
     this.#executor = new RunExecutor({
       ...this.#options,
+      ...(callLimiter ? { callLimiter } : {}),
       resources,
       prefixCache: new PrefixCache(),
       config,
@@ -128,9 +152,45 @@ export class ForkDaemon {
             const request = abortRequestCodec.decode(message.data);
             this.#active.get(request.run_id)?.abort(request);
           } catch (decodeError) {
-            const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
-            this.#options.metrics?.refusedControls.inc({ kind: code });
-            this.#logger.warn({ code, subject: message.subject }, "ignoring a malformed abort request");
+            this.#refuseMalformed(decodeError, message.subject, "abort request");
+          }
+        },
+      }),
+      // The same aborts and stops once more, to one daemon of the queue group: it ends the run at once
+      // if it is still queued (queued-control.ts). Malformed ones were counted above.
+      this.#options.nc.subscribe(resources.subjects.allAborts, {
+        queue: `${resources.subjects.specsConsumer}_queued_controls`,
+        callback: (error, message) => {
+          if (error) return;
+          let request: ReturnType<typeof abortRequestCodec.decode>;
+          try {
+            request = abortRequestCodec.decode(message.data);
+          } catch {
+            return;
+          }
+          if (this.#active.has(request.run_id)) return;
+          const deps = {
+            resources,
+            daemonId: this.id,
+            logger: this.#logger,
+            metrics: this.#options.metrics,
+          };
+          void endQueuedRun(deps, request).catch((failure: unknown) =>
+            this.#logger.warn({ err: failure, runId: request.run_id }, "could not end a queued run"),
+          );
+        },
+      }),
+      // Steering: the daemon running the run answers; the others stay silent.
+      this.#options.nc.subscribe(resources.subjects.allSteers, {
+        callback: (error, message) => {
+          if (error) return;
+          try {
+            const request = steerRequestCodec.decode(message.data);
+            const active = this.#active.get(request.run_id);
+            if (active === undefined) return;
+            message.respond(steerReplyCodec.encode({ v: PROTOCOL_VERSION, ...active.steer(request) }));
+          } catch (decodeError) {
+            this.#refuseMalformed(decodeError, message.subject, "steer request");
           }
         },
       }),
@@ -183,6 +243,13 @@ export class ForkDaemon {
       },
       "daemon running",
     );
+  }
+
+  /** Counts and logs a control message that does not decode; it changes nothing. */
+  #refuseMalformed(decodeError: unknown, subject: string, what: string): void {
+    const code = decodeError instanceof ProtocolError ? decodeError.code : "internal";
+    this.#options.metrics?.refusedControls.inc({ kind: code });
+    this.#logger.warn({ code, subject }, `ignoring a malformed ${what}`);
   }
 
   /**
@@ -248,7 +315,7 @@ export class ForkDaemon {
     );
     const stop = this.#stopPulling.signal;
     while (!stop.aborted) {
-      const free = this.#config.concurrency - this.#active.size;
+      const free = this.#config.concurrency - (this.#active.size - this.#paused.size);
       if (free <= 0) {
         await new Promise<void>((resolveSlot) => {
           this.#slotFreed = resolveSlot;
@@ -307,11 +374,23 @@ export class ForkDaemon {
       }
       return;
     }
-    const context: RunContext = { message, onEnd: () => undefined, onClaimed: () => this.#beat() };
+    const context: RunContext = {
+      message,
+      onEnd: () => undefined,
+      onClaimed: () => this.#beat(),
+      onPaused: (paused) => {
+        if (paused) {
+          this.#paused.add(runId);
+          this.#slotFreed?.();
+          this.#slotFreed = undefined;
+        } else this.#paused.delete(runId);
+      },
+    };
     const run = this.#executor!.start(context);
     this.#active.set(run.runId, run);
     this.#options.metrics?.runsActive.set(this.#active.size);
     void run.done.finally(() => {
+      this.#paused.delete(run.runId);
       this.#active.delete(run.runId);
       this.#options.metrics?.runsActive.set(this.#active.size);
       this.#slotFreed?.();

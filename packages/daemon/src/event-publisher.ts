@@ -34,6 +34,8 @@ export interface RunEventPublisherOptions {
   runId: string;
   attempt: number;
   position: EventLogPosition;
+  /** The run's group (its spec's `group_id`), stamped on every event. */
+  groupId?: string | undefined;
   /** Give up on a publish (NATS unreachable, no JetStream quorum) after this long. @unit ms @default 30000 */
   publishTimeoutMs?: number;
   /** Called after each stored event. */
@@ -134,6 +136,7 @@ export class RunEventPublisher {
       seq,
       attempt: this.attempt,
       ts: (this.#options.now ?? Date.now)(),
+      ...(this.#options.groupId !== undefined ? { group_id: this.#options.groupId } : {}),
     } as ForkEvent;
     let bytes: Uint8Array;
     try {

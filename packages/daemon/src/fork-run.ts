@@ -6,6 +6,7 @@ import {
   forkPrefixFromNative,
   type LlmClient,
   type ToolDispatcher,
+  type TurnBoundary,
   type WorktreeMapping,
 } from "@forkd/core";
 import {
@@ -62,6 +63,8 @@ export interface ForkRunOptions {
   tools: RunToolsFactory;
   config: DaemonConfig;
   signal: AbortSignal;
+  /** Graceful stop and steering, asked at every turn boundary. */
+  boundary?: TurnBoundary;
   emit: (event: ForkEventBody) => void;
   /** Resolves when every event emitted so far is stored (see the turn loop's `durable`). */
   durable?: () => Promise<void>;
@@ -158,6 +161,7 @@ export async function executeForkRun(
       deadlineAt: Math.min(spec.deadline_at ?? Number.POSITIVE_INFINITY, options.runDeadlineAt),
       resume,
       signal: options.signal,
+      boundary: options.boundary,
       emit: (body) => {
         if (metrics && body.type === "llm.message") observeLlmMessage(metrics, body);
         if (metrics && body.type === "tool.denied") metrics.toolCalls.inc({ result: "denied" });

@@ -23,6 +23,8 @@ export interface DaemonMetrics {
   readonly toolCalls: Counter<"result">;
   /** Control messages refused: `abort` (no owner's proof), or a protocol error code (`invalid_message`, `payload_too_large`, …). */
   readonly refusedControls: Counter<"kind">;
+  /** Model calls of this daemon holding a slot of the shared per-key limit (`held`), or waiting for one. */
+  readonly callSlots: Gauge<"state">;
 }
 
 /** Creates the metrics on a fresh registry. */
@@ -38,6 +40,12 @@ export function createDaemonMetrics(): DaemonMetrics {
       registers,
     }),
     runsActive: new Gauge({ name: "forkd_runs_active", help: "Runs in progress on this daemon", registers }),
+    callSlots: new Gauge({
+      name: "forkd_call_slots",
+      help: "Model calls of this daemon holding a slot of the cluster-wide per-key limit (state held), or waiting for one (state waiting)",
+      labelNames: ["state"],
+      registers,
+    }),
     runsEnded: new Counter({
       name: "forkd_runs_ended_total",
       help: "Runs that ended here, by outcome (completed, failed, aborted, released, fenced, refused: a spec taken out of the queue unrun)",

@@ -46,16 +46,17 @@ export async function startDaemon(
       : await serveMetrics(metrics, { port: config.metricsPort, host: config.metricsHost });
   const subjects = forkSubjects(config.prefix);
   // The provider's "slow down" holds every daemon of the account, not only the one it reached.
+  const keyId = providerKeyId(
+    config.llm.baseURL ?? process.env.ANTHROPIC_BASE_URL,
+    config.llm.apiKey ?? process.env.ANTHROPIC_API_KEY,
+  );
   const throttle =
     options.llm === undefined
       ? new SharedThrottle({
           nc,
           subject: subjects.providerThrottle,
           daemonId: config.daemonId,
-          keyId: providerKeyId(
-            config.llm.baseURL ?? process.env.ANTHROPIC_BASE_URL,
-            config.llm.apiKey ?? process.env.ANTHROPIC_API_KEY,
-          ),
+          keyId,
           logger,
           metrics,
         })
@@ -80,6 +81,7 @@ export async function startDaemon(
     ...(openai === undefined ? {} : { openai }),
     tools: daemonRunTools({ config, nc, subjects, logger, sandbox }),
     version: options.version,
+    providerKeyId: keyId,
   });
   try {
     await daemon.start();

@@ -16,7 +16,7 @@ import {
   readStoredEvents,
   updateRunState,
 } from "@forkd/client/internal";
-import type { LlmClient } from "@forkd/core";
+import type { LlmClient, SteeringMessage, TurnBoundary } from "@forkd/core";
 import { sealSharedPrefix } from "@forkd/core/internal";
 import {
   emptyUsageTotals,
@@ -33,16 +33,21 @@ import {
   queuedRunState,
   type RunState,
   runStateCodec,
+  type SteerReply,
+  type SteerRequest,
+  type StopMode,
   toWireError,
   type UsageTotals,
 } from "@forkd/protocol";
-import { abortProof, proofMatches } from "@forkd/protocol/internal";
+import { controlProof, proofMatches, steerProof } from "@forkd/protocol/internal";
 import type { JsMsg } from "@nats-io/jetstream";
+import type { CallLimiter } from "./call-limit.js";
 import type { DaemonConfig } from "./config.js";
 import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import type { HeldRun } from "./failover.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
+import { GroupBudgetGate } from "./group-budget.js";
 import type { OpenAiClients } from "./llm-providers.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
@@ -70,6 +75,8 @@ export interface RunExecutorDeps {
   metrics?: DaemonMetrics;
   /** Told the outcome of every event publish (storage-health.ts). */
   storage?: StorageHealth;
+  /** The cluster-wide limit on concurrent model calls per provider key, when configured. */
+  callLimiter?: CallLimiter;
 }
 
 /** One delivery of a spec. */
@@ -78,6 +85,8 @@ export interface RunContext {
   onEnd: () => void;
   /** The run was claimed: the daemon's presence should say so now, not at its next beat. */
   onClaimed?: () => void;
+  /** The run paused at a turn boundary (its group's budget is spent) and holds no slot, or goes on. */
+  onPaused?: (paused: boolean) => void;
 }
 
 /** A run in progress on this daemon. */
@@ -88,11 +97,17 @@ export interface ActiveRun {
   /** Resolves when the run has ended here (whatever the outcome) and its spec is settled. */
   readonly done: Promise<void>;
   /**
-   * Stops the run and ends it `aborted` — when the request proves it comes from the run's owner
-   * (`abortProof` of the spec's `owner_token`; any request for a spec without one). Returns false
-   * for a refused request, which changes nothing.
+   * Stops the run and ends it `aborted` — or, for `mode: "stop"`, lets its current model turn or tool
+   * finish and ends it `completed` with `stop: "stopped"` — when the request proves it comes from the
+   * run's owner (`abortProof`/`stopProof` of the spec's `owner_token`; any request for a spec without
+   * one). Returns false for a refused request, which changes nothing.
    */
   abort(request: AbortClaim): boolean;
+  /**
+   * Queues a steering message for the run's next turn boundary, when the request proves it comes from
+   * the run's owner (`steerProof`). The reply says whether it was taken.
+   */
+  steer(request: SteerRequest): Omit<SteerReply, "v">;
   /** Stops the run without ending it: its spec is nak'ed and another daemon resumes it (drain). */
   release(): void;
   /**
@@ -117,6 +132,8 @@ export interface AbortClaim {
   reason: string;
   requested_at?: number | undefined;
   proof?: string | undefined;
+  /** `stop`: graceful; absent or `abort`: cut now. */
+  mode?: StopMode | undefined;
 }
 
 /**
@@ -124,14 +141,15 @@ export interface AbortClaim {
  * any parent of the account; otherwise only with the owner's proof. Unknown yet (spec not decoded):
  * refused here, and the registry flag, read at the claim and on every heartbeat, decides later.
  */
-function abortAuthorized(
+export function abortAuthorized(
   token: string | null | undefined,
   runId: string,
   proof: string | undefined,
+  mode?: StopMode,
 ): boolean {
   if (token === undefined) return false;
   if (token === null) return true;
-  return proofMatches(abortProof(token, runId), proof);
+  return proofMatches(controlProof(token, runId, mode), proof);
 }
 
 type StopReason =
@@ -163,16 +181,46 @@ export class RunExecutor {
     let turn = 0;
     let ownerToken: string | null | undefined;
     let refusedAborts = 0;
+    // A graceful stop's reason, once one was accepted; the turn loop ends at its next boundary.
+    let gracefulStop: string | undefined;
+    const steering: SteeringMessage[] = [];
+    const steerIds = new Set<string>();
+    const boundary: TurnBoundary = {
+      stopRequested: () => gracefulStop,
+      takeSteering: () => steering.splice(0),
+    };
     const requestAbort = (request: AbortClaim): boolean => {
-      if (!abortAuthorized(ownerToken, runId, request.proof)) {
+      const mode = request.mode ?? "abort";
+      if (!abortAuthorized(ownerToken, runId, request.proof, mode)) {
         // Logged once per run: a forged registry flag would otherwise be logged on every heartbeat.
         if (refusedAborts++ === 0)
-          logger.warn({ code: "abort_refused" }, "an abort without the owner's proof: the run goes on");
-        deps.metrics?.refusedControls.inc({ kind: "abort" });
+          logger.warn({ code: `${mode}_refused` }, `a ${mode} without the owner's proof: the run goes on`);
+        deps.metrics?.refusedControls.inc({ kind: mode });
         return false;
       }
-      stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
+      if (mode === "stop") gracefulStop ??= request.reason;
+      else stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
       return true;
+    };
+    const requestSteer = (request: SteerRequest): Omit<SteerReply, "v"> => {
+      if (ownerToken === undefined || !publisher || stop || publisher.ended)
+        return { accepted: false, code: "not_running", message: `run ${runId} is not running here` };
+      if (ownerToken !== null && !proofMatches(steerProof(ownerToken, request), request.proof)) {
+        deps.metrics?.refusedControls.inc({ kind: "steer" });
+        logger.warn({ code: "steer_refused" }, "a steering message without the owner's proof: ignored");
+        return {
+          accepted: false,
+          code: "steer_refused",
+          message: "the request does not carry the run owner's proof",
+        };
+      }
+      if (gracefulStop !== undefined)
+        return { accepted: false, code: "run_ending", message: `run ${runId} is being stopped` };
+      if (!steerIds.has(request.steer_id)) {
+        steerIds.add(request.steer_id);
+        steering.push({ id: request.steer_id, text: request.text, by: request.by });
+      }
+      return { accepted: true };
     };
     const stopWith = (reason: StopReason) => {
       if (stop) return;
@@ -188,7 +236,13 @@ export class RunExecutor {
           onSpec: (spec) => {
             ownerToken = spec.owner_token ?? null;
           },
-          abortAuthorized: (proof) => abortAuthorized(ownerToken, runId, proof),
+          abortAuthorized: (proof, mode) => abortAuthorized(ownerToken, runId, proof, mode),
+          requestStop: (claim) => requestAbort({ ...claim, mode: "stop" }),
+          boundary,
+          onPaused: (paused) => context.onPaused?.(paused),
+          onPriorSteers: (ids) => {
+            for (const id of ids) steerIds.add(id);
+          },
           onClaimed: (claimedAttempt, claimedPublisher) => {
             attempt = claimedAttempt;
             publisher = claimedPublisher;
@@ -235,6 +289,7 @@ export class RunExecutor {
       specSeq: message.seq,
       done,
       abort: requestAbort,
+      steer: requestSteer,
       release: () => stopWith({ kind: "release" }),
       abandon: () => stopWith({ kind: "fenced" }),
       keepAlive: () => {
@@ -273,7 +328,13 @@ export class RunExecutor {
     signal: AbortSignal,
     hooks: {
       onSpec: (spec: ForkSpec) => void;
-      abortAuthorized: (proof: string | undefined) => boolean;
+      abortAuthorized: (proof: string | undefined, mode?: StopMode) => boolean;
+      /** Applies a graceful stop read from the registry flag. */
+      requestStop: (claim: AbortClaim) => void;
+      boundary: TurnBoundary;
+      onPaused: (paused: boolean) => void;
+      /** Ids of the steering messages an earlier attempt already added (a replayed request is ignored). */
+      onPriorSteers: (ids: string[]) => void;
       onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
       onTurn: (turn: number) => void;
       onPublishError: (error: unknown) => void;
@@ -321,12 +382,14 @@ export class RunExecutor {
       runId,
       attempt,
       position,
+      groupId: spec.group_id,
       ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
     hooks.onClaimed(attempt, publisher);
     const priorEvents: ForkEvent[] =
       position.lastSeq > 0 ? (await readStoredEvents(resources, runId)).map((l) => l.event) : [];
     const resumed = priorEvents.length > 0;
+    hooks.onPriorSteers(priorEvents.flatMap((event) => (event.type === "steered" ? [event.steer_id] : [])));
     const queueWaitMs = Math.max(0, now - spec.created_at);
     metrics?.queueWait.observe(queueWaitMs / 1000);
 
@@ -355,7 +418,9 @@ export class RunExecutor {
         resumed,
       }).catch((error: unknown) => hooks.onPublishError(error));
       const abortFlag = claimed.state.abort;
-      if (abortFlag && hooks.abortAuthorized(abortFlag.proof)) {
+      // A stop flag lets the loop end at its first boundary with what the log already holds.
+      if (abortFlag?.mode === "stop") hooks.requestStop(abortFlag);
+      else if (abortFlag && hooks.abortAuthorized(abortFlag.proof)) {
         await this.#end(
           publish,
           runId,
@@ -370,16 +435,44 @@ export class RunExecutor {
         throw new DaemonError("deadline_exceeded", "the spec's deadline passed before it could start");
       }
       const prefix = await this.#loadPrefix(spec);
+      // A grouped run of a spec with a group token obeys its group's shared budget, if it has one.
+      const groupId = spec.group_id;
+      const groupToken = spec.group_token;
+      const gate =
+        groupId !== undefined && groupToken !== undefined
+          ? new GroupBudgetGate({
+              resources,
+              runId,
+              groupId,
+              groupToken,
+              attempt,
+              emit: (body) => {
+                publish(body).catch((error: unknown) => hooks.onPublishError(error));
+              },
+              onPause: hooks.onPaused,
+              stopRequested: hooks.boundary.stopRequested,
+              logger,
+            })
+          : undefined;
+      const boundary: TurnBoundary = gate
+        ? {
+            ...hooks.boundary,
+            admitTurn: (turn, signal) => gate.admitTurn(turn, signal),
+            settleTurn: (turn, model, usage) => gate.settleTurn(turn, model, usage),
+          }
+        : hooks.boundary;
       const result = await executeForkRun({
         spec,
         prefix,
         attempt,
         priorEvents,
-        llm: deps.llm,
+        llm: deps.callLimiter ? deps.callLimiter.wrap(deps.llm, spec.parent.agent_id) : deps.llm,
+        // The call limit counts the Anthropic key's calls only (docs/budgets.md).
         openai: deps.openai,
         tools: deps.tools,
         config,
         signal,
+        boundary,
         emit: (body) => {
           if (body.type === "llm.request") hooks.onTurn(body.turn);
           publish(body).catch((error: unknown) => hooks.onPublishError(error));
@@ -531,6 +624,7 @@ export class RunExecutor {
           now,
           parentAgentId: spec.parent.agent_id,
           label: spec.label,
+          groupId: spec.group_id,
         })),
       // A claim ends a handoff (failover.ts): the run is someone's again.
       handoff: undefined,

@@ -18,6 +18,7 @@ import type {
   AbortRequest,
   PermissionRequest,
   PermissionResponse,
+  SteerRequest,
   ToolHostRequest,
   ToolHostResponse,
 } from "./control.js";
@@ -300,6 +301,8 @@ export const forkSpecArb: fc.Arbitrary<ForkSpec> = record<ForkSpec>(
     run_id: runIdArb,
     parent: parentArb,
     label: anyString(),
+    group_id: runIdArb,
+    group_token: hex(64),
     query_source: anyString(),
     directive: nonEmpty(200),
     fork_call: forkCallArb,
@@ -403,7 +406,16 @@ export const forkResultArb: fc.Arbitrary<ForkResult> = record<ForkResult>(
     tool_uses: nonNegInt,
     duration_ms: nonNegNumber,
     cache_shared: fc.boolean(),
-    stop: fc.constantFrom("end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal"),
+    stop: fc.constantFrom(
+      "end_turn",
+      "max_turns",
+      "max_tokens",
+      "budget",
+      "stop_sequence",
+      "refusal",
+      "stopped",
+    ),
+    stop_reason: anyString(),
     commit: record({
       sha: hex(40),
       branch: anyString(),
@@ -413,13 +425,17 @@ export const forkResultArb: fc.Arbitrary<ForkResult> = record<ForkResult>(
   ["final_text", "usage", "turns", "tool_uses", "duration_ms", "cache_shared", "stop"],
 );
 
-const envelopeArb = record({
-  v: fc.constant(1 as const),
-  run_id: runIdArb,
-  seq: posInt,
-  attempt: fc.integer({ min: 1, max: 20 }),
-  ts: epochMsArb,
-});
+const envelopeArb = record(
+  {
+    v: fc.constant(1 as const),
+    run_id: runIdArb,
+    seq: posInt,
+    attempt: fc.integer({ min: 1, max: 20 }),
+    ts: epochMsArb,
+    group_id: runIdArb,
+  },
+  ["v", "run_id", "seq", "attempt", "ts"],
+);
 
 function event<T extends ForkEventType>(
   type: T,
@@ -514,6 +530,24 @@ export const eventArbs: { [T in ForkEventType]: fc.Arbitrary<ForkEventOf<T>> } =
     cache_read_tokens: nonNegInt,
     detail: anyString(),
   }),
+  steered: event("steered", { turn: turnArb, steer_id: runIdArb, text: anyString(200), by: anyString() }, [
+    "turn",
+    "steer_id",
+    "text",
+  ]),
+  paused: event(
+    "paused",
+    {
+      turn: turnArb,
+      reason: anyString(),
+      spent_usd: anyNumber,
+      cap_usd: anyNumber,
+      spent_tokens: nonNegInt,
+      cap_tokens: nonNegInt,
+    },
+    ["turn", "reason"],
+  ),
+  resumed: event("resumed", { turn: turnArb, paused_ms: nonNegNumber }),
   heartbeat: event("heartbeat", { daemon_id: nonEmpty(), turn: nonNegInt }),
   completed: event("completed", { result: forkResultArb }),
   failed: event("failed", { error: wireErrorArb, usage: usageTotalsArb }),
@@ -532,8 +566,21 @@ export const abortRequestArb: fc.Arbitrary<AbortRequest> = record<AbortRequest>(
     reason: anyString(),
     requested_at: epochMsArb,
     by: anyString(),
+    mode: fc.constantFrom("abort", "stop"),
   },
   ["v", "run_id", "reason", "requested_at"],
+);
+
+export const steerRequestArb: fc.Arbitrary<SteerRequest> = record<SteerRequest>(
+  {
+    v: fc.constant(1 as const),
+    run_id: runIdArb,
+    steer_id: runIdArb,
+    text: nonEmpty(200),
+    requested_at: epochMsArb,
+    by: anyString(),
+  },
+  ["v", "run_id", "steer_id", "text", "requested_at"],
 );
 
 export const permissionRequestArb: fc.Arbitrary<PermissionRequest> = record<PermissionRequest>({
@@ -568,12 +615,13 @@ export const runStateArb: fc.Arbitrary<RunState> = record<RunState>(
   {
     v: fc.constant(1 as const),
     run_id: runIdArb,
-    status: fc.constantFrom("queued", "running", "completed", "failed", "aborted"),
+    status: fc.constantFrom("queued", "running", "paused", "completed", "failed", "aborted"),
     attempt: nonNegInt,
     daemon_id: nonEmpty(),
     last_seq: nonNegInt,
     label: anyString(),
     parent_agent_id: anyString(),
+    group_id: runIdArb,
     model: anyString(),
     turn: nonNegInt,
     created_at: epochMsArb,
@@ -582,7 +630,12 @@ export const runStateArb: fc.Arbitrary<RunState> = record<RunState>(
     ended_at: epochMsArb,
     heartbeat_at: epochMsArb,
     abort: record<NonNullable<RunState["abort"]>>(
-      { reason: anyString(), requested_at: epochMsArb, by: anyString() },
+      {
+        reason: anyString(),
+        requested_at: epochMsArb,
+        by: anyString(),
+        mode: fc.constantFrom("abort", "stop"),
+      },
       ["reason", "requested_at"],
     ),
     usage: usageTotalsArb,

@@ -5,6 +5,8 @@ import {
   AbortRequestSchema,
   PermissionRequestSchema,
   PermissionResponseSchema,
+  SteerReplySchema,
+  SteerRequestSchema,
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
@@ -24,8 +26,10 @@ import {
   MAX_SPEC_BYTES,
 } from "./limits.js";
 import {
+  CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GroupBudgetSchema,
   ProviderThrottleSchema,
   RetentionLeaseSchema,
   RunStateSchema,
@@ -390,8 +394,16 @@ const message = (what: string, maxBytes = MAX_EVENT_BYTES) => ({
 
 /** Aborts on `agent.fork.<run_id>.abort` and in the run registry. */
 export const abortRequestCodec = createCodec(AbortRequestSchema, message("abort request", MAX_CONTROL_BYTES));
+/** Steering messages on `agent.fork.<run_id>.steer`. */
+export const steerRequestCodec = createCodec(SteerRequestSchema, message("steer request", MAX_CONTROL_BYTES));
+/** The running daemon's reply to a steering message. */
+export const steerReplyCodec = createCodec(SteerReplySchema, message("steer reply", MAX_CONTROL_BYTES));
 /** Entries of the runs KV bucket. */
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
+/** Group budgets (`budget.<group_id>` in the runs KV bucket). */
+export const groupBudgetCodec = createCodec(GroupBudgetSchema, message("group budget", MAX_CONTROL_BYTES));
+/** Shared call limits (`limit.<scope>` in the daemons KV bucket). */
+export const callSlotsCodec = createCodec(CallSlotsSchema, message("call slots"));
 /** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
 /** The retention lease in the daemons KV bucket. */

@@ -3,7 +3,7 @@
 // that only the run's owner and the daemons hold. Specs are read by daemons only (the deployed NATS
 // permissions give parents no read right on the specs stream), so the spec carries the secret; what
 // crosses the account's readable subjects is a proof bound to one run and one request, never the secret.
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 
 /** A 256-bit secret or proof, as lowercase hex. */
@@ -27,9 +27,55 @@ export function ownerToken(ownerKey: string, runId: string): string {
   return hmac(ownerKey, "forkd-owner-token", runId);
 }
 
+/**
+ * The group token of one group, carried by the specs of its runs: derived from the owner key like
+ * {@link ownerToken}, so any process holding the key can sign the group's budget cap.
+ */
+export function groupToken(ownerKey: string, groupId: string): string {
+  return hmac(ownerKey, "forkd-group-token", groupId);
+}
+
+/** The proof a group budget's cap carries: bound to the group, the cap's version and its bounds. */
+export function budgetCapProof(
+  token: string,
+  budget: {
+    group_id: string;
+    cap_version: number;
+    cap: { max_cost_usd?: number | undefined; max_tokens?: number | undefined };
+  },
+): string {
+  return hmac(
+    token,
+    "budget",
+    budget.group_id,
+    budget.cap_version,
+    String(budget.cap.max_cost_usd ?? ""),
+    String(budget.cap.max_tokens ?? ""),
+  );
+}
+
 /** The proof an abort of `runId` carries (on the abort subject and in the registry). */
 export function abortProof(token: string, runId: string): string {
   return hmac(token, "abort", runId);
+}
+
+/** The proof a graceful stop of `runId` carries: not interchangeable with an abort's. */
+export function stopProof(token: string, runId: string): string {
+  return hmac(token, "stop", runId);
+}
+
+/** The proof of the abort or stop `mode` of `runId`. */
+export function controlProof(token: string, runId: string, mode: "abort" | "stop" | undefined): string {
+  return mode === "stop" ? stopProof(token, runId) : abortProof(token, runId);
+}
+
+/** The proof a steering message carries: bound to its run, its id and its exact text. */
+export function steerProof(
+  token: string,
+  request: { run_id: string; steer_id: string; text: string },
+): string {
+  const digest = createHash("sha256").update(request.text).digest("hex");
+  return hmac(token, "steer", request.run_id, request.steer_id, digest);
 }
 
 /** The proof a permission answer carries: bound to the one request it answers. */

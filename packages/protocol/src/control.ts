@@ -1,7 +1,10 @@
-// Control messages: abort, permission bubbling and tool-host calls.
+// Control messages: abort and stop, steering, permission bubbling and tool-host calls.
 import { z } from "zod";
 import { HexSecretSchema } from "./control-proof.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
+
+/** `abort` cuts a run now; `stop` lets its current model turn or tool finish and starts nothing new. */
+export const StopModeSchema = z.enum(["abort", "stop"]);
 
 /** Published on `agent.fork.<run_id>.abort` and mirrored into the run registry. */
 export const AbortRequestSchema = z.object({
@@ -12,8 +15,39 @@ export const AbortRequestSchema = z.object({
   /** Who asked (agent id, user, `cli`). */
   by: z.string().max(256).optional().describe("Who asked (agent id, user, `cli`)."),
   proof: HexSecretSchema.optional().describe(
-    "`abortProof(owner_token, run_id)`: required when the run's spec carries an `owner_token`.",
+    "`abortProof(owner_token, run_id)` (`stopProof` for a stop): required when the run's spec carries an `owner_token`.",
   ),
+  mode: StopModeSchema.optional().describe(
+    '`abort` (absent): cut now, the run ends `aborted`. `stop`: the current model turn or tool finishes, nothing new starts, the run ends `completed` with `stop: "stopped"`.',
+  ),
+});
+
+/**
+ * Published on `agent.fork.<run_id>.steer` (request/reply): a user message for a running child, added
+ * at its next turn boundary (event `steered`). The daemon running the run replies with a {@link SteerReplySchema}.
+ */
+export const SteerRequestSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  run_id: RunIdSchema.describe("The run."),
+  steer_id: RunIdSchema.describe("Chosen by the sender; a second request with the same id is ignored."),
+  text: z
+    .string()
+    .min(1)
+    .max(16 * 1024)
+    .describe("The user message's text."),
+  requested_at: EpochMsSchema.describe("ms since epoch."),
+  by: z.string().max(256).optional().describe("Who asked (agent id, user, `cli`)."),
+  proof: HexSecretSchema.optional().describe(
+    "`steerProof(owner_token, request)`: required when the run's spec carries an `owner_token`.",
+  ),
+});
+
+/** The reply of the daemon running a steered run. */
+export const SteerReplySchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  accepted: z.boolean().describe("True when the message will be added at the run's next turn boundary."),
+  code: z.string().max(64).optional().describe("Why not: `steer_refused` (no valid proof), `run_ending`."),
+  message: z.string().max(4096).optional().describe("Why not, for people."),
 });
 
 /** A daemon asks the parent whether a tool call may run. */
@@ -55,6 +89,9 @@ export const ToolHostResponseSchema = z.object({
 
 export type AbortRequest = z.infer<typeof AbortRequestSchema>;
 export type AbortRequestInput = z.input<typeof AbortRequestSchema>;
+export type StopMode = z.infer<typeof StopModeSchema>;
+export type SteerRequest = z.infer<typeof SteerRequestSchema>;
+export type SteerReply = z.infer<typeof SteerReplySchema>;
 export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 export type PermissionResponse = z.infer<typeof PermissionResponseSchema>;
 export type ToolHostRequest = z.infer<typeof ToolHostRequestSchema>;

@@ -17,6 +17,9 @@ const base = {
   /** Delivery attempt that published it; fences stale daemons. */
   attempt: z.number().int().positive().describe("Attempt that published it; fences stale daemons."),
   ts: EpochMsSchema.describe("When it was published (ms since epoch)."),
+  group_id: RunIdSchema.optional().describe(
+    "The group the run belongs to (the spec's `group_id`), stamped on every event of a grouped run.",
+  ),
 };
 
 // Fields several events share.
@@ -37,6 +40,9 @@ export const FORK_EVENT_TYPES = [
   "tool.result",
   "tool.denied",
   "cache.break",
+  "steered",
+  "paused",
+  "resumed",
   "heartbeat",
   "completed",
   "failed",
@@ -93,8 +99,13 @@ export const ForkResultSchema = z.object({
     .describe("False when the spec had no cache-safe params and the parent's cache could not be shared."),
   /** Why the loop ended. */
   stop: z
-    .enum(["end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal"])
-    .describe("Why the loop ended."),
+    .enum(["end_turn", "max_turns", "max_tokens", "budget", "stop_sequence", "refusal", "stopped"])
+    .describe("Why the loop ended; `stopped`: a graceful stop (see `stop_reason`)."),
+  stop_reason: z
+    .string()
+    .max(4096)
+    .optional()
+    .describe("The stop request's reason, when `stop` is `stopped`."),
   /** The commit of the child's changes when it ran in a worktree. */
   commit: z
     .object({ sha: z.string(), branch: z.string(), files_changed: z.array(z.string()) })
@@ -236,6 +247,36 @@ export const CacheBreakEventSchema = z.object({
   detail: z.string().describe("A human explanation."),
 });
 
+/** A steering message was added to the conversation: kept in the log so a resumed run has it. */
+export const SteeredEventSchema = z.object({
+  ...base,
+  type: z.literal("steered"),
+  turn: z.number().int().positive().describe("The turn whose request first carries the message."),
+  steer_id: RunIdSchema.describe("The steer request's id."),
+  text: z.string().describe("The user message's text, as added."),
+  by: z.string().max(256).optional().describe("Who sent it."),
+});
+
+/** The run waits at a turn boundary: its group's shared budget is spent. Nothing is lost; it holds no slot. */
+export const PausedEventSchema = z.object({
+  ...base,
+  type: z.literal("paused"),
+  turn: z.number().int().positive().describe("The turn that waits to be sent."),
+  reason: z.string().describe("Why, for people."),
+  spent_usd: z.number().optional().describe("The group's spend when it paused, in US dollars."),
+  cap_usd: z.number().optional().describe("The group's cap then, in US dollars."),
+  spent_tokens: z.number().int().optional().describe("The group's tokens when it paused."),
+  cap_tokens: z.number().int().optional().describe("The group's token cap then."),
+});
+
+/** The run goes on after a pause (its group's cap was raised, or spend reservations were released). */
+export const ResumedEventSchema = z.object({
+  ...base,
+  type: z.literal("resumed"),
+  turn: z.number().int().positive().describe("The turn now sent."),
+  paused_ms: z.number().nonnegative().describe("How long it waited, in ms."),
+});
+
 export const HeartbeatEventSchema = z.object({
   ...base,
   type: z.literal("heartbeat"),
@@ -276,6 +317,9 @@ export const ForkEventSchema = z.discriminatedUnion("type", [
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
   CacheBreakEventSchema,
+  SteeredEventSchema,
+  PausedEventSchema,
+  ResumedEventSchema,
   HeartbeatEventSchema,
   CompletedEventSchema,
   FailedEventSchema,

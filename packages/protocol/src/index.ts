@@ -43,17 +43,21 @@ export {
 export type { Codec } from "./codec.js";
 export {
   abortRequestCodec,
+  callSlotsCodec,
   createForkSpecCodec,
   daemonInfoCodec,
   daemonPresenceCodec,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
+  groupBudgetCodec,
   permissionRequestCodec,
   permissionResponseCodec,
   providerThrottleCodec,
   retentionLeaseCodec,
   runStateCodec,
+  steerReplyCodec,
+  steerRequestCodec,
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "./codec.js";
@@ -62,6 +66,9 @@ export type {
   AbortRequestInput,
   PermissionRequest,
   PermissionResponse,
+  SteerReply,
+  SteerRequest,
+  StopMode,
   ToolHostRequest,
   ToolHostResponse,
 } from "./control.js";
@@ -69,6 +76,9 @@ export {
   AbortRequestSchema,
   PermissionRequestSchema,
   PermissionResponseSchema,
+  SteerReplySchema,
+  SteerRequestSchema,
+  StopModeSchema,
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
@@ -109,9 +119,12 @@ export {
   LlmDeltaEventSchema,
   LlmMessageEventSchema,
   LlmRequestEventSchema,
+  PausedEventSchema,
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
+  ResumedEventSchema,
   StartedEventSchema,
+  SteeredEventSchema,
   TERMINAL_EVENT_TYPES,
   ToolCallEventSchema,
   ToolDeniedEventSchema,
@@ -139,8 +152,10 @@ export {
   modelFacts,
 } from "./model-facts.js";
 export type {
+  CallSlots,
   DaemonInfo,
   DaemonPresence,
+  GroupBudget,
   ProviderThrottleNotice,
   QueuedRunInit,
   RetentionLease,
@@ -148,8 +163,11 @@ export type {
   RunStatus,
 } from "./registry.js";
 export {
+  CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GroupBudgetSchema,
+  groupBudgetKey,
   isTerminalRunStatus,
   ProviderThrottleSchema,
   queuedRunState,

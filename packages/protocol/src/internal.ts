@@ -4,11 +4,16 @@ export type { CodecOptions, LenientForkEvent } from "./codec.js";
 export { createCodec, decodeEventLenient, parseWireJson } from "./codec.js";
 export {
   abortProof,
+  budgetCapProof,
+  controlProof,
+  groupToken,
   HexSecretSchema,
   newSecret,
   ownerToken,
   permissionProof,
   proofMatches,
+  steerProof,
+  stopProof,
   toolHostProof,
 } from "./control-proof.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";

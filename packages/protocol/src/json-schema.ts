@@ -5,6 +5,8 @@ import {
   AbortRequestSchema,
   PermissionRequestSchema,
   PermissionResponseSchema,
+  SteerReplySchema,
+  SteerRequestSchema,
   ToolHostRequestSchema,
   ToolHostResponseSchema,
 } from "./control.js";
@@ -12,6 +14,7 @@ import { FORK_EVENT_TYPES, ForkEventEnvelopeSchema, ForkEventSchema, type ForkEv
 import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GroupBudgetSchema,
   ProviderThrottleSchema,
   RetentionLeaseSchema,
   RunStateSchema,
@@ -38,6 +41,9 @@ const eventDescriptions = (): Record<ForkEventType, string> => ({
   "tool.result": "A tool call finished; its result is appended to the conversation.",
   "tool.denied": "A tool call was refused (filter, permission, recursion guard).",
   "cache.break": "The first turn read far less from the cache than the inherited prefix should have given.",
+  steered: "A steering message from the parent was added as a user message before this turn.",
+  paused: "The run waits at a turn boundary: its group's shared budget is spent.",
+  resumed: "The run goes on after a pause.",
   heartbeat: "The run is alive; published while nothing else is.",
   completed: "Terminal: the run finished and returns its result.",
   failed: "Terminal: the run failed with an error.",
@@ -106,6 +112,23 @@ function entries(): [string, Entry][] {
       },
     ],
     [
+      "steer-request",
+      {
+        schema: SteerRequestSchema,
+        title: "forkd steer request",
+        description:
+          "Published on `<prefix>.fork.<run_id>.steer` (request/reply): a user message added to a running child at its next turn boundary.",
+      },
+    ],
+    [
+      "steer-reply",
+      {
+        schema: SteerReplySchema,
+        title: "forkd steer reply",
+        description: "The reply of the daemon running a steered run.",
+      },
+    ],
+    [
       "permission-request",
       {
         schema: PermissionRequestSchema,
@@ -144,6 +167,14 @@ function entries(): [string, Entry][] {
         schema: RunStateSchema,
         title: "forkd run state",
         description: "Key `<run_id>` in the runs KV bucket.",
+      },
+    ],
+    [
+      "group-budget",
+      {
+        schema: GroupBudgetSchema,
+        title: "forkd group budget",
+        description: "Key `budget.<group_id>` of the runs bucket: a group's signed cap and what it spent.",
       },
     ],
     [

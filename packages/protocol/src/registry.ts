@@ -1,11 +1,12 @@
 // What the JetStream KV buckets hold: one entry per run, one per live daemon.
 import { z } from "zod";
+import { StopModeSchema } from "./control.js";
 import { HexSecretSchema } from "./control-proof.js";
 import { TERMINAL_EVENT_TYPES, WireErrorSchema } from "./events.js";
 import { EpochMsSchema, PROTOCOL_VERSION, RunIdSchema } from "./spec.js";
 import { UsageTotalsSchema } from "./usage.js";
 
-export const RunStatusSchema = z.enum(["queued", "running", "completed", "failed", "aborted"]);
+export const RunStatusSchema = z.enum(["queued", "running", "paused", "completed", "failed", "aborted"]);
 /** The statuses a run never leaves: the types of its terminal events. */
 export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = TERMINAL_EVENT_TYPES;
 
@@ -41,6 +42,7 @@ export const RunStateSchema = z.object({
   last_seq: z.number().int().nonnegative().describe("Last event seq published (0 before the first)."),
   label: z.string().optional().describe("The spec's label."),
   parent_agent_id: z.string().optional().describe("The spec's `parent.agent_id`."),
+  group_id: RunIdSchema.optional().describe("The spec's `group_id`."),
   model: z.string().optional().describe("The model the run uses."),
   turn: z.number().int().nonnegative().optional().describe("Current turn."),
   created_at: EpochMsSchema.describe("The spec's `created_at`."),
@@ -55,9 +57,10 @@ export const RunStateSchema = z.object({
       requested_at: EpochMsSchema,
       by: z.string().optional(),
       proof: HexSecretSchema.optional(),
+      mode: StopModeSchema.optional().describe("`stop`: a graceful stop (absent: an abort)."),
     })
     .optional()
-    .describe("Set by an abort; a spec picked up or redelivered afterwards is not run."),
+    .describe("Set by an abort or a stop; a spec picked up or redelivered afterwards is not run."),
   /** Set by the daemon that saw the running daemon go silent and handed its spec back to the queue. */
   handoff: z
     .object({
@@ -71,6 +74,72 @@ export const RunStateSchema = z.object({
     ),
   usage: UsageTotalsSchema.optional().describe("Totals, set when the run ends."),
   error: WireErrorSchema.optional().describe("Set when the run failed."),
+});
+
+/** The key of a group's budget in the runs bucket: a `.` keeps it apart from every run id. */
+export function groupBudgetKey(groupId: string): string {
+  return `budget.${groupId}`;
+}
+
+/**
+ * Key `budget.<group_id>` in the runs bucket: a budget shared by every run of a group, on every daemon
+ * (docs/budgets.md). The owner writes the cap (with its proof); daemons add each model
+ * call's cost to `spent` by compare-and-set: a reservation before the call, the difference after.
+ */
+export const GroupBudgetSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  group_id: RunIdSchema.describe("The group."),
+  cap: z
+    .object({
+      max_cost_usd: z.number().nonnegative().optional().describe("In US dollars, priced per model."),
+      max_tokens: z.number().int().nonnegative().optional().describe("Input (all kinds) plus output tokens."),
+    })
+    .describe("The group pauses when `spent` reaches either bound."),
+  cap_version: z.number().int().positive().describe("Raised by every change of the cap."),
+  cap_proof: HexSecretSchema.describe(
+    "`budgetCapProof(group_token, budget)`: a cap without it pauses the group.",
+  ),
+  spent: z
+    .object({
+      cost_usd: z.number().describe("Cost reserved or spent, in US dollars."),
+      tokens: z.number().int().describe("Tokens reserved or spent."),
+    })
+    .describe("Reserved for model calls in flight plus spent by those done."),
+  updated_at: EpochMsSchema.describe("Last write."),
+});
+
+/**
+ * Key `limit.<scope>` in the daemons bucket: the model calls holding a slot of a cluster-wide limit,
+ * and those waiting, each with a lease (docs/budgets.md, "Concurrency limits"). Written by daemons only.
+ */
+export const CallSlotsSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  limit: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe("Calls at once, as the last daemon to write it was configured."),
+  holders: z
+    .array(
+      z.object({
+        id: z.string().min(1).max(256).describe("The call: `<daemon_id>.<uuid>`."),
+        parent: z.string().max(256).describe("The parent agent id of its run (for fairness)."),
+        daemon_id: z.string().min(1).describe("The daemon making the call."),
+        until: EpochMsSchema.describe("Its lease: renewed while the call runs."),
+      }),
+    )
+    .describe("Calls holding a slot."),
+  waiters: z
+    .array(
+      z.object({
+        id: z.string().min(1).max(256),
+        parent: z.string().max(256),
+        since: EpochMsSchema.describe("When it began to wait."),
+        until: EpochMsSchema.describe("Its lease: renewed while it waits."),
+      }),
+    )
+    .describe("Calls waiting; slots go to the parent holding the fewest, then the longest waiting."),
 });
 
 /** Key `<daemon_id>` in the daemons bucket, refreshed by the daemon's heartbeat. */
@@ -183,6 +252,8 @@ export type RunState = z.infer<typeof RunStateSchema>;
 export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
 export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
 export type RetentionLease = z.infer<typeof RetentionLeaseSchema>;
+export type GroupBudget = z.infer<typeof GroupBudgetSchema>;
+export type CallSlots = z.infer<typeof CallSlotsSchema>;
 export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */
@@ -196,6 +267,7 @@ export interface QueuedRunInit {
   specSeq?: number | undefined;
   parentAgentId?: string | undefined;
   label?: string | undefined;
+  groupId?: string | undefined;
 }
 
 /**
@@ -216,5 +288,6 @@ export function queuedRunState(init: QueuedRunInit): RunState {
   if (init.specSeq !== undefined) state.spec_seq = init.specSeq;
   if (init.parentAgentId !== undefined) state.parent_agent_id = init.parentAgentId;
   if (init.label !== undefined) state.label = init.label;
+  if (init.groupId !== undefined) state.group_id = init.groupId;
   return state;
 }

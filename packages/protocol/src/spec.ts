@@ -231,6 +231,9 @@ export const ForkSpecSchema = z.object({
   run_id: RunIdSchema.describe("Chosen by the parent; idempotent: a resubmitted id is the same run."),
   parent: ParentIdentitySchema.describe("Who forked."),
   label: z.string().max(256).optional().describe("Short human label shown by `forkd ps`."),
+  group_id: RunIdSchema.optional().describe(
+    "The group the run belongs to: every fan-out is one, and a parent may name others. Stamped on every event and recorded in the registry; a group can be stopped or aborted as one.",
+  ),
   /** The query source of the forking agent; the recursion guard refuses a fork from a fork. */
   query_source: z
     .string()
@@ -262,6 +265,9 @@ export const ForkSpecSchema = z.object({
   /** Secret of the run's owner (only daemons read specs). */
   owner_token: HexSecretSchema.optional().describe(
     "Secret of the run's owner (`ownerToken(owner_key, run_id)`): aborts and permission answers must carry a proof made with it. Without it any parent of the account may abort or answer.",
+  ),
+  group_token: HexSecretSchema.optional().describe(
+    "Secret of the run's group (`groupToken(owner_key, group_id)`): the group's budget cap must carry a proof made with it.",
   ),
   trace: TraceContextSchema.optional().describe("W3C trace context of the parent's span."),
   provider: ProviderSpecSchema.optional().describe(

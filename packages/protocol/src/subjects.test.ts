@@ -70,6 +70,9 @@ describe("forkSubjects()", () => {
     expect(s.allEvents).toBe("agent.fork.*.events");
     expect(s.allAborts).toBe("agent.fork.*.abort");
     expect(s.allPermissions).toBe("agent.fork.*.permission");
+    expect(s.steer("r1")).toBe("agent.fork.r1.steer");
+    expect(s.allSteers).toBe("agent.fork.*.steer");
+    expect(s.runIdOf("agent.fork.r1.steer")).toBe("r1");
     expect(s.streams).toEqual({ specs: "AGENT_FORK_SPECS", events: "AGENT_FORK_EVENTS" });
     expect(s.specsConsumer).toBe("agent_fork_daemons");
     expect(s.buckets).toEqual({

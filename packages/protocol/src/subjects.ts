@@ -47,6 +47,8 @@ export interface ForkSubjects {
   events(runId: string): string;
   /** `agent.fork.<run_id>.abort`: core NATS, the fast path of an abort. */
   abort(runId: string): string;
+  /** `agent.fork.<run_id>.steer`: request/reply from a parent to the daemon running the run (a steering message). */
+  steer(runId: string): string;
   /** `agent.fork.<run_id>.permission`: request/reply from the daemon to the parent for a tool call that needs approval. */
   permission(runId: string): string;
   /** `agent.toolhost.<host_id>`: request/reply to a process that serves tools for remote forks. */
@@ -63,11 +65,13 @@ export interface ForkSubjects {
   readonly allEvents: string;
   /** `agent.fork.*.abort`: every abort; each daemon holds one wildcard subscription on it. */
   readonly allAborts: string;
+  /** `agent.fork.*.steer`: every steering message; each daemon answers those of the runs it holds. */
+  readonly allSteers: string;
   /** `agent.fork.*.permission`: every permission request; a parent answers those of its own runs. */
   readonly allPermissions: string;
   /**
    * The run token of one of this prefix's run subjects (`agent.fork.<run_id>` or
-   * `agent.fork.<run_id>.events|abort|permission`), or `undefined` for any other subject. The token
+   * `agent.fork.<run_id>.events|abort|permission|steer`), or `undefined` for any other subject. The token
    * is not checked with {@link isValidRunId}: a spec stored under an invalid one must still be
    * named, to be refused and removed.
    */
@@ -80,7 +84,7 @@ export interface ForkSubjects {
   readonly bucketStreams: { readonly runs: string; readonly daemons: string; readonly prefixes: string };
 }
 
-const RUN_SUBJECT_KINDS = new Set(["events", "abort", "permission"]);
+const RUN_SUBJECT_KINDS = new Set(["events", "abort", "permission", "steer"]);
 
 /**
  * Builds the subject and resource names for `prefix`.
@@ -102,6 +106,7 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
     events: (runId) => `${run(runId)}.events`,
     abort: (runId) => `${run(runId)}.abort`,
     permission: (runId) => `${run(runId)}.permission`,
+    steer: (runId) => `${run(runId)}.steer`,
     toolHost: (hostId) => {
       assertToken(hostId, "tool host id");
       return `${prefix}.toolhost.${hostId}`;
@@ -116,6 +121,7 @@ export function forkSubjects(prefix: string = DEFAULT_SUBJECT_PREFIX): ForkSubje
     allEvents: `${prefix}.fork.*.events`,
     allAborts: `${prefix}.fork.*.abort`,
     allPermissions: `${prefix}.fork.*.permission`,
+    allSteers: `${prefix}.fork.*.steer`,
     runIdOf: (subject) => {
       const head = `${prefix}.fork.`;
       if (!subject.startsWith(head)) return undefined;

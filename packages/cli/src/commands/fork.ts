@@ -160,6 +160,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       );
       for (const child of children)
         writeLine(out, `  child ${child.index}: run ${child.handle.runId}  ${child.label}`);
+      writeLine(out, `  group ${handles[0]!.groupId} (forkd abort --group, forkd budget)`);
     }
 
     if (values["no-wait"]) {

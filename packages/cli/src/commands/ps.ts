@@ -11,8 +11,13 @@ import {
 } from "@forkd/client";
 import { totalTokensOf } from "@forkd/core";
 import {
+  type CallSlots,
+  callSlotsCodec,
   type DaemonInfo,
   daemonInfoCodec,
+  type GroupBudget,
+  groupBudgetCodec,
+  groupBudgetKey,
   type RetentionLease,
   type RunState,
   RunStatusSchema,
@@ -57,6 +62,54 @@ export async function listDaemons(resources: ForkResources): Promise<DaemonInfo[
     }
   }
   return daemons.sort((a, b) => a.daemon_id.localeCompare(b.daemon_id));
+}
+
+/** A group of the runs shown: how many are in each status, and its budget when it has one. */
+export interface GroupView {
+  group_id: string;
+  statuses: Partial<Record<RunState["status"], number>>;
+  budget: GroupBudget | null;
+}
+
+/** The groups of `runs`, with their budgets (one read per group). */
+export async function describeGroups(
+  resources: ForkResources,
+  runs: readonly RunState[],
+): Promise<GroupView[]> {
+  const groups = new Map<string, GroupView>();
+  for (const run of runs) {
+    if (run.group_id === undefined) continue;
+    const view = groups.get(run.group_id) ?? { group_id: run.group_id, statuses: {}, budget: null };
+    view.statuses[run.status] = (view.statuses[run.status] ?? 0) + 1;
+    groups.set(run.group_id, view);
+  }
+  await Promise.all(
+    [...groups.values()].map(async (view) => {
+      const entry = await resources.runs.get(groupBudgetKey(view.group_id)).catch(() => null);
+      if (entry?.operation !== "PUT" || entry.length === 0) return;
+      try {
+        view.budget = groupBudgetCodec.decode(entry.value);
+      } catch {
+        // not ours to show
+      }
+    }),
+  );
+  return [...groups.values()];
+}
+
+/** The cluster-wide call limits (`limit.>` in the daemons bucket): who holds slots, who waits. */
+export async function listCallLimits(resources: ForkResources): Promise<(CallSlots & { scope: string })[]> {
+  const limits: (CallSlots & { scope: string })[] = [];
+  for await (const key of await resources.daemons.keys("limit.>")) {
+    const entry = await resources.daemons.get(key);
+    if (entry?.operation !== "PUT" || entry.length === 0) continue;
+    try {
+      limits.push({ scope: key.slice("limit.".length), ...callSlotsCodec.decode(entry.value) });
+    } catch {
+      // not ours to show
+    }
+  }
+  return limits;
 }
 
 /** Every run entry of the registry, newest first; malformed entries are skipped. Reads them all. */
@@ -111,7 +164,7 @@ export async function selectRuns(resources: ForkResources, selection: RunSelecti
   if (selection.parent !== undefined) return runsOfParent(resources, selection.parent);
   const onlyLive =
     selection.statuses !== undefined &&
-    [...selection.statuses].every((s) => s === "queued" || s === "running");
+    [...selection.statuses].every((s) => s === "queued" || s === "running" || s === "paused");
   const [live, newest] = await Promise.all([
     liveRuns(resources),
     onlyLive ? Promise.resolve([]) : newestRuns(resources, selection.newest),
@@ -165,9 +218,13 @@ export async function run(args: string[], context: CommandContext): Promise<numb
     ]);
     const matching = statuses === undefined ? selected : selected.filter((run) => statuses.has(run.status));
     const out = context.io.stdout;
+    const [groups, limits] = await Promise.all([
+      describeGroups(resources, matching),
+      listCallLimits(resources).catch(() => []),
+    ]);
     if (values.json) {
       const runs = limit === undefined ? matching : matching.slice(0, limit);
-      writeLine(out, JSON.stringify({ daemons, runs, retention }, null, 2));
+      writeLine(out, JSON.stringify({ daemons, runs, retention, groups, limits }, null, 2));
       return 0;
     }
     const now = Date.now();
@@ -227,8 +284,50 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       ]))
         writeLine(out, `  ${line}`);
     }
+    if (groups.length > 0) {
+      writeLine(out);
+      writeLine(out, style.bold(`GROUPS (${groups.length})`));
+      const rows = [
+        ["GROUP ID", "RUNS", "BUDGET"],
+        ...groups.map((group) => [
+          group.group_id,
+          Object.entries(group.statuses)
+            .map(([status, count]) => `${count} ${status}`)
+            .join(", "),
+          describeBudget(group.budget),
+        ]),
+      ];
+      for (const line of renderTable(rows, ["left", "left", "left"])) writeLine(out, `  ${line}`);
+    }
+    if (limits.length > 0) {
+      writeLine(out);
+      writeLine(out, style.bold(`CALL LIMITS (${limits.length})`));
+      const rows = [
+        ["SCOPE", "HELD", "WAITING"],
+        ...limits.map((slots) => [
+          slots.scope,
+          `${slots.holders.filter((h) => h.until > now).length}/${slots.limit ?? "?"}`,
+          String(slots.waiters.filter((w) => w.until > now).length),
+        ]),
+      ];
+      for (const line of renderTable(rows, ["left", "right", "right"])) writeLine(out, `  ${line}`);
+    }
     return 0;
   } finally {
     await nc.close();
   }
+}
+
+/** `$1.2345 of $5, 12000 of 50000 tokens`, or `-` without a budget. */
+function describeBudget(budget: GroupBudget | null): string {
+  if (budget === null) return "-";
+  const parts = [
+    budget.cap.max_cost_usd !== undefined
+      ? `$${budget.spent.cost_usd.toFixed(4)} of $${budget.cap.max_cost_usd}`
+      : undefined,
+    budget.cap.max_tokens !== undefined
+      ? `${budget.spent.tokens} of ${budget.cap.max_tokens} tokens`
+      : undefined,
+  ].filter((part) => part !== undefined);
+  return parts.join(", ") || "no cap";
 }

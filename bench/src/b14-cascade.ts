@@ -1,0 +1,125 @@
+// #14 Cascade abort (#15): `forks.abortParent(P)` → every run of the parent ended, running and queued,
+// on real daemon processes. The figure is, per run, the time from the call to its `aborted` event
+// reaching an observer; the target is p99 ≤ 100 ms over every run of every round.
+import { type Cluster, startCluster, within } from "./cluster.js";
+import { parentTurn, taggedDirective } from "./fixtures.js";
+import { now, overBy, summarize } from "./stats.js";
+import type { BenchContext, Benchmark } from "./types.js";
+
+const TARGET_P99_MS = 100;
+const DAEMONS = 4;
+const CONCURRENCY = 4;
+/** Runs per round: the daemons' slots run, the rest wait in the queue. */
+const RUNS = 40;
+
+interface Round {
+  /** Per run: abortParent() called → its aborted event at the observer. @unit ms */
+  latencies: number[];
+  /** Same, only the runs that were queued when the cascade began. */
+  queued: number[];
+  /** Same, only the runs that were running. */
+  running: number[];
+  /** How long abortParent() itself took (registry listing and the requests). @unit ms */
+  call: number;
+}
+
+async function round(cluster: Cluster, index: number): Promise<Round> {
+  const turn = await parentTurn("4k");
+  const forks = await cluster.subagent();
+  const parent = `bench-cascade-${index}`;
+  // The model answers after 100 s: every running run has its model call in flight, and the machine is
+  // not loaded by streaming (what is measured is the control path, not a busy CPU).
+  const handles = forks.fanOut(
+    { prefix: turn.prefix, parent: { agent_id: parent } },
+    Array.from({ length: RUNS }, (_, i) => ({
+      directive: taggedDirective(
+        `cascade-${index}-${i}`,
+        "Wait for the answer.\n@sim ttft 100000\n@sim text 10",
+      ),
+    })),
+    { warmFirst: false },
+  );
+  await Promise.all(handles.map((handle) => handle.published()));
+  const slots = DAEMONS * CONCURRENCY;
+  const deadline = Date.now() + 30_000;
+  let states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
+  while (states.filter((state) => state?.status === "running").length < slots) {
+    if (Date.now() > deadline) throw new Error(`round ${index}: ${slots} runs did not start within 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
+  }
+  const queuedIds = new Set(
+    states.filter((state) => state?.status === "queued").map((state) => state!.run_id),
+  );
+  const terminals = handles.map((handle) => cluster.watch.terminal(handle.runId));
+  const started = now();
+  await forks.abortParent(parent, { reason: "benchmark cascade" });
+  const call = now() - started;
+  const ended = await within(Promise.all(terminals), 20_000, `cascade round ${index}`);
+  const latencies: number[] = [];
+  const queued: number[] = [];
+  const running: number[] = [];
+  ended.forEach((watched, i) => {
+    if (watched.event.type !== "aborted")
+      throw new Error(`run ${handles[i]!.runId} ended ${watched.event.type}, not aborted`);
+    const ms = watched.at - started;
+    latencies.push(ms);
+    (queuedIds.has(handles[i]!.runId) ? queued : running).push(ms);
+  });
+  await forks.close();
+  return { latencies, queued, running, call };
+}
+
+export const cascadeBenchmark: Benchmark = {
+  id: 14,
+  name: "cascade abort: abortParent() → every run of the parent aborted, queued ones included",
+  timeoutMs: { quick: 120_000, full: 400_000 },
+  async run(context: BenchContext) {
+    const rounds = context.quick ? 2 : 10;
+    const cluster = await startCluster({ daemons: 0, ackWaitMs: 30_000 });
+    try {
+      for (let i = 0; i < DAEMONS; i++)
+        await cluster.spawnDaemon(`cascade-d${i + 1}`, { concurrency: CONCURRENCY, heartbeatMs: 1_000 });
+      const results: Round[] = [];
+      for (let i = 0; i < rounds; i++) {
+        context.log(`round ${i + 1} of ${rounds}: ${RUNS} runs of one parent on ${DAEMONS} daemon processes`);
+        results.push(await round(cluster, i));
+      }
+      const all = summarize(results.flatMap((r) => r.latencies));
+      const queued = summarize(results.flatMap((r) => r.queued));
+      const running = summarize(results.flatMap((r) => r.running));
+      const call = summarize(results.map((r) => r.call));
+      const pass = all.p99 <= TARGET_P99_MS;
+      const notes = [
+        `Each round: ${RUNS} forks of one parent (one fan-out, warm-first off), ${DAEMONS} daemon processes × ${CONCURRENCY} slots, so ${DAEMONS * CONCURRENCY} runs wait on their model call (first token after 100 s) and ${RUNS - DAEMONS * CONCURRENCY} wait in the work queue. Once the slots are full, the parent calls forks.abortParent(parent) and the clock runs, per run, until its aborted event reaches an observer subscribed to agent.fork.*.events (its own connection).`,
+        "Path: abortParent lists the parent's runs from the registry's index keys, then sends each run an abort with its own proof (core NATS first, then the registry flag, then core NATS again). A running run is stopped by the daemon holding it; a queued one is ended where it waits by the one daemon of the queue group `<consumer>_queued_controls` that sees the request (claim from queued by compare-and-set, aborted event, spec deleted).",
+        `abortParent() itself (listing + requests for ${RUNS} runs): p50 ${call.p50} / p99 ${call.p99} ms; the per-run figures include it.`,
+        `Queued runs: p50 ${queued.p50} / p99 ${queued.p99} ms (n ${queued.n}); running runs: p50 ${running.p50} / p99 ${running.p99} ms (n ${running.n}).`,
+      ];
+      if (!pass) notes.push(`MISSED: p99 ${all.p99} ms, over by ${overBy(all.p99, TARGET_P99_MS)}.`);
+      return {
+        figures: {
+          aborted_event_ms: all,
+          queued_aborted_event_ms: queued,
+          running_aborted_event_ms: running,
+          abort_parent_call_ms: call,
+        },
+        baseline: {},
+        target: `every run of the parent, queued ones included, aborted within ${TARGET_P99_MS} ms p99`,
+        headline: `p50 ${all.p50} ms, p99 ${all.p99} ms (n ${all.n})`,
+        baselineHeadline: "—",
+        pass,
+        params: {
+          rounds,
+          runs_per_round: RUNS,
+          daemons: DAEMONS,
+          concurrency: CONCURRENCY,
+          daemon: "process",
+        },
+        notes,
+      };
+    } finally {
+      await cluster.stop();
+    }
+  },
+};

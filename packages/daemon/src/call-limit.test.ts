@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { fairOrder } from "./call-limit.js";
+
+describe("fairOrder", () => {
+  it("gives free slots to the parent holding the fewest, then to the longest waiting", () => {
+    const holders = [{ parent: "a" }, { parent: "a" }];
+    const waiters = [
+      { id: "a1", parent: "a", since: 1 },
+      { id: "a2", parent: "a", since: 2 },
+      { id: "b1", parent: "b", since: 5 },
+      { id: "b2", parent: "b", since: 6 },
+      { id: "c1", parent: "c", since: 9 },
+    ];
+    expect(fairOrder(holders, waiters, 1)).toEqual(["b1"]);
+    expect(fairOrder(holders, waiters, 3)).toEqual(["b1", "c1", "b2"]);
+    expect(fairOrder(holders, waiters, 5)).toEqual(["b1", "c1", "b2", "a1", "a2"]);
+    expect(fairOrder([], waiters, 0)).toEqual([]);
+  });
+
+  it("breaks a tie in time by id, so every daemon computes the same order", () => {
+    const waiters = [
+      { id: "d2.x", parent: "p", since: 1 },
+      { id: "d1.x", parent: "q", since: 1 },
+    ];
+    expect(fairOrder([], waiters, 1)).toEqual(["d1.x"]);
+    expect(fairOrder([], [...waiters].reverse(), 1)).toEqual(["d1.x"]);
+  });
+});
