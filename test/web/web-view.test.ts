@@ -207,9 +207,10 @@ describe("forkd web in headless chromium", () => {
         (document.getElementById("stream-state")?.textContent ?? "").includes("streaming") &&
         (document.getElementById("stream-text")?.textContent ?? "").length > 20,
     );
-    // Running, opened, and still no abort button for an observer.
+    // Running, opened, and still no abort or stop button for an observer.
     expect(await page.getAttribute(row(streamer.runId), "data-status")).toBe("running");
     expect(await page.$("#abort-run")).toBeNull();
+    expect(await page.$("#stop-run")).toBeNull();
     await page.screenshot({ path: join(ARTIFACTS, "run-streaming.png") });
 
     // Finish: every row completed, as the log says.
@@ -276,7 +277,9 @@ describe("forkd web in headless chromium", () => {
     await parent.click(row(handle.runId));
     await observer.click(row(handle.runId));
     await parent.waitForSelector("#abort-run");
+    await parent.waitForSelector("#stop-run");
     expect(await observer.$("#abort-run")).toBeNull();
+    expect(await observer.$("#stop-run")).toBeNull();
     await parent.click("#abort-run");
     await parent.waitForSelector('#abort-run:text("Confirm abort")');
     await parent.click("#abort-run");
@@ -286,8 +289,36 @@ describe("forkd web in headless chromium", () => {
       await page.waitForSelector('#event-list .ev[data-type="aborted"]');
     }
     expect(await parent.$("#abort-run")).toBeNull();
+    expect(await parent.$("#stop-run")).toBeNull();
     expect([...pageErrors(observer), ...pageErrors(parent)]).toEqual([]);
     await Promise.all([observer.close(), parent.close()]);
+  });
+
+  it("a parent's stop button lets the model's turn finish and starts nothing new: the run ends completed, stopped", async () => {
+    const parent = await openPage(parentPage.url);
+    // Turn 1 streams for about 5 s and ends in a tool call; a stop meanwhile lets it finish, runs no
+    // tool and starts no turn 2.
+    const handle = await forkOne(
+      'Write, then look.\n@sim tps 20\n@sim text 100\n@sim tool Glob {"pattern":"*"}\n@sim turn\n@sim text 20',
+      "to stop",
+    );
+    await parent.waitForSelector(row(handle.runId, "running"));
+    await parent.click(row(handle.runId));
+    await parent.waitForSelector('#event-list .ev[data-type="llm.delta"]');
+    await parent.click("#stop-run");
+    await parent.waitForSelector('#stop-run:text("Confirm stop")');
+    await parent.click("#stop-run");
+    expect(await handle.result()).toMatchObject({
+      status: "completed",
+      result: { stop: "stopped", stop_reason: "stopped from forkd web" },
+    });
+    const logged = (await loggedEvents(handle.runId)).map((event) => event.type);
+    expect(logged.filter((type) => type === "llm.request")).toHaveLength(1);
+    expect(logged).not.toContain("tool.result");
+    await parent.waitForSelector(row(handle.runId, "completed"));
+    expect(await parent.$("#stop-run")).toBeNull();
+    expect(pageErrors(parent)).toEqual([]);
+    await parent.close();
   });
 
   it("keeps following across a restart of the NATS server", async () => {

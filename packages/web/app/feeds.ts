@@ -189,22 +189,24 @@ export class Feeds {
   }
 
   /**
-   * Aborts `runId` through the fast path (the daemon running it stops within milliseconds), with the
-   * owner's proof when the page was given the owner key.
+   * Aborts `runId` (`mode` "abort": cut now) or stops it gracefully (`mode` "stop": the current model
+   * turn or tool finishes, nothing new starts, the run ends `completed`), through the fast path (the
+   * daemon running it acts within milliseconds), with the owner's proof of that mode when the page
+   * was given the owner key. Daemons refuse either without it.
    */
-  async abort(runId: string, reason: string): Promise<void> {
+  async control(runId: string, mode: "abort" | "stop", reason: string): Promise<void> {
     const proof =
       this.#config.ownerKey === undefined
         ? undefined
         : await hmacHex(
             await hmacHex(this.#config.ownerKey, `forkd-owner-token\n${runId}`),
-            `abort\n${runId}`,
+            `${mode}\n${runId}`,
           );
-    this.nc.publish(this.subjects.abort(runId), this.#abortBytes(runId, reason, proof));
+    this.nc.publish(this.subjects.abort(runId), this.#abortBytes(runId, reason, proof, mode));
     await this.nc.flush();
   }
 
-  #abortBytes(runId: string, reason: string, proof?: string): Uint8Array {
+  #abortBytes(runId: string, reason: string, proof?: string, mode: "abort" | "stop" = "abort"): Uint8Array {
     return encoder.encode(
       JSON.stringify({
         v: PROTOCOL_VERSION,
@@ -213,6 +215,7 @@ export class Feeds {
         requested_at: Date.now(),
         by: "forkd web",
         ...(proof === undefined ? {} : { proof }),
+        ...(mode === "stop" ? { mode } : {}),
       }),
     );
   }

@@ -19,6 +19,14 @@ import {
 } from "./shared.js";
 import { keyTarget, VirtualList } from "./virtual-list.js";
 
+/** `stop` ends a run gracefully (its current turn or tool finishes), `abort` cuts it now. */
+type ControlMode = "abort" | "stop";
+
+const CONTROL_BUTTONS: Record<ControlMode, { id: string; label: string; className?: string }> = {
+  abort: { id: "abort-run", label: "Abort", className: "danger" },
+  stop: { id: "stop-run", label: "Stop" },
+};
+
 /** Height of every line of the event log. @unit px */
 export const EVENT_ROW_HEIGHT = 26;
 
@@ -103,7 +111,8 @@ export class RunDetail {
   #streamState = "";
   #follow = true;
   #mayAbort = false;
-  #abortArmed = false;
+  /** The control button clicked once and waiting for its confirming click, if any. */
+  #armed: ControlMode | undefined;
   #renderScheduled = false;
 
   constructor(model: PageModel, feeds: Feeds, panel: HTMLElement, close: () => void) {
@@ -127,7 +136,6 @@ export class RunDetail {
     });
     this.#scroller.addEventListener("keydown", (event) => this.#key(event));
     panel.querySelector("#close-run")!.addEventListener("click", () => this.#close());
-    panel.querySelector("#abort-run")?.addEventListener("click", () => void this.#abortClicked());
   }
 
   /** The run shown, if any. */
@@ -135,7 +143,7 @@ export class RunDetail {
     return this.#runId;
   }
 
-  /** Sets whether the abort button exists (only when the credentials may publish aborts). */
+  /** Sets whether the stop and abort buttons exist (only when the credentials may publish aborts). */
   setMayAbort(mayAbort: boolean): void {
     this.#mayAbort = mayAbort;
     this.refresh();
@@ -172,7 +180,7 @@ export class RunDetail {
     this.#streamText = "";
     this.#streamState = "";
     this.#follow = true;
-    this.#abortArmed = false;
+    this.#armed = undefined;
     this.#list.setItems(this.#lines);
     this.#panel.hidden = true;
     delete this.#panel.dataset.runId;
@@ -281,31 +289,39 @@ export class RunDetail {
       `${formatInteger(this.#lines.length)} event${this.#lines.length === 1 ? "" : "s"}${row !== undefined && isFinalStatus(row.status) ? "" : " · live"}`,
     );
     panel.querySelector("#event-list")!.setAttribute("aria-setsize", String(this.#lines.length));
-    // The abort button exists only for credentials that may abort, and only while the run may run.
+    // The stop and abort buttons exist only for credentials that may abort, and only while the run
+    // may run.
     const actions = panel.querySelector<HTMLElement>("#run-actions")!;
-    const wantAbort = this.#mayAbort && row !== undefined && !isFinalStatus(row.status);
-    let button = actions.querySelector<HTMLButtonElement>("#abort-run");
-    if (wantAbort && button === null) {
-      button = h("button", { id: "abort-run", class: "danger", type: "button" }, "Abort");
-      button.addEventListener("click", () => void this.#abortClicked());
-      actions.prepend(button);
-    } else if (!wantAbort && button !== null) {
-      button.remove();
-      this.#abortArmed = false;
-    }
-    if (button !== null && wantAbort) setText(button, this.#abortArmed ? "Confirm abort" : "Abort");
+    const wanted = this.#mayAbort && row !== undefined && !isFinalStatus(row.status);
+    if (!wanted) this.#armed = undefined;
+    // Prepended in reverse: Stop, then Abort, then the close button.
+    for (const mode of ["abort", "stop"] as const) this.#controlButton(actions, mode, wanted);
   }
 
-  async #abortClicked(): Promise<void> {
+  #controlButton(actions: HTMLElement, mode: ControlMode, wanted: boolean): void {
+    const { id, label, className } = CONTROL_BUTTONS[mode];
+    let button = actions.querySelector<HTMLButtonElement>(`#${id}`);
+    if (wanted && button === null) {
+      button = h("button", { id, class: className, type: "button" }, label);
+      button.addEventListener("click", () => void this.#controlClicked(mode));
+      actions.prepend(button);
+    } else if (!wanted && button !== null) {
+      button.remove();
+      button = null;
+    }
+    if (button !== null) setText(button, this.#armed === mode ? `Confirm ${label.toLowerCase()}` : label);
+  }
+
+  async #controlClicked(mode: ControlMode): Promise<void> {
     const runId = this.#runId;
     if (runId === undefined) return;
-    if (!this.#abortArmed) {
-      this.#abortArmed = true; // a second click confirms: one stray click never stops a run
+    if (this.#armed !== mode) {
+      this.#armed = mode; // a second click confirms: one stray click never stops a run
       this.refresh();
       return;
     }
-    this.#abortArmed = false;
-    await this.#feeds.abort(runId, "aborted from forkd web");
+    this.#armed = undefined;
+    await this.#feeds.control(runId, mode, `${mode === "stop" ? "stopped" : "aborted"} from forkd web`);
     this.refresh();
   }
 
