@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { liveRunIds, type NatsForkHandle, NatsForkSubagent } from "@forkd/client";
 import { costOfTokens, createForkPrefix, defaultPricingTable, tokenCountsOf } from "@forkd/core";
-import type { ForkEvent, ForkPrefix } from "@forkd/protocol";
+import type { ForkEvent, ForkPrefix, RunState } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -108,8 +108,9 @@ describe("groups and cascades", () => {
         group_id: group.id,
       });
       expect(events.every((event) => event.group_id === group.id)).toBe(true);
-      // A queued run is ended where it waits, never claimed to run.
-      if (queued.has(handle.runId)) expect(events.map((event) => event.type)).toEqual(["aborted"]);
+      // A queued run is ended where it waits (or, when a slot the cascade freed let a daemon claim it
+      // first, right after its claim): it never runs a model turn.
+      if (queued.has(handle.runId)) expect(events.some((event) => event.type === "llm.message")).toBe(false);
     }
     // The queued specs left the work queue: no daemon picks them up later.
     const live = new Set(await liveRunIds(forks.resources));
@@ -253,15 +254,20 @@ describe("a budget shared by a group", () => {
       })),
       { warmFirst: false },
     );
-    const allPaused = () =>
-      waitFor(
-        async () => {
-          const states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
-          return states.every((state) => state?.status === "paused") ? states : undefined;
-        },
-        { timeoutMs: 60_000, message: "every run of the group paused" },
-      );
-    await allPaused();
+    // Every run pauses at the cap, unless it finished its work within the budget first: on a loaded
+    // machine the runs do not go in step, and one may take all six turns while the others are
+    // still being admitted (the cap bounds the group's spend, not who spends it).
+    const settled = (state: RunState | null) => state?.status === "paused" || state?.status === "completed";
+    const pausedAtCap = await waitFor(
+      async () => {
+        const states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
+        if (!states.every(settled)) return undefined;
+        return handles.filter((_, i) => states[i]?.status === "paused");
+      },
+      { timeoutMs: 60_000, message: "every run of the group paused (or done within the budget)" },
+    );
+    // Ten runs of six calls cost far more than the cap: most of them wait.
+    expect(pausedAtCap.length).toBeGreaterThanOrEqual(5);
     // What the group really spent, from the logs: within one model call of the cap.
     const spend = async () => {
       const costs: number[] = [];
@@ -281,7 +287,7 @@ describe("a budget shared by a group", () => {
     expect(total).toBeLessThan(cap + Math.max(...costs));
     const budget = await forks.groupBudget(group.id);
     expect(budget!.spent.cost_usd).toBeCloseTo(total, 6); // every reservation settled
-    for (const handle of handles) {
+    for (const handle of pausedAtCap) {
       const events = await contiguousLog(forks.resources, handle.runId);
       expect(events.filter((event) => event.type !== "heartbeat").at(-1)).toMatchObject({ type: "paused" });
     }
@@ -291,9 +297,12 @@ describe("a budget shared by a group", () => {
     await daemon("budget-3", 5);
     await waitFor(
       async () => {
-        const states = await Promise.all(handles.map((handle) => forks.state(handle.runId)));
+        const states = await Promise.all(pausedAtCap.map((handle) => forks.state(handle.runId)));
         return (
-          states.every((state) => state?.status === "paused" && state.daemon_id !== "budget-1") || undefined
+          states.every(
+            (state) =>
+              (state?.status === "paused" && state.daemon_id !== "budget-1") || state?.status === "completed",
+          ) || undefined
         );
       },
       { timeoutMs: 60_000, message: "the dead daemon's runs paused again elsewhere" },
@@ -306,7 +315,7 @@ describe("a budget shared by a group", () => {
     for (const handle of handles) {
       const events = await contiguousLog(forks.resources, handle.runId);
       expect(events.filter((event) => event.type === "tool.result")).toHaveLength(turns - 1);
-      expect(events.some((event) => event.type === "resumed")).toBe(true);
+      if (pausedAtCap.includes(handle)) expect(events.some((event) => event.type === "resumed")).toBe(true);
     }
   });
 
