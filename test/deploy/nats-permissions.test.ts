@@ -177,6 +177,9 @@ describe("deploy/nats/accounts.conf on one node", () => {
 
     const run = await daemon.runs.get("run-1");
     await daemon.runs.update("run-1", encoder.encode('{"status":"running","attempt":1}'), run!.revision);
+    // It keeps a group's spend, which parents may not write.
+    await expect(daemon.runs.put("spend.group-1", encoder.encode("{}"))).resolves.toBeGreaterThan(0);
+    await daemon.runs.purge("spend.group-1");
     await daemon.daemons.put("daemon-1", encoder.encode('{"daemon_id":"daemon-1"}'));
     expect((await daemon.daemons.get("daemon-1"))?.string()).toBe('{"daemon_id":"daemon-1"}');
     expect((await daemon.prefixes.getBlob("prefix-1"))?.byteLength).toBe(PREFIX_BYTES);
@@ -315,6 +318,13 @@ describe("deploy/nats/accounts.conf on one node", () => {
     parent.nc.publish(subjects.events("run-1"), "forged event");
     await parentErrors.next("publish", subjects.events("run-1"));
     await expect(parent.daemons.put("daemon-x", "forged")).rejects.toThrow(/Permissions Violation/);
+    // A group's spend is the daemons' count, in the runs bucket the parent otherwise writes.
+    await expect(parent.runs.put("spend.group-1", "{}")).rejects.toThrow(
+      /Permissions Violation for Publish to "\$KV\.agent_fork_runs\.spend\.group-1"/,
+    );
+    await expect(parent.runs.delete("spend.group-1")).rejects.toThrow(/Permissions Violation/);
+    await expect(parent.runs.put("budget.group-1", "{}")).resolves.toBeGreaterThan(0);
+    await parent.runs.purge("budget.group-1");
     await expect(parent.jsm.streams.delete(subjects.streams.specs)).rejects.toThrow(/Permissions Violation/);
   });
 

@@ -285,8 +285,10 @@ describe("a budget shared by a group", () => {
     const total = costs.reduce((sum, cost) => sum + cost, 0);
     expect(total).toBeGreaterThanOrEqual(cap);
     expect(total).toBeLessThan(cap + Math.max(...costs));
-    const budget = await forks.groupBudget(group.id);
-    expect(budget!.spent.cost_usd).toBeCloseTo(total, 6); // every reservation settled
+    // The daemons' count agrees with the logs, and no call holds a reservation.
+    const spent = await forks.groupSpend(group.id);
+    expect(spent!.reservations).toEqual([]);
+    expect(spent!.spent.cost_usd).toBeCloseTo(total, 6);
     for (const handle of pausedAtCap) {
       const events = await contiguousLog(forks.resources, handle.runId);
       expect(events.filter((event) => event.type !== "heartbeat").at(-1)).toMatchObject({ type: "paused" });
@@ -345,5 +347,39 @@ describe("a budget shared by a group", () => {
     } finally {
       await hostile.close();
     }
+  });
+
+  it("a parent can neither delete the cap nor replay an older one to spend more", async () => {
+    await daemon("budget-replay", 2);
+    const group = forks.group();
+    // The owner once allowed $100, then lowered the cap to nothing: the old entry is what a hostile
+    // parent keeps to write back.
+    await group.setBudget({ max_cost_usd: 100 });
+    const generous = await forks.resources.runs.get(`budget.${group.id}`);
+    await group.setBudget({ max_cost_usd: 0 });
+    const handle = group.fork({
+      prefix,
+      parent: { agent_id: "parent-budget-3" },
+      directive: "Say it.\n@sim say ok",
+    });
+    await waitFor(async () => (await forks.state(handle.runId))?.status === "paused" || undefined, {
+      timeoutMs: 20_000,
+      message: "run paused at a zero cap",
+    });
+    // The daemon recorded the version it obeyed.
+    expect((await forks.groupSpend(group.id))?.cap_version).toBe(2);
+    await forks.resources.runs.put(`budget.${group.id}`, generous!.value);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await forks.state(handle.runId))?.status).toBe("paused");
+    await forks.resources.runs.delete(`budget.${group.id}`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await forks.state(handle.runId))?.status).toBe("paused");
+    let events = await contiguousLog(forks.resources, handle.runId);
+    expect(events.some((event) => event.type === "llm.request" || event.type === "resumed")).toBe(false);
+    // The owner's next cap is above every version obeyed, and is obeyed.
+    expect((await group.setBudget({ max_cost_usd: 1 })).cap_version).toBe(3);
+    expect(await handle.result()).toMatchObject({ status: "completed", result: { final_text: "ok" } });
+    events = await contiguousLog(forks.resources, handle.runId);
+    expect(events.filter((event) => event.type === "llm.request")).toHaveLength(1);
   });
 });

@@ -22,8 +22,11 @@ import {
   type ForkSpecInput,
   forkSpecCodec,
   type GroupBudget,
+  type GroupSpend,
   groupBudgetCodec,
   groupBudgetKey,
+  groupSpendCodec,
+  groupSpendKey,
   INLINE_PREFIX_THRESHOLD_BYTES,
   isTerminalEvent,
   isTerminalRunStatus,
@@ -286,7 +289,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   /**
    * Sets (or raises, or lowers) the budget shared by every run of group `groupId`, on every daemon:
    * at the cap its runs pause at their next turn boundary, and a raised cap resumes them. Keeps what
-   * the group spent. Signed with this subagent's owner key: the runs of a group forked with another
+   * the group spent (the daemons' entry, {@link groupSpend}). Signed with this subagent's owner key: the runs of a group forked with another
    * key pause rather than obey it. Returns the entry as written.
    */
   async setGroupBudget(groupId: string, cap: GroupBudget["cap"]): Promise<GroupBudget> {
@@ -300,8 +303,9 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
         v: PROTOCOL_VERSION,
         group_id: groupId,
         cap,
-        cap_version: (current?.cap_version ?? 0) + 1,
-        spent: current?.spent ?? { cost_usd: 0, tokens: 0 },
+        // Above every version a daemon obeyed too: a cap entry replayed by another parent may be older.
+        cap_version:
+          Math.max(current?.cap_version ?? 0, (await this.groupSpend(groupId))?.cap_version ?? 0) + 1,
         updated_at: Date.now(),
       } as const;
       const next: GroupBudget = { ...unsigned, cap_proof: budgetCapProof(token, unsigned) };
@@ -321,6 +325,15 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     const entry = await this.resources.runs.get(groupBudgetKey(groupId));
     if (entry?.operation !== "PUT" || entry.length === 0) return null;
     return groupBudgetCodec.decode(entry.value);
+  }
+  /**
+   * What group `groupId` spent, and the reservations of its model calls in flight, as its daemons
+   * wrote it; null when no call of the group ran under a cap.
+   */
+  async groupSpend(groupId: string): Promise<GroupSpend | null> {
+    const entry = await this.resources.runs.get(groupSpendKey(groupId));
+    if (entry?.operation !== "PUT" || entry.length === 0) return null;
+    return groupSpendCodec.decode(entry.value);
   }
 
   /** A handle on an existing run (a parent that restarted, an observer). */

@@ -1,32 +1,30 @@
-// A budget shared by every run of a group, on every daemon (docs/budgets.md). The group's
-// entry `budget.<group_id>` in the runs bucket holds the owner's cap (with its proof) and what the
-// group has reserved or spent. Before each model call a run reserves an upper bound of the call's
-// cost by compare-and-set, admitted only while the spent total is under the cap; after the call it
-// replaces the reservation with the real cost. So the group's real spend ends at most one call's
-// bound over the cap, whatever the number of daemons. At the cap the run pauses at that boundary —
-// event `paused`, registry status `paused`, its slot given back — and goes on when a raised cap (or a
-// released reservation) admits it.
+// A budget shared by every run of a group, on every daemon (docs/budgets.md). Two entries in the runs
+// bucket: the owner's cap `budget.<group_id>` (with its proof) and the daemons' `spend.<group_id>`
+// (what the group spent, and a reservation per call in flight; parents may not write it). Before each
+// model call a run reserves an upper bound of the call's cost by compare-and-set, admitted only while
+// spent plus reserved is under the cap; after the call it replaces the reservation with the real
+// cost. So the group's real spend ends at most one call's cost over the cap, whatever the number of
+// daemons. At the cap the run pauses at that boundary — event `paused`, registry status `paused`, its
+// slot given back — and goes on when a raised cap admits it. The rules are group-spend.ts's.
 import type { ForkResources } from "@forkd/client";
 import { isWrongLastSequence, updateRunState } from "@forkd/client/internal";
-import { costOfTokens, defaultPricingTable, type TurnAdmission, tokenCountsOf } from "@forkd/core";
+import type { TurnAdmission } from "@forkd/core";
 import {
   type ForkEventBody,
   type GroupBudget,
+  type GroupSpend,
   groupBudgetCodec,
   groupBudgetKey,
+  groupSpendCodec,
+  groupSpendKey,
+  PROTOCOL_VERSION,
   type ProviderUsage,
 } from "@forkd/protocol";
-import { budgetCapProof, proofMatches } from "@forkd/protocol/internal";
+import { admit, costOfCall, emptySpend, estimateCall, settle } from "./group-spend.js";
 import type { DaemonLogger } from "./logger.js";
 
-/** How often a paused run reads its group's entry again. @unit ms */
-const PAUSED_POLL_MS = 250;
-
-/** A call's reservation: an upper bound of its cost. */
-interface Reservation {
-  usd: number;
-  tokens: number;
-}
+/** How often a run held at its group's budget reads the entries again. @unit ms */
+const HELD_POLL_MS = 250;
 
 /** What the gate needs from its run. */
 export interface GroupBudgetGateOptions {
@@ -44,176 +42,114 @@ export interface GroupBudgetGateOptions {
   logger: DaemonLogger;
 }
 
-/** An upper bound of one call's cost: every input token at the full input price, `max_tokens` of output. */
-export function estimateCall(request: TurnAdmission["request"], model: string): Reservation {
-  // About 3 characters per token or more for JSON-heavy prompts: dividing by 3 bounds the count from above.
-  const promptChars = JSON.stringify([
-    request.system ?? null,
-    request.tools ?? null,
-    request.messages,
-  ]).length;
-  const input = Math.ceil(promptChars / 3);
-  const output = request.max_tokens;
-  const price = defaultPricingTable.lookup(model);
-  const usd = price
-    ? costOfTokens(price, {
-        input_tokens: input,
-        cache_write_5m_tokens: 0,
-        cache_write_1h_tokens: 0,
-        cache_read_tokens: 0,
-        output_tokens: output,
-      })
-    : 0;
-  return { usd, tokens: input + output };
-}
-
-/** What a call cost. */
-export function costOfCall(usage: ProviderUsage, model: string): Reservation {
-  const counts = tokenCountsOf(usage);
-  const price = defaultPricingTable.lookup(model);
-  return {
-    usd: price ? costOfTokens(price, counts) : 0,
-    tokens:
-      counts.input_tokens +
-      counts.cache_write_5m_tokens +
-      counts.cache_write_1h_tokens +
-      counts.cache_read_tokens +
-      counts.output_tokens,
-  };
-}
-
-/** Why the group may not spend now, or undefined when it may. */
-export function budgetRefusal(budget: GroupBudget, groupToken: string): string | undefined {
-  if (!proofMatches(budgetCapProof(groupToken, budget), budget.cap_proof))
-    return "the group's budget cap does not carry its owner's proof";
-  const { cap, spent } = budget;
-  if (cap.max_cost_usd !== undefined && spent.cost_usd >= cap.max_cost_usd)
-    return `the group spent $${spent.cost_usd.toFixed(4)} of its $${cap.max_cost_usd} budget`;
-  if (cap.max_tokens !== undefined && spent.tokens >= cap.max_tokens)
-    return `the group used ${spent.tokens} of its ${cap.max_tokens} tokens`;
-  return undefined;
+interface Entries {
+  cap: GroupBudget | null;
+  spend: GroupSpend | null;
+  /** The spend entry's revision (0: none yet). */
+  revision: number;
 }
 
 /** One run's gate on its group's budget: admitTurn and settleTurn of its turn boundary. */
 export class GroupBudgetGate {
   readonly #options: GroupBudgetGateOptions;
-  readonly #key: string;
-  readonly #reservations = new Map<number, Reservation>();
+  readonly #capKey: string;
+  readonly #spendKey: string;
+  /** The turns whose call holds a reservation. */
+  readonly #reserved = new Set<number>();
   #pausedAt: number | undefined;
 
   constructor(options: GroupBudgetGateOptions) {
     this.#options = options;
-    this.#key = groupBudgetKey(options.groupId);
+    this.#capKey = groupBudgetKey(options.groupId);
+    this.#spendKey = groupSpendKey(options.groupId);
   }
 
-  async #read(): Promise<{ budget: GroupBudget; revision: number } | null> {
-    const entry = await this.#options.resources.runs.get(this.#key);
-    if (entry?.operation !== "PUT" || entry.length === 0) return null;
+  async #read(): Promise<Entries> {
+    const { runs } = this.#options.resources;
+    const [capEntry, spendEntry] = await Promise.all([runs.get(this.#capKey), runs.get(this.#spendKey)]);
+    const present = (entry: typeof capEntry): entry is NonNullable<typeof capEntry> =>
+      entry?.operation === "PUT" && entry.length > 0;
+    return {
+      cap: present(capEntry) ? decodeOr(groupBudgetCodec, capEntry.value, UNREADABLE_CAP) : null,
+      // An unreadable spend entry is treated as spent to the limit: a run never spends on a guess.
+      spend: present(spendEntry)
+        ? decodeOr(groupSpendCodec, spendEntry.value, unreadableSpend(this.#options.groupId))
+        : null,
+      revision: spendEntry?.revision ?? 0,
+    };
+  }
+
+  /** Writes the spend entry by compare-and-set; false when another write came first. */
+  async #write(next: GroupSpend, revision: number): Promise<boolean> {
+    const { runs } = this.#options.resources;
+    const bytes = groupSpendCodec.encode(next);
     try {
-      return { budget: groupBudgetCodec.decode(entry.value), revision: entry.revision };
-    } catch {
-      // Unreadable: treated like a cap without proof (the group waits until its owner writes it again).
-      return {
-        budget: {
-          v: 1,
-          group_id: this.#options.groupId,
-          cap: { max_cost_usd: 0 },
-          cap_version: 1,
-          cap_proof: "0".repeat(64),
-          spent: { cost_usd: 0, tokens: 0 },
-          updated_at: 0,
-        },
-        revision: entry.revision,
-      };
-    }
-  }
-
-  /** Adds `delta` to the group's spent totals by compare-and-set; false when `admit` refuses the entry as it is. */
-  async #add(
-    delta: Reservation,
-    admit: (budget: GroupBudget) => boolean,
-  ): Promise<GroupBudget | "refused" | null> {
-    for (;;) {
-      const read = await this.#read();
-      if (read === null) return null;
-      if (!admit(read.budget)) return "refused";
-      const next: GroupBudget = {
-        ...read.budget,
-        spent: {
-          cost_usd: Math.round((read.budget.spent.cost_usd + delta.usd) * 1e8) / 1e8,
-          tokens: read.budget.spent.tokens + delta.tokens,
-        },
-        updated_at: Date.now(),
-      };
-      try {
-        await this.#options.resources.runs.update(this.#key, groupBudgetCodec.encode(next), read.revision);
-        return next;
-      } catch (error) {
-        if (!isWrongLastSequence(error)) throw error;
-      }
+      if (revision === 0) await runs.create(this.#spendKey, bytes);
+      else await runs.update(this.#spendKey, bytes, revision);
+      return true;
+    } catch (error) {
+      if (isWrongLastSequence(error)) return false;
+      throw error;
     }
   }
 
   /** See {@link TurnBoundary.admitTurn}. */
   async admitTurn(turn: TurnAdmission, signal: AbortSignal): Promise<"go" | "stop"> {
-    const { groupToken } = this.#options;
-    const reservation = estimateCall(turn.request, turn.model);
+    const { runId, attempt, groupId, groupToken } = this.#options;
+    const call = { groupId, runId, attempt, turn: turn.turn, bound: estimateCall(turn.request, turn.model) };
     for (;;) {
       signal.throwIfAborted();
-      const added = await this.#add(reservation, (budget) => budgetRefusal(budget, groupToken) === undefined);
-      if (added !== "refused") {
-        // Reserved (or the group has no budget entry: nothing to enforce).
-        if (added !== null) this.#reservations.set(turn.turn, reservation);
+      const entries = await this.#read();
+      const admission = admit(entries.cap, entries.spend, groupToken, call, Date.now());
+      if (admission.kind === "unbudgeted") {
         await this.#resume(turn.turn);
         return "go";
       }
+      if (admission.kind === "go") {
+        if (!(await this.#write(admission.next, entries.revision))) continue;
+        this.#reserved.add(turn.turn);
+        await this.#resume(turn.turn);
+        return "go";
+      }
+      if (admission.record !== undefined && !(await this.#write(admission.record, entries.revision)))
+        continue;
       if (this.#options.stopRequested() !== undefined) return "stop";
-      if (this.#pausedAt === undefined) await this.#pause(turn.turn);
-      await new Promise<void>((resolveWait, rejectWait) => {
-        const timer = setTimeout(() => {
-          signal.removeEventListener("abort", onAbort);
-          resolveWait();
-        }, PAUSED_POLL_MS);
-        const onAbort = () => {
-          clearTimeout(timer);
-          rejectWait(signal.reason);
-        };
-        signal.addEventListener("abort", onAbort, { once: true });
-      });
+      if (admission.kind === "pause" && this.#pausedAt === undefined)
+        await this.#pause(turn.turn, admission.reason, entries);
+      await heldFor(HELD_POLL_MS, signal);
     }
   }
 
   /** See {@link TurnBoundary.settleTurn}. */
   async settleTurn(turn: number, model: string, usage: ProviderUsage | null): Promise<void> {
-    const reservation = this.#reservations.get(turn);
-    if (reservation === undefined) return;
-    this.#reservations.delete(turn);
-    const spent = usage === null ? { usd: 0, tokens: 0 } : costOfCall(usage, model);
-    await this.#add(
-      { usd: spent.usd - reservation.usd, tokens: spent.tokens - reservation.tokens },
-      () => true,
-    );
+    if (!this.#reserved.delete(turn)) return;
+    const { runId, attempt } = this.#options;
+    const cost = usage === null ? { usd: 0, tokens: 0 } : costOfCall(usage, model);
+    for (;;) {
+      const entries = await this.#read();
+      if (entries.spend === null) return;
+      const next = settle(entries.spend, { runId, attempt, turn }, cost, Date.now());
+      if (next === undefined || (await this.#write(next, entries.revision))) return;
+    }
   }
 
-  async #pause(turn: number): Promise<void> {
+  async #pause(turn: number, reason: string, { cap, spend }: Entries): Promise<void> {
     this.#pausedAt = Date.now();
-    const read = await this.#read();
-    const budget = read?.budget;
-    const reason = budget ? (budgetRefusal(budget, this.#options.groupToken) ?? "budget") : "budget";
+    const spent = spend?.spent ?? { cost_usd: 0, tokens: 0 };
     this.#options.emit({
       type: "paused",
       turn,
       reason,
-      ...(budget?.cap.max_cost_usd !== undefined
-        ? { spent_usd: budget.spent.cost_usd, cap_usd: budget.cap.max_cost_usd }
+      ...(cap?.cap.max_cost_usd !== undefined
+        ? { spent_usd: spent.cost_usd, cap_usd: cap.cap.max_cost_usd }
         : {}),
-      ...(budget?.cap.max_tokens !== undefined
-        ? { spent_tokens: budget.spent.tokens, cap_tokens: budget.cap.max_tokens }
+      ...(cap?.cap.max_tokens !== undefined
+        ? { spent_tokens: spent.tokens, cap_tokens: cap.cap.max_tokens }
         : {}),
     });
     this.#options.onPause(true);
     await this.#setStatus("paused");
-    this.#options.logger.info({ turn, reason }, "run paused: its group's budget is spent");
+    this.#options.logger.info({ turn, reason }, "run paused at its group's budget");
   }
 
   async #resume(turn: number): Promise<void> {
@@ -240,4 +176,44 @@ export class GroupBudgetGate {
       this.#options.logger.warn({ err: error }, "could not record the run's pause"),
     );
   }
+}
+
+/** A cap that cannot be read pauses the group, like a cap without its proof. */
+const UNREADABLE_CAP: GroupBudget = {
+  v: PROTOCOL_VERSION,
+  group_id: "unreadable",
+  cap: { max_cost_usd: 0 },
+  cap_version: 1,
+  cap_proof: "0".repeat(64),
+  updated_at: 0,
+};
+
+function unreadableSpend(groupId: string): GroupSpend {
+  return {
+    ...emptySpend(groupId, 0),
+    spent: { cost_usd: Number.MAX_VALUE, tokens: Number.MAX_SAFE_INTEGER },
+  };
+}
+
+function decodeOr<T>(codec: { decode(bytes: Uint8Array): T }, bytes: Uint8Array, fallback: T): T {
+  try {
+    return codec.decode(bytes);
+  } catch {
+    return fallback;
+  }
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+function heldFor(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolveWait, rejectWait) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolveWait();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      rejectWait(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

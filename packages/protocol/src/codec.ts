@@ -30,6 +30,7 @@ import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
   GroupBudgetSchema,
+  GroupSpendSchema,
   ProviderThrottleSchema,
   RetentionLeaseSchema,
   RunStateSchema,
@@ -402,6 +403,7 @@ export const steerReplyCodec = createCodec(SteerReplySchema, message("steer repl
 export const runStateCodec = createCodec(RunStateSchema, message("run state"));
 /** Group budgets (`budget.<group_id>` in the runs KV bucket). */
 export const groupBudgetCodec = createCodec(GroupBudgetSchema, message("group budget", MAX_CONTROL_BYTES));
+export const groupSpendCodec = createCodec(GroupSpendSchema, message("group spend"));
 /** Shared call limits (`limit.<scope>` in the daemons KV bucket). */
 export const callSlotsCodec = createCodec(CallSlotsSchema, message("call slots"));
 /** Entries of the daemons KV bucket. */

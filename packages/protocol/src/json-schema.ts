@@ -15,6 +15,7 @@ import {
   DaemonInfoSchema,
   DaemonPresenceSchema,
   GroupBudgetSchema,
+  GroupSpendSchema,
   ProviderThrottleSchema,
   RetentionLeaseSchema,
   RunStateSchema,
@@ -174,7 +175,16 @@ function entries(): [string, Entry][] {
       {
         schema: GroupBudgetSchema,
         title: "forkd group budget",
-        description: "Key `budget.<group_id>` of the runs bucket: a group's signed cap and what it spent.",
+        description: "Key `budget.<group_id>` of the runs bucket: a group's cap, signed by its owner.",
+      },
+    ],
+    [
+      "group-spend",
+      {
+        schema: GroupSpendSchema,
+        title: "forkd group spend",
+        description:
+          "Key `spend.<group_id>` of the runs bucket, written by daemons only: what a group spent and has reserved.",
       },
     ],
     [

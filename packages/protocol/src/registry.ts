@@ -82,9 +82,18 @@ export function groupBudgetKey(groupId: string): string {
 }
 
 /**
- * Key `budget.<group_id>` in the runs bucket: a budget shared by every run of a group, on every daemon
- * (docs/budgets.md). The owner writes the cap (with its proof); daemons add each model
- * call's cost to `spent` by compare-and-set: a reservation before the call, the difference after.
+ * The key of what a group spent, in the runs bucket. Only daemons may write it: the accounts file
+ * denies parents `$KV.<runs bucket>.spend.>` (docs/security.md), so a parent cannot reset a group's
+ * spend, although it writes the rest of the bucket.
+ */
+export function groupSpendKey(groupId: string): string {
+  return `spend.${groupId}`;
+}
+
+/**
+ * Key `budget.<group_id>` in the runs bucket: the cap of a budget shared by every run of a group, on
+ * every daemon (docs/budgets.md). Written by the group's owner, with its proof; what the group spent is
+ * the daemons' entry {@link GroupSpendSchema}.
  */
 export const GroupBudgetSchema = z.object({
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
@@ -94,17 +103,52 @@ export const GroupBudgetSchema = z.object({
       max_cost_usd: z.number().nonnegative().optional().describe("In US dollars, priced per model."),
       max_tokens: z.number().int().nonnegative().optional().describe("Input (all kinds) plus output tokens."),
     })
-    .describe("The group pauses when `spent` reaches either bound."),
-  cap_version: z.number().int().positive().describe("Raised by every change of the cap."),
+    .describe("The group pauses when what it spent reaches either bound."),
+  cap_version: z
+    .number()
+    .int()
+    .positive()
+    .describe("Raised by every change of the cap; daemons refuse a version older than one they obeyed."),
   cap_proof: HexSecretSchema.describe(
     "`budgetCapProof(group_token, budget)`: a cap without it pauses the group.",
   ),
-  spent: z
-    .object({
-      cost_usd: z.number().describe("Cost reserved or spent, in US dollars."),
-      tokens: z.number().int().describe("Tokens reserved or spent."),
-    })
-    .describe("Reserved for model calls in flight plus spent by those done."),
+  updated_at: EpochMsSchema.describe("Last write."),
+});
+
+/** An amount of money and tokens. */
+const SpendAmountSchema = z.object({
+  cost_usd: z.number().nonnegative().describe("In US dollars, priced per model."),
+  tokens: z.number().int().nonnegative().describe("Input (all kinds) plus output tokens."),
+});
+
+/**
+ * Key `spend.<group_id>` in the runs bucket, written by daemons only: what a group's model calls cost,
+ * and the reservations of the calls in flight. Every change is a compare-and-set.
+ */
+export const GroupSpendSchema = z.object({
+  v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+  group_id: RunIdSchema.describe("The group."),
+  spent: SpendAmountSchema.describe("What the group's finished model calls cost."),
+  reservations: z
+    .array(
+      SpendAmountSchema.extend({
+        run_id: RunIdSchema.describe("The run making the call."),
+        attempt: z
+          .number()
+          .int()
+          .positive()
+          .describe("Its attempt: a later attempt charges an earlier one's."),
+        turn: z.number().int().positive().describe("The call's turn."),
+        at: EpochMsSchema.describe("When it was reserved."),
+      }),
+    )
+    .max(4096)
+    .describe("Upper bounds of the calls in flight; each is replaced by the call's real cost when it ends."),
+  cap_version: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("The newest cap version a daemon obeyed: an older cap (replayed) pauses the group."),
   updated_at: EpochMsSchema.describe("Last write."),
 });
 
@@ -253,6 +297,7 @@ export type DaemonInfo = z.infer<typeof DaemonInfoSchema>;
 export type DaemonPresence = z.infer<typeof DaemonPresenceSchema>;
 export type RetentionLease = z.infer<typeof RetentionLeaseSchema>;
 export type GroupBudget = z.infer<typeof GroupBudgetSchema>;
+export type GroupSpend = z.infer<typeof GroupSpendSchema>;
 export type CallSlots = z.infer<typeof CallSlotsSchema>;
 export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 

@@ -1,6 +1,7 @@
 // `forkd budget GROUP [--usd N] [--tokens N]`: shows a group's shared budget, or sets (raises) its
 // cap; a raised cap resumes the group's paused runs on whichever daemons hold them.
 import { isValidRunId } from "@forkd/protocol";
+import { describeBudget } from "../budget-text.js";
 import type { CommandContext } from "../context.js";
 import { CliError, UsageError } from "../errors.js";
 import { writeLine } from "../io.js";
@@ -58,16 +59,12 @@ export async function run(args: string[], context: CommandContext): Promise<numb
         hint: "set one: forkd budget GROUP --usd 5",
       });
     }
+    const spend = await forks.groupSpend(groupId);
     if (values.json) {
-      writeLine(out, JSON.stringify(budget));
+      writeLine(out, JSON.stringify({ budget, spend }));
       return 0;
     }
-    const { cap, spent } = budget!;
-    const parts = [
-      cap.max_cost_usd !== undefined ? `$${spent.cost_usd.toFixed(4)} of $${cap.max_cost_usd}` : undefined,
-      cap.max_tokens !== undefined ? `${spent.tokens} of ${cap.max_tokens} tokens` : undefined,
-    ].filter((part) => part !== undefined);
-    writeLine(out, `group ${groupId}: ${parts.join(", ") || "no cap"} (cap version ${budget!.cap_version})`);
+    writeLine(out, `group ${groupId}: ${describeBudget(budget, spend)} (cap version ${budget!.cap_version})`);
     return 0;
   } finally {
     await nc.close();

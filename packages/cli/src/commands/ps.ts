@@ -16,13 +16,17 @@ import {
   type DaemonInfo,
   daemonInfoCodec,
   type GroupBudget,
+  type GroupSpend,
   groupBudgetCodec,
   groupBudgetKey,
+  groupSpendCodec,
+  groupSpendKey,
   type RetentionLease,
   type RunState,
   RunStatusSchema,
 } from "@forkd/protocol";
 import type { KV } from "@nats-io/kv";
+import { describeBudget } from "../budget-text.js";
 import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { formatAge, formatCompact, formatUsd, renderTable } from "../format.js";
@@ -69,6 +73,8 @@ export interface GroupView {
   group_id: string;
   statuses: Partial<Record<RunState["status"], number>>;
   budget: GroupBudget | null;
+  /** What the group spent and has reserved, as its daemons wrote it. */
+  spend: GroupSpend | null;
 }
 
 /** The groups of `runs`, with their budgets (one read per group). */
@@ -79,22 +85,39 @@ export async function describeGroups(
   const groups = new Map<string, GroupView>();
   for (const run of runs) {
     if (run.group_id === undefined) continue;
-    const view = groups.get(run.group_id) ?? { group_id: run.group_id, statuses: {}, budget: null };
+    const view = groups.get(run.group_id) ?? {
+      group_id: run.group_id,
+      statuses: {},
+      budget: null,
+      spend: null,
+    };
     view.statuses[run.status] = (view.statuses[run.status] ?? 0) + 1;
     groups.set(run.group_id, view);
   }
   await Promise.all(
     [...groups.values()].map(async (view) => {
-      const entry = await resources.runs.get(groupBudgetKey(view.group_id)).catch(() => null);
-      if (entry?.operation !== "PUT" || entry.length === 0) return;
-      try {
-        view.budget = groupBudgetCodec.decode(entry.value);
-      } catch {
-        // not ours to show
-      }
+      [view.budget, view.spend] = await Promise.all([
+        readEntry(resources, groupBudgetKey(view.group_id), groupBudgetCodec),
+        readEntry(resources, groupSpendKey(view.group_id), groupSpendCodec),
+      ]);
     }),
   );
   return [...groups.values()];
+}
+
+/** A runs-bucket entry decoded, or null when it is missing or not ours to show. */
+async function readEntry<T>(
+  resources: ForkResources,
+  key: string,
+  codec: { decode(bytes: Uint8Array): T },
+): Promise<T | null> {
+  const entry = await resources.runs.get(key).catch(() => null);
+  if (entry?.operation !== "PUT" || entry.length === 0) return null;
+  try {
+    return codec.decode(entry.value);
+  } catch {
+    return null; // a newer or broken entry
+  }
 }
 
 /** The cluster-wide call limits (`limit.>` in the daemons bucket): who holds slots, who waits. */
@@ -294,7 +317,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
           Object.entries(group.statuses)
             .map(([status, count]) => `${count} ${status}`)
             .join(", "),
-          describeBudget(group.budget),
+          describeBudget(group.budget, group.spend),
         ]),
       ];
       for (const line of renderTable(rows, ["left", "left", "left"])) writeLine(out, `  ${line}`);
@@ -316,18 +339,4 @@ export async function run(args: string[], context: CommandContext): Promise<numb
   } finally {
     await nc.close();
   }
-}
-
-/** `$1.2345 of $5, 12000 of 50000 tokens`, or `-` without a budget. */
-function describeBudget(budget: GroupBudget | null): string {
-  if (budget === null) return "-";
-  const parts = [
-    budget.cap.max_cost_usd !== undefined
-      ? `$${budget.spent.cost_usd.toFixed(4)} of $${budget.cap.max_cost_usd}`
-      : undefined,
-    budget.cap.max_tokens !== undefined
-      ? `${budget.spent.tokens} of ${budget.cap.max_tokens} tokens`
-      : undefined,
-  ].filter((part) => part !== undefined);
-  return parts.join(", ") || "no cap";
 }
