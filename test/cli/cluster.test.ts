@@ -205,13 +205,15 @@ describe("forkd fork, ps, watch and abort against a daemon process", () => {
     const budget = await runCli(["budget", group!, "--usd", "5", ...natsArgs()]);
     expect(budget.code, budget.stderr).toBe(0);
     expect(budget.stdout).toMatch(
-      new RegExp(`^group ${group}: \\$\\d+\\.\\d{4} of \\$5 \\(cap version 1\\)`),
+      new RegExp(
+        `^group ${group}: \\$\\d+\\.\\d{4} of \\$5( \\(\\+\\$\\d+\\.\\d{4} reserved\\))? \\(cap version 1\\)`,
+      ),
     );
     const ps = await runCli(["ps", "--parent", parent, ...natsArgs()]);
     expect(ps.code, ps.stderr).toBe(0);
     expect(ps.stdout).toMatch(
       new RegExp(
-        `^GROUPS \\(1\\)\\n {2}GROUP ID\\s+RUNS\\s+BUDGET\\n {2}${group}\\s+.*\\$\\d+\\.\\d{4} of \\$5$`,
+        `^GROUPS \\(1\\)\\n {2}GROUP ID\\s+RUNS\\s+BUDGET\\n {2}${group}\\s+.*\\$\\d+\\.\\d{4} of \\$5( \\(\\+\\$\\d+\\.\\d{4} reserved\\))?$`,
         "m",
       ),
     );

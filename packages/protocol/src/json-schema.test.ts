@@ -69,6 +69,7 @@ describe("docs/schema", () => {
       "tool-host-response",
       "run-state",
       "group-budget",
+      "group-spend",
       "daemon-info",
       "retention-lease",
       "daemon-presence",
