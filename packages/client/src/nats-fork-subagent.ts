@@ -282,7 +282,12 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       handle.publishControl(mode, reason, requestedAt);
     }
     await flushed;
-    await Promise.all([...targets.values()].map((handle) => handle.control(mode, reason, requestedAt)));
+    // Each has had its fast path: control() writes the registry flag and publishes once more after it.
+    await Promise.all(
+      [...targets.values()].map((handle) =>
+        handle.control(mode, reason, requestedAt, { fastPathSent: true }),
+      ),
+    );
     return [...targets.keys()];
   }
 
@@ -720,12 +725,18 @@ export class NatsForkHandle implements ForkHandle {
   }
 
   /** @internal An abort or a stop, with the proof of its mode; used by groups and cascades too. */
-  async control(mode: StopMode, reason: string, requestedAt = Date.now()): Promise<void> {
+  async control(
+    mode: StopMode,
+    reason: string,
+    requestedAt = Date.now(),
+    options: { fastPathSent?: boolean } = {},
+  ): Promise<void> {
     const resources = this.#resources;
     const { bytes, proof } = this.#controlRequest(mode, reason, requestedAt);
     const subject = resources.subjects.abort(this.runId);
-    // Fast path first: a daemon running the run stops within milliseconds.
-    resources.nc.publish(subject, bytes);
+    // Fast path first (unless a cascade sent it already): a daemon running the run stops within
+    // milliseconds.
+    if (!options.fastPathSent) resources.nc.publish(subject, bytes);
     // Then the registry flag, for a spec picked up or redelivered later.
     await updateRunState(resources, this.runId, (current) => {
       if (current && isTerminalRunStatus(current.status)) {

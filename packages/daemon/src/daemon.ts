@@ -25,6 +25,7 @@ import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
 import { endQueuedRun } from "./queued-control.js";
+import { RecentControls } from "./recent-controls.js";
 import { RetentionSweeper } from "./retention-sweeper.js";
 import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
 import { StorageHealth, type StorageTransition } from "./storage-health.js";
@@ -59,6 +60,8 @@ export class ForkDaemon {
   readonly #config: DaemonConfig;
   readonly #logger: DaemonLogger;
   readonly #active = new Map<string, ActiveRun>();
+  /** Controls heard for runs not held here: a run that starts here meets them at once. */
+  readonly #recentControls = new RecentControls();
   // Runs paused at a turn boundary by their group's budget: they hold no slot while they wait.
   readonly #paused = new Set<string>();
   readonly #stateListeners = new Set<(state: DaemonState) => void>();
@@ -150,7 +153,9 @@ export class ForkDaemon {
           if (error) return;
           try {
             const request = abortRequestCodec.decode(message.data);
-            this.#active.get(request.run_id)?.abort(request);
+            const active = this.#active.get(request.run_id);
+            if (active) active.abort(request);
+            else this.#recentControls.remember(request.run_id, request);
           } catch (decodeError) {
             this.#refuseMalformed(decodeError, message.subject, "abort request");
           }
@@ -388,6 +393,7 @@ export class ForkDaemon {
     };
     const run = this.#executor!.start(context);
     this.#active.set(run.runId, run);
+    for (const control of this.#recentControls.take(run.runId)) run.abort(control);
     this.#options.metrics?.runsActive.set(this.#active.size);
     void run.done.finally(() => {
       this.#paused.delete(run.runId);

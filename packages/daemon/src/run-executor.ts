@@ -100,7 +100,8 @@ export interface ActiveRun {
    * Stops the run and ends it `aborted` — or, for `mode: "stop"`, lets its current model turn or tool
    * finish and ends it `completed` with `stop: "stopped"` — when the request proves it comes from the
    * run's owner (`abortProof`/`stopProof` of the spec's `owner_token`; any request for a spec without
-   * one). Returns false for a refused request, which changes nothing.
+   * one). Returns false for a refused request, which changes nothing. A request that comes before the
+   * spec is decoded is held and judged then (true until it is).
    */
   abort(request: AbortClaim): boolean;
   /**
@@ -127,6 +128,12 @@ export interface ActiveRun {
   held(): HeldRun | undefined;
 }
 
+/**
+ * How many controls a run holds before its spec is decoded (a few milliseconds): enough for every
+ * honest one, bounded against a flood.
+ */
+const MAX_HELD_CONTROLS = 8;
+
 /** What an abort says, from the abort subject or the registry's flag. */
 export interface AbortClaim {
   reason: string;
@@ -139,7 +146,8 @@ export interface AbortClaim {
 /**
  * Whether an abort may stop a run: a spec without an owner token (an older parent) may be aborted by
  * any parent of the account; otherwise only with the owner's proof. Unknown yet (spec not decoded):
- * refused here, and the registry flag, read at the claim and on every heartbeat, decides later.
+ * refused here (a running run holds such a request until its spec is decoded, and the registry flag,
+ * read at the claim and on every heartbeat, decides too).
  */
 export function abortAuthorized(
   token: string | null | undefined,
@@ -189,7 +197,13 @@ export class RunExecutor {
       stopRequested: () => gracefulStop,
       takeSteering: () => steering.splice(0),
     };
+    // Controls that came before the spec told whose run this is: judged once it has.
+    const heldControls: AbortClaim[] = [];
     const requestAbort = (request: AbortClaim): boolean => {
+      if (ownerToken === undefined) {
+        if (heldControls.length < MAX_HELD_CONTROLS) heldControls.push(request);
+        return true;
+      }
       const mode = request.mode ?? "abort";
       if (!abortAuthorized(ownerToken, runId, request.proof, mode)) {
         // Logged once per run: a forged registry flag would otherwise be logged on every heartbeat.
@@ -235,6 +249,7 @@ export class RunExecutor {
         await this.#run(runId, message, controller.signal, {
           onSpec: (spec) => {
             ownerToken = spec.owner_token ?? null;
+            for (const held of heldControls.splice(0)) requestAbort(held);
           },
           abortAuthorized: (proof, mode) => abortAuthorized(ownerToken, runId, proof, mode),
           requestStop: (claim) => requestAbort({ ...claim, mode: "stop" }),
