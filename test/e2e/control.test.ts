@@ -349,6 +349,46 @@ describe("a budget shared by a group", () => {
     }
   });
 
+  it("a raised cap resumes paused runs on a daemon that has a free slot, not over a full one's", async () => {
+    const full = await daemon("budget-full", 1);
+    const group = forks.group();
+    await group.setBudget({ max_cost_usd: 0 });
+    const paused = [0, 1].map((i) =>
+      group.fork({
+        prefix,
+        parent: { agent_id: "parent-handoff" },
+        directive: `Say it (${i}).\n@sim say ok`,
+      }),
+    );
+    await waitFor(
+      async () =>
+        (await Promise.all(paused.map((handle) => forks.state(handle.runId)))).every(
+          (state) => state?.status === "paused" && state.daemon_id === "budget-full",
+        ) || undefined,
+      { timeoutMs: 20_000, message: "both runs paused on the one-slot daemon" },
+    );
+    // Paused runs hold no slot: the daemon takes other work into its one slot.
+    const busy = forks.fork({ prefix, parent: { agent_id: "parent-busy" }, directive: SLOW });
+    await eventOf(busy, (event) => event.type === "llm.delta");
+    const spare = await daemon("budget-spare", 2);
+    await group.setBudget({ max_cost_usd: 1 });
+    for (const handle of paused) {
+      expect(await handle.result()).toMatchObject({ status: "completed", result: { final_text: "ok" } });
+      const events = await contiguousLog(forks.resources, handle.runId);
+      const accepted = events.filter((event) => event.type === "accepted");
+      expect(accepted.map((event) => [event.attempt, event.daemon_id])).toEqual([
+        [1, "budget-full"],
+        [2, spare.id],
+      ]);
+      // The pause's end is in the log once, from the attempt that went on, with the whole pause.
+      const resumed = events.filter((event) => event.type === "resumed");
+      expect(resumed).toHaveLength(1);
+      expect(resumed[0]!.attempt).toBe(2);
+    }
+    expect((await forks.state(busy.runId))?.daemon_id).toBe(full.id);
+    await busy.abort("done");
+  });
+
   it("a parent can neither delete the cap nor replay an older one to spend more", async () => {
     await daemon("budget-replay", 2);
     const group = forks.group();

@@ -390,6 +390,8 @@ export class ForkDaemon {
           this.#slotFreed = undefined;
         } else this.#paused.delete(runId);
       },
+      // Asked by a paused run (not counted in the slots in use) before it goes on.
+      mayResume: () => this.#config.concurrency - (this.#active.size - this.#paused.size) > 0,
     };
     const run = this.#executor!.start(context);
     this.#active.set(run.runId, run);

@@ -38,6 +38,12 @@ export interface GroupBudgetGateOptions {
   emit(body: ForkEventBody): void;
   /** The run paused (true: give its slot back) or goes on (false). */
   onPause(paused: boolean): void;
+  /** Whether this daemon has a slot for the run, paused, to go on in. */
+  mayResume(): boolean;
+  /** Hands the run back to the queue (its signal aborts), for a daemon with a free slot. */
+  handOff(): void;
+  /** When the run paused, if it is still paused from an earlier attempt (its log says so). @unit epoch ms */
+  pausedSince?: number | undefined;
   stopRequested(): string | undefined;
   logger: DaemonLogger;
 }
@@ -56,12 +62,16 @@ export class GroupBudgetGate {
   readonly #spendKey: string;
   /** The turns whose call holds a reservation. */
   readonly #reserved = new Set<number>();
+  /** When this attempt paused (and gave its slot back), while it is paused. */
   #pausedAt: number | undefined;
+  /** When the run paused, in an earlier attempt or this one, until it resumes. */
+  #pausedSince: number | undefined;
 
   constructor(options: GroupBudgetGateOptions) {
     this.#options = options;
     this.#capKey = groupBudgetKey(options.groupId);
     this.#spendKey = groupSpendKey(options.groupId);
+    this.#pausedSince = options.pausedSince;
   }
 
   async #read(): Promise<Entries> {
@@ -106,6 +116,15 @@ export class GroupBudgetGate {
         return "go";
       }
       if (admission.kind === "go") {
+        if (this.#pausedAt !== undefined && !this.#options.mayResume()) {
+          // Paused, this run gave its slot away: with none free here, another daemon resumes it.
+          this.#options.logger.info(
+            { turn: turn.turn },
+            "run handed off: its group may spend again, no slot here",
+          );
+          this.#options.handOff();
+          signal.throwIfAborted();
+        }
         if (!(await this.#write(admission.next, entries.revision))) continue;
         this.#reserved.add(turn.turn);
         await this.#resume(turn.turn);
@@ -135,6 +154,7 @@ export class GroupBudgetGate {
 
   async #pause(turn: number, reason: string, { cap, spend }: Entries): Promise<void> {
     this.#pausedAt = Date.now();
+    this.#pausedSince ??= this.#pausedAt;
     const spent = spend?.spent ?? { cost_usd: 0, tokens: 0 };
     this.#options.emit({
       type: "paused",
@@ -153,10 +173,14 @@ export class GroupBudgetGate {
   }
 
   async #resume(turn: number): Promise<void> {
-    if (this.#pausedAt === undefined) return;
-    const pausedMs = Date.now() - this.#pausedAt;
+    const since = this.#pausedSince;
+    if (since === undefined) return;
+    const pausedMs = Date.now() - since;
+    // An attempt that took over a paused run holds its slot from its claim: only one that paused gives
+    // it back, and takes it again here.
+    if (this.#pausedAt !== undefined) this.#options.onPause(false);
     this.#pausedAt = undefined;
-    this.#options.onPause(false);
+    this.#pausedSince = undefined;
     this.#options.emit({ type: "resumed", turn, paused_ms: pausedMs });
     await this.#setStatus("running");
     this.#options.logger.info({ turn, pausedMs }, "run resumed");

@@ -87,6 +87,11 @@ export interface RunContext {
   onClaimed?: () => void;
   /** The run paused at a turn boundary (its group's budget is spent) and holds no slot, or goes on. */
   onPaused?: (paused: boolean) => void;
+  /**
+   * Whether a paused run may go on here: a slot is free. When none is, the run is handed back to the
+   * queue for a daemon that has one (a raised cap resumes a group on whichever daemons have capacity).
+   */
+  mayResume?: () => boolean;
 }
 
 /** A run in progress on this daemon. */
@@ -255,6 +260,8 @@ export class RunExecutor {
           requestStop: (claim) => requestAbort({ ...claim, mode: "stop" }),
           boundary,
           onPaused: (paused) => context.onPaused?.(paused),
+          mayResume: () => context.mayResume?.() ?? true,
+          handOff: () => stopWith({ kind: "release" }),
           onPriorSteers: (ids) => {
             for (const id of ids) steerIds.add(id);
           },
@@ -348,6 +355,8 @@ export class RunExecutor {
       requestStop: (claim: AbortClaim) => void;
       boundary: TurnBoundary;
       onPaused: (paused: boolean) => void;
+      mayResume: () => boolean;
+      handOff: () => void;
       /** Ids of the steering messages an earlier attempt already added (a replayed request is ignored). */
       onPriorSteers: (ids: string[]) => void;
       onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
@@ -465,6 +474,9 @@ export class RunExecutor {
                 publish(body).catch((error: unknown) => hooks.onPublishError(error));
               },
               onPause: hooks.onPaused,
+              mayResume: hooks.mayResume,
+              handOff: hooks.handOff,
+              pausedSince: pausedSince(priorEvents),
               stopRequested: hooks.boundary.stopRequested,
               logger,
             })
@@ -856,6 +868,16 @@ async function removeSpec(resources: ForkResources, message: JsMsg): Promise<voi
 function ackSubjectOf(message: JsMsg): string | undefined {
   const reply = (message as JsMsg & { reply?: unknown }).reply;
   return typeof reply === "string" && reply.startsWith("$JS.ACK.") ? reply : undefined;
+}
+
+/** When the run paused, if its log's last pause has not ended (a run handed off, or resumed after a crash, while paused). */
+function pausedSince(events: readonly ForkEvent[]): number | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!;
+    if (event.type === "resumed") return undefined;
+    if (event.type === "paused") return event.ts;
+  }
+  return undefined;
 }
 
 /** Unwinds a run whose stop reason (release, fence, failure) was set while it ran. */
