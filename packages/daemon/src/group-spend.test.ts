@@ -146,6 +146,51 @@ describe("admit", () => {
     });
   });
 
+  it("a first call's entry starts from nothing spent", () => {
+    const admission = admit(cap({ max_cost_usd: 1 }, 1), null, TOKEN, call, NOW);
+    expect(admission.kind === "go" && admission.next).toMatchObject({
+      v: 1,
+      group_id: "g",
+      spent: { cost_usd: 0, tokens: 0 },
+    });
+  });
+
+  it("keeps the reservations of other calls: another turn, another attempt, another run", () => {
+    const others = [
+      { run_id: "run", attempt: 2, turn: 2 },
+      { run_id: "run", attempt: 1, turn: 3, at: NOW + 1 },
+      { run_id: "other", attempt: 2, turn: 3 },
+    ];
+    // attempt 1 of `run` would be charged as abandoned by attempt 2: admit attempt 1's own call instead.
+    const admission = admit(
+      cap({ max_cost_usd: 10 }),
+      spend({ cost_usd: 0, tokens: 0 }, others),
+      TOKEN,
+      call,
+      NOW,
+    );
+    expect(
+      admission.kind === "go" && admission.next.reservations.map((r) => [r.run_id, r.attempt, r.turn]),
+    ).toEqual([
+      ["run", 2, 2],
+      ["other", 2, 3],
+      ["run", 2, 3],
+    ]);
+    const sameAttempt = { ...call, attempt: 1 };
+    const again = admit(
+      cap({ max_cost_usd: 10 }),
+      spend({ cost_usd: 0, tokens: 0 }, others),
+      TOKEN,
+      sameAttempt,
+      NOW,
+    );
+    expect(again.kind === "go" && again.next.reservations.map((r) => [r.run_id, r.attempt, r.turn])).toEqual([
+      ["run", 2, 2],
+      ["other", 2, 3],
+      ["run", 1, 3],
+    ]);
+  });
+
   it("a call admitted again (its write was lost to another) keeps one reservation", () => {
     const mine = { run_id: "run", attempt: 2, turn: 3, cost_usd: 0.5, tokens: 100 };
     const admission = admit(
@@ -203,6 +248,17 @@ describe("settle", () => {
       reservations: [before.reservations[1]],
       updated_at: NOW + 5,
     });
+  });
+
+  it("settles only the call's own reservation, not one of another turn, attempt or run", () => {
+    const before = spend({ cost_usd: 0, tokens: 0 }, [
+      { run_id: "run", attempt: 2, turn: 2, cost_usd: 1 },
+      { run_id: "run", attempt: 1, turn: 3, cost_usd: 2 },
+      { run_id: "other", attempt: 2, turn: 3, cost_usd: 4 },
+      { run_id: "run", attempt: 2, turn: 3, cost_usd: 8 },
+    ]);
+    const after = settle(before, { runId: "run", attempt: 2, turn: 3 }, { usd: 0.5, tokens: 1 }, NOW);
+    expect(after!.reservations.map((reservation) => reservation.cost_usd)).toEqual([1, 2, 4]);
   });
 
   it("does nothing for a reservation already charged as abandoned (never charged twice)", () => {
@@ -285,6 +341,24 @@ describe("estimateCall and costOfCall", () => {
     );
     expect(actual.tokens).toBe(1100);
     expect(estimate.usd).toBeGreaterThan(actual.usd);
+  });
+
+  it("counts the tools in the bound, and every kind of token in a call's cost", () => {
+    const withTools = { ...request, tools: [{ name: "t", description: "d".repeat(3000), input_schema: {} }] };
+    expect(estimateCall(withTools as typeof request, "claude-sonnet-4-5").tokens).toBeGreaterThan(
+      estimateCall(request, "claude-sonnet-4-5").tokens + 999,
+    );
+    const cost = costOfCall(
+      {
+        input_tokens: 1,
+        output_tokens: 2,
+        cache_read_input_tokens: 4,
+        cache_creation_input_tokens: 24,
+        cache_creation: { ephemeral_5m_input_tokens: 8, ephemeral_1h_input_tokens: 16 },
+      },
+      "claude-sonnet-4-5",
+    );
+    expect(cost.tokens).toBe(31);
   });
 
   it("prices an unknown model at zero but still counts its tokens", () => {

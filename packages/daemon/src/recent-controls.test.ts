@@ -25,13 +25,16 @@ describe("RecentControls", () => {
     expect(controls.take("late")).toEqual([]);
   });
 
-  it("forgets old controls as new ones come", () => {
+  it("forgets old controls as new ones come, keeping those exactly at their time to live", () => {
     let now = 0;
     const controls = new RecentControls(() => now);
     controls.remember("old", abort("a"));
+    now = 1;
+    controls.remember("younger", abort("b"));
     now = RECENT_CONTROL_TTL_MS + 1;
-    controls.remember("new", abort("b"));
-    expect(controls.size).toBe(1);
+    controls.remember("new", abort("c"));
+    expect(controls.size).toBe(2);
+    expect(controls.take("younger")).toHaveLength(1);
   });
 
   it("holds at most MAX_RECENT_CONTROLS runs, dropping the oldest, and 4 controls a run", () => {

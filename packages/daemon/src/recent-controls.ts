@@ -29,8 +29,8 @@ export class RecentControls {
       return;
     }
     if (this.#byRun.size >= MAX_RECENT_CONTROLS) {
-      const oldest = this.#byRun.keys().next().value;
-      if (oldest !== undefined) this.#byRun.delete(oldest);
+      // Full: the map is not empty, its first key is the oldest.
+      this.#byRun.delete(this.#byRun.keys().next().value!);
     }
     this.#byRun.set(runId, { claims: [claim], at: now });
   }
