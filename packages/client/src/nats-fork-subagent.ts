@@ -17,6 +17,7 @@ import {
 import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
 import {
   abortRequestCodec,
+  CONTROL_REPEAT_HEADER,
   type ForkEvent,
   type ForkPrefix,
   type ForkSpecInput,
@@ -750,8 +751,11 @@ export class NatsForkHandle implements ForkHandle {
       const flag = { reason, requested_at: requestedAt, proof, ...(mode === "stop" ? { mode } : {}) };
       return { ...base, updated_at: now, abort: flag };
     });
-    // Again, for a daemon that claimed the run between the first publish and the flag.
-    resources.nc.publish(subject, bytes);
+    // Again, for a daemon that claimed the run between the first publish and the flag (marked: the
+    // queue group's member that ends queued runs had the first).
+    const repeat = natsHeaders();
+    repeat.set(CONTROL_REPEAT_HEADER, "1");
+    resources.nc.publish(subject, bytes, { headers: repeat });
     await resources.nc.flush();
     // A spec still being launched (a warm-first sibling): once stored, a queued run is ended at once.
     if (!this.#launched)

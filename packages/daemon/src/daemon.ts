@@ -6,6 +6,7 @@ import { ensureForkResources, type ForkResources } from "@forkd/client";
 import { collectUnusedPrefixes, PrefixCache } from "@forkd/client/internal";
 import {
   abortRequestCodec,
+  CONTROL_REPEAT_HEADER,
   type DaemonInfo,
   type DaemonPresence,
   daemonInfoCodec,
@@ -60,6 +61,8 @@ export class ForkDaemon {
   readonly #config: DaemonConfig;
   readonly #logger: DaemonLogger;
   readonly #active = new Map<string, ActiveRun>();
+  /** The other daemons' presence (set once the daemon runs): which runs they hold. */
+  #peers: PeerPresence | undefined;
   /** Controls heard for runs not held here: a run that starts here meets them at once. */
   readonly #recentControls = new RecentControls();
   // Runs paused at a turn boundary by their group's budget: they hold no slot while they wait.
@@ -173,7 +176,10 @@ export class ForkDaemon {
           } catch {
             return;
           }
-          if (this.#active.has(request.run_id)) return;
+          // A run that a daemon holds is not queued: its holder obeys the request. A repeat (sent after
+          // the registry flag) is for a holder that claimed the run meanwhile, not for the queue.
+          if (this.#active.has(request.run_id) || this.#peers?.holds(request.run_id)) return;
+          if (message.headers?.get(CONTROL_REPEAT_HEADER)) return;
           const deps = {
             resources,
             daemonId: this.id,
@@ -422,6 +428,7 @@ export class ForkDaemon {
       intervalMs: sweepMs,
       silentAfterMs: config.failoverAfterMs,
     });
+    this.#peers = peers;
     // This daemon hears its own beats too: when it has not for a while, it is cut off from NATS, the
     // others cannot hear it either, and they have taken its runs (see #abandonRunsIfCutOff).
     let selfHeardAt = Date.now();

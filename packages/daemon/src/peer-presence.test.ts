@@ -25,6 +25,21 @@ describe("PeerPresence", () => {
     expect(peers.size).toBe(0);
   });
 
+  it("says which runs a live peer holds, as its last beat says, and forgets them with the peer", () => {
+    const peers = tracker();
+    peers.observe(beat("a", [RUN]), 0);
+    peers.observe(beat("b"), 0);
+    peers.observe(beat("me", [{ ...RUN, run_id: "mine" }]), 0);
+    expect(peers.holds("r1")).toBe(true);
+    expect(peers.holds("r2")).toBe(false);
+    expect(peers.holds("mine")).toBe(false); // this daemon's own runs are its #active map's
+    peers.observe(beat("a"), 50); // it ended
+    expect(peers.holds("r1")).toBe(false);
+    peers.observe(beat("a", [RUN]), 60);
+    peers.sweep(1100);
+    expect(peers.holds("r1")).toBe(false);
+  });
+
   it("keeps a peer that beats, and ignores this daemon's own beats", () => {
     const peers = tracker();
     for (let now = 0; now <= 3000; now += 100) {

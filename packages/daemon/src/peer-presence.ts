@@ -42,6 +42,13 @@ export class PeerPresence {
     return this.#peers.size;
   }
 
+  /** Whether a live peer said, in its last beat, that it holds run `runId`. */
+  holds(runId: string): boolean {
+    for (const peer of this.#peers.values())
+      if (peer.presence.runs.some((run) => run.run_id === runId)) return true;
+    return false;
+  }
+
   /** Records a beat. A beat with no runs from a stopping peer forgets it: it has nothing to hand back. */
   observe(presence: DaemonPresence, now: number): void {
     if (presence.daemon_id === this.#options.selfId) return;

@@ -23,6 +23,13 @@ export const AbortRequestSchema = z.object({
 });
 
 /**
+ * A header on an abort or stop sent again after its registry flag, for a daemon that claimed the run
+ * meanwhile: the daemon holding the run obeys it; the queue group's member, which ends runs still
+ * queued, leaves it (the first one reached it).
+ */
+export const CONTROL_REPEAT_HEADER = "Forkd-Control-Repeat";
+
+/**
  * Published on `agent.fork.<run_id>.steer` (request/reply): a user message for a running child, added
  * at its next turn boundary (event `steered`). The daemon running the run replies with a {@link SteerReplySchema}.
  */

@@ -75,6 +75,7 @@ export type {
 } from "./control.js";
 export {
   AbortRequestSchema,
+  CONTROL_REPEAT_HEADER,
   PermissionRequestSchema,
   PermissionResponseSchema,
   SteerReplySchema,
