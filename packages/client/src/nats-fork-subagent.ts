@@ -65,10 +65,10 @@ import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
 import { uploadPrefixBytes } from "./prefix-store.js";
-import { groupIndexKey, parentIndexKey, runsOfGroup, runsOfParent } from "./registry-index.js";
+import { entriesOfGroup, entriesOfParent, groupIndexKey, parentIndexKey } from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
-import { getRunState, updateRunState } from "./run-registry.js";
+import { getRunState, type RunStateEntry, updateRunState } from "./run-registry.js";
 
 /** Answers a daemon that asks whether a tool call of one of this parent's forks may run. */
 export type PermissionHandler = (
@@ -242,7 +242,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
    */
   async controlGroup(groupId: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
     const local = [...this.#known.values()].filter((handle) => handle.groupId === groupId);
-    return this.#controlRuns(local, () => runsOfGroup(this.resources, groupId), options);
+    return this.#controlRuns(local, () => entriesOfGroup(this.resources, groupId), options);
   }
 
   /**
@@ -253,14 +253,14 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     const agents = agentId !== undefined ? [agentId] : [...this.#parents];
     const local = [...this.#known.values()].filter((handle) => agents.includes(handle.parentAgentId ?? ""));
     const listed = async () =>
-      (await Promise.all(agents.map((agent) => runsOfParent(this.resources, agent)))).flat();
+      (await Promise.all(agents.map((agent) => entriesOfParent(this.resources, agent)))).flat();
     return this.#controlRuns(local, listed, options);
   }
 
   // Fast path to the runs known here at once, then the registry's list; each run gets its own proof.
   async #controlRuns(
     local: NatsForkHandle[],
-    list: () => Promise<RunState[]>,
+    list: () => Promise<RunStateEntry[]>,
     options: { mode?: StopMode; reason?: string },
   ): Promise<string[]> {
     const mode = options.mode ?? "abort";
@@ -272,11 +272,15 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       handle.publishControl(mode, reason, requestedAt);
     }
     const flushed = this.resources.nc.flush();
-    for (const state of await list()) {
+    // The listing's reads serve as the registry flag's first read (one round trip less per run).
+    const known = new Map<string, RunStateEntry>();
+    for (const entry of await list()) {
+      const { state } = entry;
       if (isTerminalRunStatus(state.status)) {
         this.#known.delete(state.run_id);
         continue;
       }
+      known.set(state.run_id, entry);
       if (targets.has(state.run_id)) continue;
       const handle = this.attach(state.run_id);
       targets.set(state.run_id, handle);
@@ -286,7 +290,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     // Each has had its fast path: control() writes the registry flag and publishes once more after it.
     await Promise.all(
       [...targets.values()].map((handle) =>
-        handle.control(mode, reason, requestedAt, { fastPathSent: true }),
+        handle.control(mode, reason, requestedAt, { fastPathSent: true, known: known.get(handle.runId) }),
       ),
     );
     return [...targets.keys()];
@@ -730,7 +734,11 @@ export class NatsForkHandle implements ForkHandle {
     mode: StopMode,
     reason: string,
     requestedAt = Date.now(),
-    options: { fastPathSent?: boolean } = {},
+    options: {
+      fastPathSent?: boolean;
+      /** The run's registry entry as just read, to save the flag's first read. */
+      known?: RunStateEntry | undefined;
+    } = {},
   ): Promise<void> {
     const resources = this.#resources;
     const { bytes, proof } = this.#controlRequest(mode, reason, requestedAt);
@@ -739,18 +747,23 @@ export class NatsForkHandle implements ForkHandle {
     // milliseconds.
     if (!options.fastPathSent) resources.nc.publish(subject, bytes);
     // Then the registry flag, for a spec picked up or redelivered later.
-    await updateRunState(resources, this.runId, (current) => {
-      if (current && isTerminalRunStatus(current.status)) {
-        return "unchanged";
-      }
-      // A stop never softens an abort already asked for.
-      if (mode === "stop" && current?.abort !== undefined && current.abort.mode !== "stop")
-        return "unchanged";
-      const now = Date.now();
-      const base = current ?? queuedRunState({ runId: this.runId, createdAt: now, now });
-      const flag = { reason, requested_at: requestedAt, proof, ...(mode === "stop" ? { mode } : {}) };
-      return { ...base, updated_at: now, abort: flag };
-    });
+    await updateRunState(
+      resources,
+      this.runId,
+      (current) => {
+        if (current && isTerminalRunStatus(current.status)) {
+          return "unchanged";
+        }
+        // A stop never softens an abort already asked for.
+        if (mode === "stop" && current?.abort !== undefined && current.abort.mode !== "stop")
+          return "unchanged";
+        const now = Date.now();
+        const base = current ?? queuedRunState({ runId: this.runId, createdAt: now, now });
+        const flag = { reason, requested_at: requestedAt, proof, ...(mode === "stop" ? { mode } : {}) };
+        return { ...base, updated_at: now, abort: flag };
+      },
+      options.known !== undefined ? { known: options.known } : {},
+    );
     // Again, for a daemon that claimed the run between the first publish and the flag (marked: the
     // queue group's member that ends queued runs had the first).
     const repeat = natsHeaders();

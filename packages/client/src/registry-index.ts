@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { type RunState, runStateCodec } from "@forkd/protocol";
 import type { ForkResources } from "./resources.js";
-import { getRunState } from "./run-registry.js";
+import { getRunState, type RunStateEntry } from "./run-registry.js";
 import { scanStream } from "./stream-scan.js";
 
 /** First token of a parent index key. */
@@ -61,16 +61,19 @@ export async function liveRunIds(resources: ForkResources): Promise<string[]> {
   return ids;
 }
 
-async function statesOf(resources: ForkResources, runIds: readonly string[]): Promise<RunState[]> {
-  const states = await Promise.all(
+async function entriesOf(resources: ForkResources, runIds: readonly string[]): Promise<RunStateEntry[]> {
+  const entries = await Promise.all(
     runIds.map((runId) =>
-      getRunState(resources, runId).then(
-        (entry) => entry?.state,
-        () => undefined, // a malformed entry: not ours to show
+      getRunState(resources, runId).catch(
+        () => null, // a malformed entry: not ours to show
       ),
     ),
   );
-  return states.filter((state): state is RunState => state !== undefined);
+  return entries.filter((entry): entry is RunStateEntry => entry !== null);
+}
+
+async function statesOf(resources: ForkResources, runIds: readonly string[]): Promise<RunState[]> {
+  return (await entriesOf(resources, runIds)).map((entry) => entry.state);
 }
 
 /** The registry entries of every queued and running run (see {@link liveRunIds}). */
@@ -124,18 +127,30 @@ async function indexedRunIds(resources: ForkResources, filter: string): Promise<
 
 /** Every run of group `groupId` that the registry still holds, newest first. */
 export async function runsOfGroup(resources: ForkResources, groupId: string): Promise<RunState[]> {
-  const states = await statesOf(
+  return (await entriesOfGroup(resources, groupId)).map((entry) => entry.state);
+}
+
+/** The registry entries (with their revisions) of {@link runsOfGroup}. */
+export async function entriesOfGroup(resources: ForkResources, groupId: string): Promise<RunStateEntry[]> {
+  const entries = await entriesOf(
     resources,
     await indexedRunIds(resources, `${GROUP_INDEX_TOKEN}.${groupId}.*`),
   );
-  return states.filter((state) => state.group_id === groupId).sort((a, b) => b.created_at - a.created_at);
+  return entries
+    .filter((entry) => entry.state.group_id === groupId)
+    .sort((a, b) => b.state.created_at - a.state.created_at);
 }
 
 /** Every run `agentId` forked that the registry still holds, newest first (one key listing, one get per run). */
 export async function runsOfParent(resources: ForkResources, agentId: string): Promise<RunState[]> {
+  return (await entriesOfParent(resources, agentId)).map((entry) => entry.state);
+}
+
+/** The registry entries (with their revisions) of {@link runsOfParent}. */
+export async function entriesOfParent(resources: ForkResources, agentId: string): Promise<RunStateEntry[]> {
   const runIds = await indexedRunIds(resources, `${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.*`);
-  const states = await statesOf(resources, runIds);
-  return states
-    .filter((state) => state.parent_agent_id === agentId)
-    .sort((a, b) => b.created_at - a.created_at);
+  const entries = await entriesOf(resources, runIds);
+  return entries
+    .filter((entry) => entry.state.parent_agent_id === agentId)
+    .sort((a, b) => b.state.created_at - a.state.created_at);
 }
