@@ -109,12 +109,19 @@ describe("groups and cascades", () => {
       });
       expect(events.every((event) => event.group_id === group.id)).toBe(true);
       // A queued run is ended where it waits (or, when a slot the cascade freed let a daemon claim it
-      // first, right after its claim): it never runs a model turn.
-      if (queued.has(handle.runId)) expect(events.some((event) => event.type === "llm.message")).toBe(false);
+      // first, at its claim: the daemon heard the abort before): it never calls the model.
+      if (queued.has(handle.runId))
+        expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
     }
-    // The queued specs left the work queue: no daemon picks them up later.
-    const live = new Set(await liveRunIds(forks.resources));
-    expect(handles.filter((handle) => live.has(handle.runId))).toEqual([]);
+    // The specs leave the work queue (each right after its run's terminal event): no daemon picks
+    // them up later.
+    await waitFor(
+      async () => {
+        const live = new Set(await liveRunIds(forks.resources));
+        return handles.every((handle) => !live.has(handle.runId)) || undefined;
+      },
+      { timeoutMs: 10_000, message: "the ended runs' specs removed from the work queue" },
+    );
   });
 
   it("group.stop() lets running runs finish their turn and ends queued ones completed, stopped", async () => {
