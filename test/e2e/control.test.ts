@@ -124,6 +124,28 @@ describe("groups and cascades", () => {
     );
   });
 
+  it("an abort a daemon heard before it claimed the run ends the run at its claim, with no registry flag", async () => {
+    await daemon("heard-1", 1);
+    const busy = forks.fork({ prefix, parent: { agent_id: "parent-heard" }, directive: SLOW });
+    await eventOf(busy, (event) => event.type === "llm.delta");
+    const waiting = forks.fork({
+      prefix,
+      parent: { agent_id: "parent-heard" },
+      directive: "Say it.\n@sim say ok",
+    });
+    await waiting.published();
+    // No registry entry, so no flag and nothing for the queue group's member to end: only the abort
+    // message, on the fast path, which the daemon (its one slot taken) hears and keeps.
+    await forks.resources.runs.purge(waiting.runId);
+    waiting.publishControl("abort", "heard before the claim", Date.now());
+    await nc.flush();
+    await busy.abort("free the slot");
+    expect(await waiting.result()).toMatchObject({ status: "killed" });
+    const events = await contiguousLog(forks.resources, waiting.runId);
+    expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "heard before the claim" });
+  });
+
   it("group.stop() lets running runs finish their turn and ends queued ones completed, stopped", async () => {
     await daemon("stop-1", 1);
     const group = forks.group();
