@@ -19,5 +19,6 @@
  */
 export type { NatsProcessSpec } from "./nats-process.js";
 export { LOOPBACK, NatsProcess } from "./nats-process.js";
+export { type PortReservation, RESERVED_PORT_RANGE, reservePort } from "./port-reservations.js";
 export { trackStoppable, untrackStoppable, untrackTempDir } from "./registry.js";
 export { makeTempDir } from "./temp-dirs.js";

@@ -8,6 +8,7 @@ import { createInterface } from "node:readline";
 import { NatsServerReloadError, NatsServerStartError, NatsServerUnsupportedError } from "./errors.js";
 import type { NatsServerHandle, RestartOptions } from "./handle.js";
 import { findExecutable } from "./locate.js";
+import { type PortReservation, reservePort } from "./port-reservations.js";
 import { trackChild, trackStoppable, untrackStoppable, untrackTempDir } from "./registry.js";
 import { ServerLog, type WaitForLogOptions } from "./server-log.js";
 
@@ -34,6 +35,8 @@ export interface NatsProcessSpec {
   websocket?: boolean;
   /** Fixed cluster port, for a cluster node. */
   clusterPort?: number;
+  /** Ports reserved for this server by its caller (its cluster port): released when it stops for good. */
+  reservations?: PortReservation[];
   /** @unit milliseconds */
   startTimeoutMs: number;
   /** @unit milliseconds */
@@ -104,6 +107,8 @@ export class NatsProcess implements NatsServerHandle {
   #websocketPort: number | undefined;
   #stopped = false;
   #queue: Promise<unknown> = Promise.resolve();
+  /** The ports this server keeps across restarts, held until it stops for good. */
+  readonly #reservations: PortReservation[] = [];
 
   private constructor(spec: NatsProcessSpec) {
     this.#spec = spec;
@@ -112,6 +117,7 @@ export class NatsProcess implements NatsServerHandle {
     this.#configFile = join(spec.dir, "nats.conf");
     this.#extraConfig = spec.config;
     this.#clusterPort = spec.clusterPort;
+    this.#reservations.push(...(spec.reservations ?? []));
   }
 
   /**
@@ -226,6 +232,7 @@ export class NatsProcess implements NatsServerHandle {
       if (this.#stopped) return;
       this.#stopped = true;
       await this.#shutdown();
+      for (const reservation of this.#reservations.splice(0)) reservation.release();
       if (this.#spec.ownsDir) {
         await rm(this.#spec.dir, { recursive: true, force: true });
         untrackTempDir(this.#spec.dir);
@@ -287,8 +294,21 @@ export class NatsProcess implements NatsServerHandle {
     ];
   }
 
+  /** The first launch's ports, reserved so that a restart finds them free (port-reservations.ts). */
+  async #reservePorts(): Promise<void> {
+    const reserve = async () => {
+      const reservation = await reservePort(LOOPBACK);
+      this.#reservations.push(reservation);
+      return reservation.port;
+    };
+    this.#port ??= await reserve();
+    this.#monitorPort ??= await reserve();
+    if (this.#spec.websocket) this.#websocketPort ??= await reserve();
+  }
+
   async #launch(timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
     signal?.throwIfAborted();
+    await this.#reservePorts();
     await this.#writeConfig();
     const { dir } = this.#spec;
     const watcher = watch(dir);

@@ -14,11 +14,12 @@ import {
   LOOPBACK,
   makeTempDir,
   NatsProcess,
+  type PortReservation,
+  reservePort,
   trackStoppable,
   untrackStoppable,
   untrackTempDir,
 } from "@forkd/local-nats/internal";
-import { freePort } from "./free-port.js";
 import { fetchJsz, isHealthy } from "./monitor.js";
 import { waitFor } from "./wait-for.js";
 
@@ -113,10 +114,11 @@ async function jetStreamCurrent(node: NatsServerHandle, size: number, signal?: A
   return (await isHealthy(node.monitorUrl, signal)) ? meta.leader : "";
 }
 
-async function distinctFreePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort(LOOPBACK));
-  return [...ports];
+/** `count` cluster ports, reserved (below the kernel's ephemeral range) until their node stops. */
+async function reserveClusterPorts(count: number): Promise<PortReservation[]> {
+  const reservations: PortReservation[] = [];
+  while (reservations.length < count) reservations.push(await reservePort(LOOPBACK));
+  return reservations;
 }
 
 /** Routed on purpose: nothing listens on port 1, so a route learnt by gossip is never made. */
@@ -178,7 +180,8 @@ export async function startNatsCluster(options: StartNatsClusterOptions = {}): P
   // meantime by another process fails that node with "address already in use": pick new ports, retry.
   let nodes: NatsProcess[] = [];
   for (let attempt = 1; ; attempt += 1) {
-    const ports = await distinctFreePorts(size);
+    const reservations = await reserveClusterPorts(size);
+    const ports = reservations.map((reservation) => reservation.port);
     // The first node that fails aborts the others' waits, instead of leaving them to time out.
     const attemptAbort = new AbortController();
     const signal = options.signal
@@ -204,6 +207,7 @@ export async function startNatsCluster(options: StartNatsClusterOptions = {}): P
             config: options.config ?? "",
             args: options.args ?? [],
             clusterPort: port,
+            reservations: [reservations[i]!],
             startTimeoutMs,
             stopGraceMs: options.stopGraceMs ?? 5_000,
             afterReady: async (node, timeoutMs, signal) => {
