@@ -97,6 +97,12 @@ export class CallLimiter {
   #closed = false;
   /** The revision of our own last write: the watch does not wake us for it. */
   #lastWritten = 0;
+  /**
+   * When the first lease of another daemon's holder ends, while our waiters found no free slot: a
+   * dead daemon writes nothing when its lease ends, so no watch event says the slot is free.
+   * @unit ms since epoch
+   */
+  #nextExpiry = Number.POSITIVE_INFINITY;
 
   constructor(options: CallLimiterOptions) {
     this.#options = options;
@@ -224,10 +230,13 @@ export class CallLimiter {
       if (this.#waiting.size === 0 && this.#releasing.size === 0 && this.#held.size === 0) break;
       if (this.#nudged) continue;
       const busy = this.#waiting.size > 0 || this.#releasing.size > 0;
+      const poll = this.#watchLive ? WATCHED_POLL_MS : UNWATCHED_POLL_MS;
       await new Promise<void>((resolveWait) => {
         const timer = setTimeout(
           resolveWait,
-          busy ? (this.#watchLive ? WATCHED_POLL_MS : UNWATCHED_POLL_MS) : this.#holderLeaseMs / 3,
+          busy
+            ? Math.max(1, Math.min(poll, this.#nextExpiry - Date.now() + 1))
+            : this.#holderLeaseMs / 3,
         );
         this.#nudge = () => {
           clearTimeout(timer);
@@ -263,6 +272,10 @@ export class CallLimiter {
         waiters.push({ id: waiter.id, parent: waiter.parent, since: waiter.since, until: 0 });
     const granted = fairOrder(holders, waiters, Math.max(0, limit - holders.length)).filter((id) =>
       this.#waiting.has(id),
+    );
+    this.#nextExpiry = Math.min(
+      Number.POSITIVE_INFINITY,
+      ...holders.filter((h) => !this.#held.has(h.id)).map((h) => h.until),
     );
     const runOf = (id: string) => {
       const runId = this.#waiting.get(id)?.runId;
