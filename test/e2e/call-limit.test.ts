@@ -15,6 +15,7 @@ import { type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing"
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, runCli } from "../cli/support.js";
+import { maxConcurrent } from "../harness/concurrency.js";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
 
 interface Cluster {
@@ -59,23 +60,6 @@ function useCluster(env: Record<string, string>): () => Cluster {
     await rm(cluster.workspace, { recursive: true, force: true });
   });
   return () => cluster!;
-}
-
-/** The most requests the simulator held at once, from its log's arrival and end times. */
-function maxConcurrent(entries: readonly { receivedAt: number; endedAt: number }[]): number {
-  const edges = entries.flatMap((entry) => [
-    { at: entry.receivedAt, delta: 1 },
-    { at: entry.endedAt, delta: -1 },
-  ]);
-  // An end and an arrival at the same instant: the end first (the slot was free again).
-  edges.sort((a, b) => a.at - b.at || a.delta - b.delta);
-  let now = 0;
-  let max = 0;
-  for (const edge of edges) {
-    now += edge.delta;
-    max = Math.max(max, now);
-  }
-  return max;
 }
 
 /** The entries `limit.>` of the daemons bucket, by scope. */
