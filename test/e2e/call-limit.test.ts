@@ -13,7 +13,7 @@ import { type CallSlots, callSlotsCodec } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { cleanEnv, runCli } from "../cli/support.js";
 import { maxConcurrent } from "../harness/concurrency.js";
 import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
@@ -212,16 +212,17 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
       parent: { agent_id: "p" },
       directive: "Hold.\n@sim ttft 120000\n@sim say late",
     });
+    // A failure here must not leave the slot held for the next test.
+    onTestFailed(() => holder.abort("failed"));
     await waitFor(async () => keyScope(await readLimits(nc)).holders.length === 1, { timeoutMs: 20_000 });
     const waiter = forks.fork({
       prefix: null,
       parent: { agent_id: "p" },
       directive: "Wait.\n@sim say ok",
     });
-    await waitFor(
-      async () => keyScope(await readLimits(nc)).waiters.some((w) => w.run_id === waiter.runId),
-      { timeoutMs: 20_000 },
-    );
+    await waitFor(async () => keyScope(await readLimits(nc)).waiters.some((w) => w.run_id === waiter.runId), {
+      timeoutMs: 20_000,
+    });
     const ps = await runCli(["ps"], { env: cleanEnv({ NATS_URL: server.url, NO_COLOR: "1" }) });
     expect(ps.stdout).toMatch(new RegExp(`${waiter.runId}\\s+running, waits for a call slot \\(key:`));
     expect(ps.stdout).toMatch(/key:[0-9a-f]{16}\s+1\/1\s+1/);

@@ -234,9 +234,7 @@ export class CallLimiter {
       await new Promise<void>((resolveWait) => {
         const timer = setTimeout(
           resolveWait,
-          busy
-            ? Math.max(1, Math.min(poll, this.#nextExpiry - Date.now() + 1))
-            : this.#holderLeaseMs / 3,
+          busy ? Math.max(1, Math.min(poll, this.#nextExpiry - Date.now() + 1)) : this.#holderLeaseMs / 3,
         );
         this.#nudge = () => {
           clearTimeout(timer);

@@ -96,9 +96,7 @@ describe("CallLimits on a real nats-server", () => {
     await waitFor(() => model.started.length === 1);
     const second = b.wrap(model.llm, { api: "openai-chat", parent: "q" }).createMessage(request("m2", "b"));
     await waitFor(async () => (await entry("limit.tenant.acme"))?.waiters.length === 1);
-    const third = other
-      .wrap(model.llm, { api: "anthropic", parent: "p" })
-      .createMessage(request("m1", "c"));
+    const third = other.wrap(model.llm, { api: "anthropic", parent: "p" }).createMessage(request("m1", "c"));
     await waitFor(() => model.started.length === 2);
     expect(model.started.map((call) => call.request.messages[0]!.content)).toEqual(["a", "c"]);
     expect((await entry("limit.tenant.other=0020co=002e"))?.scope).toBe("tenant:other co.");

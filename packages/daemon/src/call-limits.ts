@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import type { LlmClient } from "@forkd/core";
 import type { KV } from "@nats-io/kv";
-import { type CallOwner, CallLimiter } from "./call-limit.js";
+import { CallLimiter, type CallOwner } from "./call-limit.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 
