@@ -37,5 +37,10 @@ describe("limitKeyToken", () => {
     expect(limitKeyToken("gpt-4_1")).not.toBe(limitKeyToken("gpt-4.1"));
     expect(limitKeyToken("")).toBe("=");
     expect(limitKeyToken("é")).toBe("=00e9");
+    // A spec's model name of any length still makes a key NATS takes, and two long names differ.
+    const long = limitKeyToken("m".repeat(10_000));
+    expect(long).toMatch(/^==[0-9a-f]{32}$/);
+    expect(limitKeyToken(`${"m".repeat(9_999)}n`)).not.toBe(long);
+    expect(limitKeyToken("m".repeat(128))).toBe("m".repeat(128));
   });
 });

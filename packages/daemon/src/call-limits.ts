@@ -60,7 +60,24 @@ export function limitsAnything(settings: CallLimitSettings): boolean {
  */
 export function limitKeyToken(name: string): string {
   if (name === "") return "=";
-  return name.replace(/[^A-Za-z0-9_-]/g, (unit) => `=${unit.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const token = name.replace(
+    /[^A-Za-z0-9_-]/g,
+    (unit) => `=${unit.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  // A name a spec made long (its model) must still give a key NATS takes: past this length, `==` and
+  // a hash (no spelled name holds `==`: `=` is always followed by four hex digits).
+  return token.length <= MAX_TOKEN_LENGTH
+    ? token
+    : `==${createHash("sha256").update(name).digest("hex").slice(0, 32)}`;
+}
+
+/** The longest key token spelled out; a longer one is hashed. */
+const MAX_TOKEN_LENGTH = 128;
+
+/** A scope's readable name as the entry stores it (at most 512 characters). */
+function scopeLabel(kind: string, name: string): string {
+  const label = `${kind}:${name}`;
+  return label.length <= 200 ? label : `${label.slice(0, 199)}…`;
 }
 
 interface Scope {
@@ -88,11 +105,15 @@ export class CallLimits {
     }
     const perModel = settings.models?.[model] ?? settings.perModel;
     if (perModel !== undefined)
-      scopes.push({ key: `limit.model.${limitKeyToken(model)}`, scope: `model:${model}`, limit: perModel });
+      scopes.push({
+        key: `limit.model.${limitKeyToken(model)}`,
+        scope: scopeLabel("model", model),
+        limit: perModel,
+      });
     if (settings.perTenant !== undefined)
       scopes.push({
         key: `limit.tenant.${limitKeyToken(settings.tenant)}`,
-        scope: `tenant:${settings.tenant}`,
+        scope: scopeLabel("tenant", settings.tenant),
         limit: settings.perTenant,
       });
     // One order for every daemon and every call: no call holds a slot another waits for while it

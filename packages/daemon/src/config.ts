@@ -61,10 +61,11 @@ export const DaemonConfigSchema = z.object({
   tenant: z.string().min(1).max(256).default("default"),
   /**
    * How long a slot of a shared call limit stays taken after its daemon stops renewing it (a daemon
-   * killed while calling): its lease. Renewed every third of it while the call runs.
+   * killed while calling): its lease. Renewed every third of it while the call runs. At most 30 s: the
+   * daemons bucket forgets an entry 30 s after its last write, and a renewal must come before that.
    * @unit ms
    */
-  callLimitLeaseMs: z.coerce.number().int().min(1_000).default(30_000),
+  callLimitLeaseMs: z.coerce.number().int().min(1_000).max(30_000).default(30_000),
   /** Root directory tools work in; Write and Edit are confined to it. */
   workspace: z.string().min(1),
   /** Models a spec may use; empty allows any. */
