@@ -112,6 +112,12 @@ describe("a limit per provider key, across 4 daemons", () => {
       .map((entry) => (entry.body.includes("parent-b") ? "b" : "a"));
     expect(order.lastIndexOf("b")).toBeLessThan(RUNS / 2);
 
+    // The waiters were woken by their watch on the entry, not only by polling it.
+    const unwatched = daemons.flatMap((daemon) =>
+      daemon.logs.filter((line) => String(line.msg).includes("no watch on the entry")),
+    );
+    expect(unwatched).toEqual([]);
+
     // /metrics: the limit per scope, and the waits.
     const texts = await Promise.all(
       daemons.map(async (daemon) => {

@@ -20,6 +20,8 @@ const WAITER_LEASE_MS = 5_000;
 const WATCHED_POLL_MS = 500;
 /** How often it reads the entry with no watch (the watch failed or is not yet open). @unit ms */
 const UNWATCHED_POLL_MS = 40;
+/** How long after a failed watch the next call tries to open one again. @unit ms */
+const WATCH_RETRY_MS = 30_000;
 
 interface LocalWaiter {
   id: string;
@@ -94,6 +96,8 @@ export class CallLimiter {
   #nudged = false;
   #watch: { stop(): void } | undefined;
   #watchLive = false;
+  /** After a watch that failed (refused by the account's permissions, say), when to try again. @unit ms since epoch */
+  #watchRetryAt = 0;
   #closed = false;
   /** The revision of our own last write: the watch does not wake us for it. */
   #lastWritten = 0;
@@ -159,7 +163,7 @@ export class CallLimiter {
 
   // Wakes the loop on every write of another daemon to the entry: a slot it freed, a waiter it listed.
   #openWatch(): void {
-    if (this.#watch !== undefined || this.#closed) return;
+    if (this.#watch !== undefined || this.#closed || Date.now() < this.#watchRetryAt) return;
     const { kv, key, logger } = this.#options;
     let stopped = false;
     let iterator: { stop(): void } | undefined;
@@ -183,6 +187,7 @@ export class CallLimiter {
           if (this.#waiting.size > 0) this.#wake();
         }
       } catch (error) {
+        this.#watchRetryAt = Date.now() + WATCH_RETRY_MS;
         logger.warn({ err: error, key }, "shared call limit: no watch on the entry, polling it");
       } finally {
         this.#watchLive = false;
