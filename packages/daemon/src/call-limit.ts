@@ -20,6 +20,8 @@ const WAITER_LEASE_MS = 5_000;
 const WATCHED_POLL_MS = 500;
 /** How often it reads the entry with no watch (the watch failed or is not yet open). @unit ms */
 const UNWATCHED_POLL_MS = 40;
+/** How long a scope with no call of this daemon keeps its watch open, for the next call. @unit ms */
+const IDLE_WATCH_MS = 60_000;
 /** How long after a failed watch the next call tries to open one again. @unit ms */
 const WATCH_RETRY_MS = 30_000;
 
@@ -56,6 +58,8 @@ export interface CallLimiterOptions {
   onChange?: (held: number, waiting: number) => void;
   /** Told each slot given: how long the call waited, and whether it had to queue for it. */
   onGranted?: (waitedMs: number, queued: boolean) => void;
+  /** How long the scope keeps its watch with no call of this daemon (default 60 s). @unit ms */
+  idleWatchMs?: number | undefined;
 }
 
 /** The order slots are given in: fewest slots held by the parent, then longest waiting. */
@@ -99,6 +103,7 @@ export class CallLimiter {
   /** After a watch that failed (refused by the account's permissions, say), when to try again. @unit ms since epoch */
   #watchRetryAt = 0;
   #closed = false;
+  #idleTimer: NodeJS.Timeout | undefined;
   /** The revision of our own last write: the watch does not wake us for it. */
   #lastWritten = 0;
   /**
@@ -156,6 +161,12 @@ export class CallLimiter {
   /** Stops the watch. Calls in flight keep their slots until they release them (or their lease ends). */
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#idleTimer);
+    this.#closeWatch();
+  }
+
+  // An idle scope keeps no consumer on the server (a spec's model names could make many scopes).
+  #closeWatch(): void {
     this.#watch?.stop();
     this.#watch = undefined;
     this.#watchLive = false;
@@ -167,12 +178,13 @@ export class CallLimiter {
     const { kv, key, logger } = this.#options;
     let stopped = false;
     let iterator: { stop(): void } | undefined;
-    this.#watch = {
+    const handle = {
       stop: () => {
         stopped = true;
         iterator?.stop();
       },
     };
+    this.#watch = handle;
     void (async () => {
       try {
         const updates = await kv.watch({ key, include: "updates" });
@@ -190,9 +202,12 @@ export class CallLimiter {
         this.#watchRetryAt = Date.now() + WATCH_RETRY_MS;
         logger.warn({ err: error, key }, "shared call limit: no watch on the entry, polling it");
       } finally {
-        this.#watchLive = false;
-        // A watch that ended by itself (a lost connection) is opened again at the next call.
-        if (!stopped) this.#watch = undefined;
+        // Only this watch's own state: a newer one may have been opened since it was stopped. One that
+        // ended by itself (a lost connection) is opened again at the next call.
+        if (this.#watch === handle) {
+          this.#watch = undefined;
+          this.#watchLive = false;
+        }
       }
     })();
   }
@@ -215,9 +230,15 @@ export class CallLimiter {
 
   #run(): void {
     this.#wake();
+    clearTimeout(this.#idleTimer);
     this.#loop ??= this.#serve().finally(() => {
       this.#loop = undefined;
       if (this.#waiting.size > 0 || this.#held.size > 0 || this.#releasing.size > 0) this.#run();
+      else
+        this.#idleTimer = setTimeout(
+          () => this.#closeWatch(),
+          this.#options.idleWatchMs ?? IDLE_WATCH_MS,
+        ).unref();
     });
   }
 

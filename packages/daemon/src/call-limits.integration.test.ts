@@ -29,7 +29,11 @@ afterAll(async () => {
 });
 
 /** A daemon's limits on a connection of its own. */
-async function daemonLimits(daemonId: string, settings: CallLimitSettings): Promise<CallLimits> {
+async function daemonLimits(
+  daemonId: string,
+  settings: CallLimitSettings,
+  idleWatchMs?: number,
+): Promise<CallLimits> {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
   const own = await ensureForkResources(nc, { prefix: "limits" });
@@ -39,6 +43,7 @@ async function daemonLimits(daemonId: string, settings: CallLimitSettings): Prom
     logger: createDaemonLogger({ level: "silent", format: "json", daemonId }),
     settings,
     keyIdOf: (api) => (api === "anthropic" ? "k1" : undefined),
+    idleWatchMs,
   });
   limits.push(callLimits);
   return callLimits;
@@ -127,5 +132,24 @@ describe("CallLimits on a real nats-server", () => {
     await waitFor(() => model.started.length === 2);
     for (const call of model.started) call.finish();
     await Promise.all([first, third]);
+  });
+
+  it("keeps no watch on the server for a scope gone idle", async () => {
+    const a = await daemonLimits("idle-a", { perModel: 1, tenant: "t-idle" }, 300);
+    const model = heldModel();
+    const call = a.wrap(model.llm, { api: "anthropic", parent: "p" }).createMessage(request("idle", "1"));
+    // Consumers bound to a subscriber: the server forgets an unbound ordered consumer only after its
+    // inactive threshold (5 min), but it delivers nothing to anyone from the moment it is unbound.
+    const watchers = async () => {
+      let count = 0;
+      for await (const info of resources.jsm.consumers.list(`KV_${resources.subjects.buckets.daemons}`))
+        if (info.config.filter_subject?.endsWith(".limit.model.idle") && info.push_bound === true) count += 1;
+      return count;
+    };
+    await waitFor(async () => (await watchers()) === 1);
+    await waitFor(() => model.started.length === 1);
+    model.started[0]!.finish();
+    await call;
+    await waitFor(async () => (await watchers()) === 0);
   });
 });

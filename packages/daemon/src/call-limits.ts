@@ -41,6 +41,8 @@ export interface CallLimitsOptions {
    * An API it does not know is counted under a key of its own name.
    */
   keyIdOf: (api: string) => string | undefined;
+  /** How long a scope with no call of this daemon keeps its watch (default 60 s). @unit ms */
+  idleWatchMs?: number | undefined;
 }
 
 /** Whether `settings` limits anything. */
@@ -156,6 +158,7 @@ export class CallLimits {
       daemonId,
       logger,
       leaseMs: settings.leaseMs,
+      idleWatchMs: this.#options.idleWatchMs,
       onChange: (held, waiting) => {
         metrics?.callSlots.set({ ...label, state: "held" }, held);
         metrics?.callSlots.set({ ...label, state: "waiting" }, waiting);
