@@ -14,6 +14,7 @@ import {
 import {
   abortRequestCodec,
   type Codec,
+  callSlotsCodec,
   daemonInfoCodec,
   daemonPresenceCodec,
   decodeEventLenient,
@@ -70,6 +71,7 @@ describe("docs/schema", () => {
       "group-budget",
       "daemon-info",
       "retention-lease",
+      "call-slots",
       "daemon-presence",
       "provider-throttle",
     ]);
@@ -131,6 +133,7 @@ describe("docs/protocol.md", () => {
     "group-budget": groupBudgetCodec,
     "daemon-info": daemonInfoCodec,
     "retention-lease": retentionLeaseCodec,
+    "call-slots": callSlotsCodec,
     "daemon-presence": daemonPresenceCodec,
     "provider-throttle": providerThrottleCodec,
   };
