@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { isWrongLastSequence } from "@forkd/client/internal";
 import { type CallSlots, callSlotsCodec } from "@forkd/protocol";
-import type { KV } from "@nats-io/kv";
+import type { KV, KvEntry } from "@nats-io/kv";
 import type { DaemonLogger } from "./logger.js";
 
 /** A held slot's lease by default: renewed while held, so a dead daemon's slots come back after it. @unit ms */
@@ -60,6 +60,8 @@ export interface CallLimiterOptions {
   onGranted?: (waitedMs: number, queued: boolean) => void;
   /** How long the scope keeps its watch with no call of this daemon (default 60 s). @unit ms */
   idleWatchMs?: number | undefined;
+  /** False: no watch, only the 40 ms poll (bench #15's baseline). Default true. */
+  watch?: boolean | undefined;
 }
 
 /** The order slots are given in: fewest slots held by the parent, then longest waiting. */
@@ -106,6 +108,12 @@ export class CallLimiter {
   #idleTimer: NodeJS.Timeout | undefined;
   /** The revision of our own last write: the watch does not wake us for it. */
   #lastWritten = 0;
+  /**
+   * The entry as another daemon's last write left it, from the watch: the next step starts from it
+   * instead of reading the entry again. If a newer write came meanwhile, the compare-and-set fails and
+   * the step after reads it.
+   */
+  #watched: KvEntry | undefined;
   /**
    * When the first lease of another daemon's holder ends, while our waiters found no free slot: a
    * dead daemon writes nothing when its lease ends, so no watch event says the slot is free.
@@ -174,6 +182,7 @@ export class CallLimiter {
 
   // Wakes the loop on every write of another daemon to the entry: a slot it freed, a waiter it listed.
   #openWatch(): void {
+    if (this.#options.watch === false) return;
     if (this.#watch !== undefined || this.#closed || Date.now() < this.#watchRetryAt) return;
     const { kv, key, logger } = this.#options;
     let stopped = false;
@@ -195,7 +204,8 @@ export class CallLimiter {
         }
         this.#watchLive = true;
         for await (const update of updates) {
-          if (update.revision === this.#lastWritten) continue;
+          if (update.revision <= this.#lastWritten) continue;
+          this.#watched = update;
           if (this.#waiting.size > 0) this.#wake();
         }
       } catch (error) {
@@ -278,7 +288,9 @@ export class CallLimiter {
     // Only the releases known now are written by this step: one that comes during the write waits
     // for the next step instead of being forgotten (its slot would stay taken until its lease ran out).
     const releasing = new Set(this.#releasing);
-    const entry = await kv.get(key);
+    const watched = this.#watched;
+    this.#watched = undefined;
+    const entry = watched !== undefined && watched.revision > this.#lastWritten ? watched : await kv.get(key);
     const now = Date.now();
     const stored: CallSlots =
       entry?.operation === "PUT" && entry.length > 0

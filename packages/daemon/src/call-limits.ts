@@ -43,6 +43,8 @@ export interface CallLimitsOptions {
   keyIdOf: (api: string) => string | undefined;
   /** How long a scope with no call of this daemon keeps its watch (default 60 s). @unit ms */
   idleWatchMs?: number | undefined;
+  /** False: the limiters poll their entries without a watch (bench #15's baseline). Default true. */
+  watch?: boolean | undefined;
 }
 
 /** Whether `settings` limits anything. */
@@ -159,6 +161,7 @@ export class CallLimits {
       logger,
       leaseMs: settings.leaseMs,
       idleWatchMs: this.#options.idleWatchMs,
+      watch: this.#options.watch,
       onChange: (held, waiting) => {
         metrics?.callSlots.set({ ...label, state: "held" }, held);
         metrics?.callSlots.set({ ...label, state: "waiting" }, waiting);
