@@ -13,6 +13,7 @@ import { scaleBenchmark } from "./b11-scale.js";
 import { webBenchmark } from "./b12-web.js";
 import { openAiCostBenchmark } from "./b13-openai-cost.js";
 import { cascadeBenchmark } from "./b14-cascade.js";
+import { callLimitBenchmark } from "./b15-call-limit.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -30,4 +31,5 @@ export const benchmarks: readonly Benchmark[] = [
   webBenchmark,
   openAiCostBenchmark,
   cascadeBenchmark,
+  callLimitBenchmark,
 ];

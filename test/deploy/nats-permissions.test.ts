@@ -201,6 +201,15 @@ describe("deploy/nats/accounts.conf on one node", () => {
       replay.push(logged.event.seq);
     expect(replay).toEqual([1, 2]);
 
+    // The call limits: a daemon writes their entries and watches them (a freed slot wakes waiters).
+    const limitWatch = await daemon.daemons.watch({ key: "limit.key.k1", include: "updates" });
+    await daemon.daemons.put("limit.key.k1", encoder.encode('{"v":1,"holders":[],"waiters":[]}'));
+    for await (const update of limitWatch) {
+      expect(update.key).toBe("limit.key.k1");
+      break;
+    }
+    await daemon.daemons.delete("limit.key.k1");
+
     expect(await spec!.ackAck()).toBe(true);
     await daemon.daemons.delete("daemon-1");
     await nc.flush();
@@ -325,6 +334,9 @@ describe("deploy/nats/accounts.conf on one node", () => {
     await expect(parent.runs.delete("spend.group-1")).rejects.toThrow(/Permissions Violation/);
     await expect(parent.runs.put("budget.group-1", "{}")).resolves.toBeGreaterThan(0);
     await parent.runs.purge("budget.group-1");
+    // Nor a call limit's entry: a parent cannot free slots, raise the limit or jump the queue.
+    await expect(parent.daemons.put("limit.key.k1", "forged")).rejects.toThrow(/Permissions Violation/);
+    await expect(parent.daemons.delete("limit.model.m")).rejects.toThrow(/Permissions Violation/);
     await expect(parent.jsm.streams.delete(subjects.streams.specs)).rejects.toThrow(/Permissions Violation/);
   });
 

@@ -100,6 +100,11 @@ Options (each also as an environment variable; flags win; a JSON file with --con
   --concurrency N          runs at once (default 4)                 FORKD_CONCURRENCY
   --call-limit-per-key N   model calls at once per provider key,   FORKD_CALL_LIMIT_PER_KEY
                            shared by every daemon of the account
+  --call-limit-per-model N model calls at once per model, shared   FORKD_CALL_LIMIT_PER_MODEL
+  --call-limit-per-tenant N  model calls at once of the tenant      FORKD_CALL_LIMIT_PER_TENANT
+  --tenant ID              the tenant the calls count for           FORKD_TENANT
+  --call-limit-lease MS    a dead daemon's slots come back after    FORKD_CALL_LIMIT_LEASE_MS
+                           (default 30000)
   --workspace DIR          where tools work (default: cwd)          FORKD_WORKSPACE
   --ack-wait MS            redelivery after silence (default 30000) FORKD_ACK_WAIT_MS
   --max-deliver N          deliveries of one spec (default 5)       FORKD_MAX_DELIVER

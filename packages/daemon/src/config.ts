@@ -45,6 +45,27 @@ export const DaemonConfigSchema = z.object({
    * same value on all of them); absent: no shared limit.
    */
   callLimitPerKey: positiveInt.optional(),
+  /**
+   * Model calls at once per model (each model its own N), shared like `callLimitPerKey`; absent: none.
+   * `callLimitModels` gives one model its own N.
+   */
+  callLimitPerModel: positiveInt.optional(),
+  /** Model calls at once of one model, by name (config file only): overrides `callLimitPerModel`. */
+  callLimitModels: z.record(z.string().min(1), positiveInt).default({}),
+  /** Model calls at once of the whole tenant (`tenant`), shared like `callLimitPerKey`; absent: none. */
+  callLimitPerTenant: positiveInt.optional(),
+  /**
+   * The tenant whose calls `callLimitPerTenant` counts. A NATS account is already a tenant of its own
+   * (its own buckets): this names tenants that share one account. Set by the operator, never by a spec.
+   */
+  tenant: z.string().min(1).max(256).default("default"),
+  /**
+   * How long a slot of a shared call limit stays taken after its daemon stops renewing it (a daemon
+   * killed while calling): its lease. Renewed every third of it while the call runs. At most 30 s: the
+   * daemons bucket forgets an entry 30 s after its last write, and a renewal must come before that.
+   * @unit ms
+   */
+  callLimitLeaseMs: z.coerce.number().int().min(1_000).max(30_000).default(30_000),
   /** Root directory tools work in; Write and Edit are confined to it. */
   workspace: z.string().min(1),
   /** Models a spec may use; empty allows any. */
@@ -138,6 +159,10 @@ export class DaemonConfigError extends ForkdError<"invalid_config"> {
 export const DAEMON_FLAGS = {
   config: { type: "string" },
   "call-limit-per-key": { type: "string" },
+  "call-limit-per-model": { type: "string" },
+  "call-limit-per-tenant": { type: "string" },
+  "call-limit-lease": { type: "string" },
+  tenant: { type: "string" },
   nats: { type: "string", multiple: true },
   "nats-user": { type: "string" },
   "nats-pass": { type: "string" },
@@ -253,6 +278,10 @@ export function loadDaemonConfig(
   layer("maxDeliver", env.FORKD_MAX_DELIVER, flags["max-deliver"]);
   layer("concurrency", env.FORKD_CONCURRENCY, flags.concurrency);
   layer("callLimitPerKey", env.FORKD_CALL_LIMIT_PER_KEY, flags["call-limit-per-key"]);
+  layer("callLimitPerModel", env.FORKD_CALL_LIMIT_PER_MODEL, flags["call-limit-per-model"]);
+  layer("callLimitPerTenant", env.FORKD_CALL_LIMIT_PER_TENANT, flags["call-limit-per-tenant"]);
+  layer("callLimitLeaseMs", env.FORKD_CALL_LIMIT_LEASE_MS, flags["call-limit-lease"]);
+  layer("tenant", env.FORKD_TENANT, flags.tenant);
   layer("workspace", env.FORKD_WORKSPACE, flags.workspace);
   layer("allowedModels", list(env.FORKD_ALLOWED_MODELS), list(flags["allowed-models"]));
   layer("defaultModel", env.FORKD_DEFAULT_MODEL, flags["default-model"]);

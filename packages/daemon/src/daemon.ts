@@ -18,7 +18,7 @@ import {
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { CallLimiter } from "./call-limit.js";
+import { CallLimits, limitsAnything } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
 import { type HeldRun, handOffRun } from "./failover.js";
 import type { DaemonLogger } from "./logger.js";
@@ -43,8 +43,11 @@ export interface ForkDaemonOptions
   metrics?: DaemonMetrics;
   /** Version string advertised in the daemons bucket. */
   version?: string | undefined;
-  /** Hash of the provider's base URL and API key: the scope of `callLimitPerKey`. */
-  providerKeyId?: string | undefined;
+  /**
+   * Hash of each provider API's base URL and API key (`providerKeyId`), by API name: the scope of
+   * `callLimitPerKey`. An API missing here is counted under a key of its own name.
+   */
+  providerKeyIds?: Readonly<Record<string, string>> | undefined;
 }
 
 const DAEMON_VERSION = "0.1.0";
@@ -74,6 +77,7 @@ export class ForkDaemon {
   #timers: NodeJS.Timeout[] = [];
   #pullLoop: Promise<void> | undefined;
   #sweeper: RetentionSweeper | undefined;
+  #callLimits: CallLimits | undefined;
   #slotFreed: (() => void) | undefined;
   #stopPulling = new AbortController();
   readonly #startedAt = Date.now();
@@ -126,24 +130,28 @@ export class ForkDaemon {
     });
     this.#options.metrics?.storageAvailable.set(1); // it just stored the resources
     const resources = this.#resources;
-    const limit = config.callLimitPerKey;
-    const callLimiter =
-      limit === undefined
-        ? undefined
-        : new CallLimiter({
-            kv: resources.daemons,
-            key: `limit.key.${this.#options.providerKeyId ?? "default"}`,
-            limit,
-            daemonId: this.id,
-            logger: this.#logger,
-            onChange: (held, waiting) => {
-              this.#options.metrics?.callSlots.set({ state: "held" }, held);
-              this.#options.metrics?.callSlots.set({ state: "waiting" }, waiting);
-            },
-          });
+    const settings = {
+      perKey: config.callLimitPerKey,
+      perModel: config.callLimitPerModel,
+      models: config.callLimitModels,
+      perTenant: config.callLimitPerTenant,
+      tenant: config.tenant,
+      leaseMs: config.callLimitLeaseMs,
+    };
+    const keyIds = this.#options.providerKeyIds ?? {};
+    this.#callLimits = limitsAnything(settings)
+      ? new CallLimits({
+          kv: resources.daemons,
+          daemonId: this.id,
+          logger: this.#logger,
+          metrics: this.#options.metrics,
+          settings,
+          keyIdOf: (api) => keyIds[api],
+        })
+      : undefined;
     this.#executor = new RunExecutor({
       ...this.#options,
-      ...(callLimiter ? { callLimiter } : {}),
+      ...(this.#callLimits ? { callLimits: this.#callLimits } : {}),
       resources,
       prefixCache: new PrefixCache(),
       config,
@@ -286,6 +294,7 @@ export class ForkDaemon {
     }
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
     await this.#sweeper?.stop();
+    this.#callLimits?.close();
     // The last beat holds no runs: the others have nothing of this daemon to hand back when it falls silent.
     this.#beat([]);
     for (const subscription of this.#subscriptions.splice(0)) subscription.unsubscribe();

@@ -22,6 +22,7 @@ import type {
   ForkPrefix,
   ForkSpec,
   ForkSubjects,
+  LlmApi,
   UsageTotals,
 } from "@forkd/protocol";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -60,6 +61,8 @@ export interface ForkRunOptions {
   llm: LlmClient;
   /** The OpenAI clients; absent: a spec that asks for an OpenAI API fails `provider_unavailable`. */
   openai?: OpenAiClients | undefined;
+  /** Wraps the run's model client in the cluster-wide call limits (call-limits.ts), when configured. */
+  limitCalls?: ((llm: LlmClient, api: LlmApi) => LlmClient) | undefined;
   tools: RunToolsFactory;
   config: DaemonConfig;
   signal: AbortSignal;
@@ -114,7 +117,7 @@ export async function executeForkRun(
       defaultMaxTokens: config.defaultMaxTokens,
       maxTokensCeiling: config.ceilings.maxOutputTokens,
     });
-    const llm = runLlmClient({
+    const client = runLlmClient({
       api,
       anthropic: options.llm,
       openai: options.openai,
@@ -122,6 +125,8 @@ export async function executeForkRun(
       prefix,
       prefixHash: plan.prefixHash,
     });
+    // Whatever client the API gets, its calls count against the cluster-wide limits.
+    const llm = options.limitCalls ? options.limitCalls(client, api) : client;
     const resume =
       options.priorEvents.length > 0
         ? rebuildRunState(plan.request, options.priorEvents, { systemReminder: overrides.system_reminder })

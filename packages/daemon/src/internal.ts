@@ -1,5 +1,7 @@
 // @forkd/daemon/internal: what forkd's own packages and tests need of @forkd/daemon beyond its public
 // API (see index.ts). Not covered by semver; applications import from @forkd/daemon.
+export type { CallLimitSettings, CallLimitsOptions } from "./call-limits.js";
+export { CallLimits } from "./call-limits.js";
 export { secretFilesOf, secretsOfConfig } from "./config-secrets.js";
 export { BUILTIN_TOOL_DEFINITIONS, DEFAULT_SYSTEM_PROMPT, defaultForkParams } from "./default-request.js";
 export type { EventLogPosition, RunEventPublisherOptions } from "./event-publisher.js";

@@ -23,8 +23,14 @@ export interface DaemonMetrics {
   readonly toolCalls: Counter<"result">;
   /** Control messages refused: `abort` (no owner's proof), or a protocol error code (`invalid_message`, `payload_too_large`, …). */
   readonly refusedControls: Counter<"kind">;
-  /** Model calls of this daemon holding a slot of the shared per-key limit (`held`), or waiting for one. */
-  readonly callSlots: Gauge<"state">;
+  /** Calls at once a cluster-wide limit allows, per scope (`key:<hash>`, `model:<name>`, `tenant:<id>`). */
+  readonly callLimit: Gauge<"scope">;
+  /** Model calls of this daemon holding a slot of a cluster-wide limit (`held`), or waiting for one, per scope. */
+  readonly callSlots: Gauge<"scope" | "state">;
+  /** Time from a call's request for a slot to its slot, per scope (`_count`: slots given). */
+  readonly callSlotWait: Histogram<"scope">;
+  /** Calls that found no free slot and queued for one, per scope. */
+  readonly callSlotWaits: Counter<"scope">;
 }
 
 /** Creates the metrics on a fresh registry. */
@@ -40,10 +46,29 @@ export function createDaemonMetrics(): DaemonMetrics {
       registers,
     }),
     runsActive: new Gauge({ name: "forkd_runs_active", help: "Runs in progress on this daemon", registers }),
+    callLimit: new Gauge({
+      name: "forkd_call_limit",
+      help: "Model calls at once a cluster-wide limit allows, per scope (key:<hash>, model:<name>, tenant:<id>)",
+      labelNames: ["scope"],
+      registers,
+    }),
     callSlots: new Gauge({
       name: "forkd_call_slots",
-      help: "Model calls of this daemon holding a slot of the cluster-wide per-key limit (state held), or waiting for one (state waiting)",
-      labelNames: ["state"],
+      help: "Model calls of this daemon holding a slot of a cluster-wide limit (state held), or waiting for one (state waiting), per scope",
+      labelNames: ["scope", "state"],
+      registers,
+    }),
+    callSlotWait: new Histogram({
+      name: "forkd_call_slot_wait_seconds",
+      help: "Time from a model call's request for a slot of a cluster-wide limit to its slot, per scope",
+      labelNames: ["scope"],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30],
+      registers,
+    }),
+    callSlotWaits: new Counter({
+      name: "forkd_call_slot_waits_total",
+      help: "Model calls that found no free slot of a cluster-wide limit and queued for one, per scope",
+      labelNames: ["scope"],
       registers,
     }),
     runsEnded: new Counter({

@@ -78,10 +78,18 @@ export async function startDaemon(
     logger,
     metrics,
     llm,
-    ...(openai === undefined ? {} : { openai }),
+    ...(openai === undefined ? {} : { openai: openai.clients }),
     tools: daemonRunTools({ config, nc, subjects, logger, sandbox }),
     version: options.version,
-    providerKeyId: keyId,
+    providerKeyIds: {
+      anthropic: keyId,
+      ...(openai === undefined
+        ? {}
+        : {
+            "openai-chat": openai.keyId,
+            "openai-responses": openai.keyId,
+          }),
+    },
   });
   try {
     await daemon.start();
@@ -140,22 +148,24 @@ export async function runDaemonProcess(
 /**
  * The daemon's OpenAI clients, one per API, made on first use, when an OpenAI key is configured
  * (`llm.openaiApiKey`, else `OPENAI_API_KEY`); the base URL is `llm.openaiBaseURL`, else the SDK's
- * `OPENAI_BASE_URL`.
+ * `OPENAI_BASE_URL`. With them the key id their calls count under (`callLimitPerKey`).
  */
 function openAiClients(
   config: DaemonConfig,
   logger: DaemonLogger,
-): ((api: OpenAiApi) => OpenAiLlmClient) | undefined {
+): { clients: (api: OpenAiApi) => OpenAiLlmClient; keyId: string } | undefined {
   const apiKey = config.llm.openaiApiKey ?? process.env.OPENAI_API_KEY;
   if (apiKey === undefined || apiKey === "") return undefined;
+  const baseURL = config.llm.openaiBaseURL ?? process.env.OPENAI_BASE_URL;
   const clients = new Map<OpenAiApi, OpenAiLlmClient>();
-  return (api) => {
+  const keyId = providerKeyId(baseURL ?? "https://api.openai.com/v1", apiKey);
+  const clientOf = (api: OpenAiApi) => {
     let client = clients.get(api);
     if (client === undefined) {
       client = new OpenAiLlmClient({
         api,
         apiKey,
-        baseURL: config.llm.openaiBaseURL ?? process.env.OPENAI_BASE_URL,
+        baseURL,
         timeout: config.llm.timeoutMs,
         retry: { maxRetries: config.llm.maxRetries },
         logger,
@@ -164,4 +174,5 @@ function openAiClients(
     }
     return client;
   };
+  return { clients: clientOf, keyId };
 }

@@ -41,7 +41,7 @@ import {
 } from "@forkd/protocol";
 import { controlProof, proofMatches, steerProof } from "@forkd/protocol/internal";
 import type { JsMsg } from "@nats-io/jetstream";
-import type { CallLimiter } from "./call-limit.js";
+import type { CallLimits } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
 import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
@@ -75,8 +75,8 @@ export interface RunExecutorDeps {
   metrics?: DaemonMetrics;
   /** Told the outcome of every event publish (storage-health.ts). */
   storage?: StorageHealth;
-  /** The cluster-wide limit on concurrent model calls per provider key, when configured. */
-  callLimiter?: CallLimiter;
+  /** The cluster-wide limits on concurrent model calls (per key, model, tenant), when configured. */
+  callLimits?: CallLimits;
 }
 
 /** One delivery of a spec. */
@@ -493,9 +493,11 @@ export class RunExecutor {
         prefix,
         attempt,
         priorEvents,
-        llm: deps.callLimiter ? deps.callLimiter.wrap(deps.llm, spec.parent.agent_id) : deps.llm,
-        // The call limit counts the Anthropic key's calls only (docs/budgets.md).
+        llm: deps.llm,
         openai: deps.openai,
+        limitCalls: deps.callLimits
+          ? (llm, api) => deps.callLimits!.wrap(llm, { api, parent: spec.parent.agent_id, runId })
+          : undefined,
         tools: deps.tools,
         config,
         signal,

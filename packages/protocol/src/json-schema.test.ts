@@ -14,6 +14,7 @@ import {
 import {
   abortRequestCodec,
   type Codec,
+  callSlotsCodec,
   daemonInfoCodec,
   daemonPresenceCodec,
   decodeEventLenient,
@@ -72,6 +73,7 @@ describe("docs/schema", () => {
       "group-spend",
       "daemon-info",
       "retention-lease",
+      "call-slots",
       "daemon-presence",
       "provider-throttle",
     ]);
@@ -134,6 +136,7 @@ describe("docs/protocol.md", () => {
     "group-spend": groupSpendCodec,
     "daemon-info": daemonInfoCodec,
     "retention-lease": retentionLeaseCodec,
+    "call-slots": callSlotsCodec,
     "daemon-presence": daemonPresenceCodec,
     "provider-throttle": providerThrottleCodec,
   };

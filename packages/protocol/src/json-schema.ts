@@ -12,6 +12,7 @@ import {
 } from "./control.js";
 import { FORK_EVENT_TYPES, ForkEventEnvelopeSchema, ForkEventSchema, type ForkEventType } from "./events.js";
 import {
+  CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
   GroupBudgetSchema,
@@ -202,6 +203,15 @@ function entries(): [string, Entry][] {
         title: "forkd retention lease",
         description:
           "Key `lease.retention` in the daemons KV bucket: the daemon that sweeps finished runs and unused prefixes, and its last sweep.",
+      },
+    ],
+    [
+      "call-slots",
+      {
+        schema: CallSlotsSchema,
+        title: "forkd call slots",
+        description:
+          "Key `limit.<kind>.<token>` in the daemons KV bucket: the model calls holding a slot of one cluster-wide limit, and those waiting.",
       },
     ],
     [

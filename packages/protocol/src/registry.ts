@@ -164,11 +164,17 @@ export const CallSlotsSchema = z.object({
     .positive()
     .optional()
     .describe("Calls at once, as the last daemon to write it was configured."),
+  scope: z
+    .string()
+    .max(512)
+    .optional()
+    .describe("What the limit counts, readable: `key:<hash>`, `model:<name>` or `tenant:<id>`."),
   holders: z
     .array(
       z.object({
         id: z.string().min(1).max(256).describe("The call: `<daemon_id>.<uuid>`."),
         parent: z.string().max(256).describe("The parent agent id of its run (for fairness)."),
+        run_id: z.string().max(256).optional().describe("The run making the call (shown by `forkd ps`)."),
         daemon_id: z.string().min(1).describe("The daemon making the call."),
         until: EpochMsSchema.describe("Its lease: renewed while the call runs."),
       }),
@@ -179,6 +185,7 @@ export const CallSlotsSchema = z.object({
       z.object({
         id: z.string().min(1).max(256),
         parent: z.string().max(256),
+        run_id: z.string().max(256).optional().describe("The run waiting (shown by `forkd ps`)."),
         since: EpochMsSchema.describe("When it began to wait."),
         until: EpochMsSchema.describe("Its lease: renewed while it waits."),
       }),

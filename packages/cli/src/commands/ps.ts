@@ -127,12 +127,29 @@ export async function listCallLimits(resources: ForkResources): Promise<(CallSlo
     const entry = await resources.daemons.get(key);
     if (entry?.operation !== "PUT" || entry.length === 0) continue;
     try {
-      limits.push({ scope: key.slice("limit.".length), ...callSlotsCodec.decode(entry.value) });
+      const slots = callSlotsCodec.decode(entry.value);
+      limits.push({ ...slots, scope: slots.scope ?? key.slice("limit.".length) });
     } catch {
       // not ours to show
     }
   }
   return limits;
+}
+
+/**
+ * The runs waiting for a slot of a call limit, and the scopes each waits in (a run waits in one at a
+ * time: it takes its scopes in order). Leases already past are left out: their daemons are gone.
+ */
+export function runsWaitingForSlots(
+  limits: readonly (CallSlots & { scope: string })[],
+  now: number,
+): Map<string, string[]> {
+  const waiting = new Map<string, string[]>();
+  for (const slots of limits)
+    for (const waiter of slots.waiters)
+      if (waiter.run_id !== undefined && waiter.until > now)
+        waiting.set(waiter.run_id, [...(waiting.get(waiter.run_id) ?? []), slots.scope]);
+  return waiting;
 }
 
 /** Every run entry of the registry, newest first; malformed entries are skipped. Reads them all. */
@@ -252,6 +269,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
     }
     const now = Date.now();
     const runs = matching.slice(0, limit ?? DEFAULT_LIMIT);
+    const waitingForSlots = runsWaitingForSlots(limits, now);
     const style = styleFor(out, context.io.env);
     writeLine(out, style.bold(`DAEMONS (${daemons.length})`));
     if (daemons.length === 0) writeLine(out, "  none registered");
@@ -283,9 +301,10 @@ export async function run(args: string[], context: CommandContext): Promise<numb
         ...runs.map((run) => {
           const usage = run.usage;
           const tokens = usage === undefined ? "-" : formatCompact(totalTokensOf(usage));
+          const waitsIn = run.status === "running" ? waitingForSlots.get(run.run_id) : undefined;
           return [
             run.run_id,
-            run.status,
+            waitsIn === undefined ? run.status : `running, waits for a call slot (${waitsIn.join(", ")})`,
             String(run.attempt),
             run.daemon_id ?? "-",
             run.label ?? "-",
