@@ -66,7 +66,11 @@ describe("prefix collection", () => {
     expect(marked.map((candidate) => candidate.meta.name)).toEqual([hash]);
     // The collector read the references before the spec was published.
     expect((await referencedPrefixes(forks.resources)).has(hash)).toBe(false);
-    const outcome = await forks.fork({ prefix, directive: "Third.\n@sim text 5", parent }).result();
+    const third = forks.fork({ prefix, directive: "Third.\n@sim text 5", parent });
+    // Published: stored, and its prefix confirmed (a confirmation waits for one still running for an
+    // earlier fork, so the run itself may end first).
+    await third.published();
+    const outcome = await third.result();
     expect(outcome.status).toBe("completed");
     expect(lastRequestMessages()).toEqual(parentMessages());
     expect(await deleteMarkedPrefix(forks.resources, marked[0]!)).toBe(false);
@@ -84,5 +88,33 @@ describe("prefix collection", () => {
     await running.result();
     expect(await collectUnusedPrefixes(forks.resources, { retentionMs: 0, now: later() })).toBe(1);
     expect((await readPrefixMeta(forks.resources, hash))?.meta.deleted).toBe(true);
+  });
+
+  it("siblings stored together share one confirmation of their prefix: a fan-out reads its metadata a few times, not once per child", async () => {
+    const children = 20;
+    let metaReads = 0;
+    const reads = stack().nc.subscribe(
+      `$JS.API.STREAM.MSG.GET.${forks.resources.subjects.bucketStreams.prefixes}`,
+      {
+        callback: () => {
+          metaReads += 1;
+        },
+      },
+    );
+    await stack().nc.flush();
+    const handles = forks.fanOut(
+      { prefix, parent },
+      Array.from({ length: children }, (_, i) => ({ directive: `Sibling ${i}.\n@sim text 5` })),
+      { warmFirst: false },
+    );
+    await Promise.all(handles.map((handle) => handle.published()));
+    await stack().nc.flush();
+    reads.unsubscribe();
+    // The prefix was collected by the test before: a confirmation found it gone and uploaded it again.
+    expect((await readPrefixMeta(forks.resources, hash))?.meta.deleted).not.toBe(true);
+    expect(metaReads).toBeGreaterThan(0);
+    expect(metaReads).toBeLessThan(children / 2);
+    const outcomes = await Promise.all(handles.map((handle) => handle.result()));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(Array(children).fill("completed"));
   });
 });

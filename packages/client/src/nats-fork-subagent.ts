@@ -162,6 +162,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   // Uploads by prefix hash, with when they were made: past half the store's TTL the object may be
   // gone by the time a daemon reads it, so the next fork checks (and uploads) again.
   readonly #uploads = new Map<string, { done: Promise<void>; at: number }>();
+  // Confirmations of a stored prefix, by hash: the one running, and the one waiting to begin, which
+  // every fork whose spec is stored meanwhile joins (see #confirmStored).
+  readonly #confirming = new Map<string, Promise<void>>();
+  readonly #confirmWaiting = new Map<string, Promise<void>>();
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
   readonly #ownerKey: string;
@@ -423,7 +427,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
       // that owns the run, and no run id is visible before its spec holds it.
       await this.#registerQueued(spec, ack.seq);
-      if (prefixSource.kind === "ref") await this.#confirmPrefix(params.prefix!, prefixSource);
+      if (prefixSource.kind === "ref") await this.#confirmStored(params.prefix!, prefixSource);
     })();
     const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
       groupId: params.groupId,
@@ -493,6 +497,28 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       });
     }
     return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done };
+  }
+
+  /**
+   * {@link #confirmPrefix} for a fork whose spec is stored, shared with its siblings: a confirmation
+   * covers every fork whose spec was stored before it began, so a fork joins the one that has not
+   * begun yet, or has the next one wait for the one running. A fan-out of 100 children reads the
+   * prefix's metadata a few times instead of 100 (bench #4: ~200 bytes from the parent per fork).
+   */
+  #confirmStored(prefix: ForkPrefix, ref: StoredPrefixRef): Promise<void> {
+    const waiting = this.#confirmWaiting.get(ref.hash);
+    if (waiting) return waiting;
+    const next = (this.#confirming.get(ref.hash) ?? Promise.resolve()).then(() => {
+      // It begins now: a spec stored from here on needs the next one.
+      this.#confirmWaiting.delete(ref.hash);
+      const running = this.#confirmPrefix(prefix, ref);
+      this.#confirming.set(ref.hash, running);
+      return running.finally(() => {
+        if (this.#confirming.get(ref.hash) === running) this.#confirming.delete(ref.hash);
+      });
+    });
+    this.#confirmWaiting.set(ref.hash, next);
+    return next;
   }
 
   /**

@@ -9,7 +9,14 @@ import { lastLoggedEvent, NatsForkSubagent } from "@forkd/client";
 import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { AnthropicLlmClient } from "@forkd/llm";
-import { type ForkEvent, forkSpecCodec, forkSubjects, PROTOCOL_VERSION } from "@forkd/protocol";
+import {
+  type ForkEvent,
+  forkSpecCodec,
+  forkSubjects,
+  PROTOCOL_VERSION,
+  queuedRunState,
+  runStateCodec,
+} from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -77,6 +84,46 @@ function permissionHandler() {
   return { v: 1 as const, decision: permissionDecision, reason: `test says ${permissionDecision}` };
 }
 
+/**
+ * Completes a fork, changes its registry entry with `alter`, publishes a spec for the run again and
+ * expects the daemon to record the end the log holds and run nothing: no model call, no event.
+ */
+async function expectEndedRunNotRunAgain(
+  alter: (resources: NatsForkSubagent["resources"], runId: string) => Promise<void>,
+): Promise<void> {
+  const fixture = await loadFixture("4k");
+  const handle = forks.fork({
+    prefix: createForkPrefix(fixture.request, fixture.response),
+    directive: "Summarise the codec module.",
+    parent: { agent_id: "parent-1" },
+  });
+  expect((await handle.result()).status).toBe("completed");
+  const resources = forks.resources;
+  const logged = await readStoredEvents(resources, handle.runId);
+  await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
+  await alter(resources, handle.runId);
+  const requestsBefore = sim.requests().length;
+  const spec = forkSpecCodec.encode({
+    v: PROTOCOL_VERSION,
+    run_id: handle.runId,
+    parent: { agent_id: "parent-1", lineage: [] },
+    directive: "Summarise the codec module again.",
+    prefix: { kind: "none" },
+    created_at: Date.now(),
+  });
+  await resources.js.publish(resources.subjects.spec(handle.runId), spec, {
+    msgID: `again-${handle.runId}`,
+  });
+  await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
+  await waitFor(
+    async () => (await resources.jsm.streams.info(resources.subjects.streams.specs)).state.messages === 0,
+  );
+  expect(sim.requests().length).toBe(requestsBefore);
+  // The log's last event is still the one that ended it (readStoredEvents stops at the terminal one).
+  expect(await lastLoggedEvent(resources, handle.runId)).toEqual(logged.at(-1));
+  expect((await forks.state(handle.runId))?.last_seq).toBe(logged.at(-1)?.event.seq);
+}
+
 describe("a daemon over real NATS", () => {
   it("runs a fork of the 4k fixture to completion with a contiguous event log", async () => {
     const fixture = await loadFixture("4k");
@@ -106,43 +153,26 @@ describe("a daemon over real NATS", () => {
   });
 
   it("does not run a run again whose log ended and whose registry entry is gone: a first delivery's one-round-trip claim reads the log too", async () => {
-    const fixture = await loadFixture("4k");
-    const handle = forks.fork({
-      prefix: createForkPrefix(fixture.request, fixture.response),
-      directive: "Summarise the codec module.",
-      parent: { agent_id: "parent-1" },
+    await expectEndedRunNotRunAgain(async (resources, runId) => {
+      const bucket = resources.subjects.buckets.runs;
+      await resources.jsm.streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${runId}` });
+      expect(await forks.state(runId)).toBeNull();
     });
-    expect((await handle.result()).status).toBe("completed");
-    const resources = forks.resources;
-    const logged = await readStoredEvents(resources, handle.runId);
-    await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
-    // The entry is gone (an operator, a retention shorter than the log's); a spec for the run comes again.
-    const bucket = resources.subjects.buckets.runs;
-    await resources.jsm.streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${handle.runId}` });
-    expect(await forks.state(handle.runId)).toBeNull();
-    const requestsBefore = sim.requests().length;
-    const spec = forkSpecCodec.encode({
-      v: PROTOCOL_VERSION,
-      run_id: handle.runId,
-      parent: { agent_id: "parent-1", lineage: [] },
-      directive: "Summarise the codec module again.",
-      prefix: { kind: "none" },
-      created_at: Date.now(),
-    });
-    await resources.js.publish(resources.subjects.spec(handle.runId), spec, {
-      msgID: `again-${handle.runId}`,
-    });
-    // The daemon records the end the log holds and runs nothing: no model call, no event.
-    await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
-    await waitFor(
-      async () => (await resources.jsm.streams.info(resources.subjects.streams.specs)).state.messages === 0,
-    );
-    expect(sim.requests().length).toBe(requestsBefore);
-    // The log's last event is still the one that ended it (readStoredEvents stops at the terminal one).
-    expect(await lastLoggedEvent(resources, handle.runId)).toEqual(logged.at(-1));
-    expect((await forks.state(handle.runId))?.last_seq).toBe(logged.at(-1)?.event.seq);
   });
 
+  it("does not run a run again whose log ended while its registry entry says queued: the claim's create fails, and the log read beside it still counts", async () => {
+    await expectEndedRunNotRunAgain(async (resources, runId) => {
+      // The registry behind the log (as if the end was never recorded), naming no owning spec.
+      const queued = queuedRunState({
+        runId,
+        createdAt: Date.now(),
+        now: Date.now(),
+        parentAgentId: "parent-1",
+      });
+      await resources.runs.put(runId, runStateCodec.encode(queued));
+      expect((await forks.state(runId))?.status).toBe("queued");
+    });
+  });
   it("fails a malformed spec on its own and keeps serving", async () => {
     const subjects = forkSubjects();
     const js = forks.resources.js;

@@ -54,6 +54,7 @@ import type { DaemonMetrics } from "./metrics.js";
 import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
 import { startRunTracing } from "./run-tracing.js";
 import type { StorageHealth } from "./storage-health.js";
+import { daemonSecrets, type NamedSecret } from "./tools/secrets.js";
 
 /** How long a spec whose run ended with an internal error first waits before it is delivered again. @unit ms */
 const INTERNAL_ERROR_RETRY_MS = 1_000;
@@ -175,6 +176,10 @@ type StopReason =
 /** Starts runs; one instance per daemon. */
 export class RunExecutor {
   readonly #deps: RunExecutorDeps;
+  // Read once, at the first run: reading every variable of process.env costs ~0.1 ms, once per run
+  // it was a measurable part of a dispatch (bench #2's profile). The environment and the
+  // configuration's secrets are set before a daemon runs anything (startDaemon registers them first).
+  #secrets: readonly NamedSecret[] | undefined;
 
   constructor(deps: RunExecutorDeps) {
     this.#deps = deps;
@@ -377,7 +382,7 @@ export class RunExecutor {
     let claim: { claimed: RunStateEntry; now: number } | null;
     const firstSpec = delivery === 1 ? decodeSpecQuietly(runId, message) : undefined;
     const firstClaim = firstSpec ? await this.#claimUnregistered(runId, message, firstSpec) : undefined;
-    if (firstSpec && firstClaim) {
+    if (firstSpec && firstClaim?.claimed) {
       spec = firstSpec;
       hooks.onSpec(spec);
       last = firstClaim.last;
@@ -387,9 +392,9 @@ export class RunExecutor {
         await message.ackAck().catch(() => false);
         return;
       }
-      claim = firstClaim;
+      claim = firstClaim.claimed;
     } else {
-      const admitted = await this.#admit(runId, message, logger, firstSpec);
+      const admitted = await this.#admit(runId, message, logger, firstSpec, firstClaim?.read);
       if (admitted === null) return;
       spec = admitted.spec;
       last = admitted.last;
@@ -400,6 +405,7 @@ export class RunExecutor {
     const { claimed, now } = claim;
     const attempt = claimed.state.attempt;
     const position: EventLogPosition = { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 };
+    this.#secrets ??= daemonSecrets();
     const publisher = new RunEventPublisher({
       js: resources.js,
       subjects: resources.subjects,
@@ -407,6 +413,7 @@ export class RunExecutor {
       attempt,
       position,
       groupId: spec.group_id,
+      secrets: this.#secrets,
       ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
     hooks.onClaimed(attempt, publisher);
@@ -669,32 +676,46 @@ export class RunExecutor {
 
   /**
    * The claim of a first delivery in one round trip: create the run's registry entry, claimed, while
-   * the log's last event is read alongside. The create succeeds only while the run has no entry at all
-   * (its parent has not registered it yet; nobody claimed, aborted or ended it), which is exactly the
-   * case where the full path would have read nothing from the registry before creating the same
-   * entry: no other owner, no abort flag. The log read is the full path's too (a run whose entry is
-   * gone may still have a log). Undefined when the entry exists, or on any error: the caller then
-   * reads the registry and the log and claims as on a redelivery.
+   * the log's last event and the registry entry are read alongside. The create succeeds only while the
+   * run has no entry at all (its parent has not registered it yet; nobody claimed, aborted or ended
+   * it), which is exactly the case where the full path would have read nothing from the registry
+   * before creating the same entry: no other owner, no abort flag. The log read is the full path's too
+   * (a run whose entry is gone may still have a log).
+   *
+   * When the entry exists (most often the parent's `queued` registration, which races this claim) the
+   * registry read made alongside is the full path's first read: returned as `read`, it saves that
+   * round trip, and the compare-and-set after it is the full path's (a change in between fails the
+   * compare and is read again). Undefined on any other outcome (the read found nothing: it ran before
+   * the entry was written; an error): the caller then reads the registry and the log itself.
    */
   async #claimUnregistered(
     runId: string,
     message: JsMsg,
     spec: ForkSpec,
-  ): Promise<{ claimed: RunStateEntry; now: number; last: LoggedEvent | null } | undefined> {
+  ): Promise<
+    | { claimed: { claimed: RunStateEntry; now: number }; last: LoggedEvent | null; read?: undefined }
+    | { claimed?: undefined; read: { registered: RunStateEntry; last: LoggedEvent | null } }
+    | undefined
+  > {
     const { resources } = this.#deps;
     const now = Date.now();
     const state = this.#claimedState(null, runId, message, spec, now);
-    const [created, last] = await Promise.allSettled([
+    const [created, registered, last] = await Promise.allSettled([
       resources.runs.create(runId, runStateCodec.encode(state)),
+      getRunState(resources, runId),
       lastLoggedEvent(resources, runId),
     ]);
-    if (created.status === "rejected") return undefined;
+    if (created.status === "rejected") {
+      if (registered.status === "rejected" || registered.value === null || last.status === "rejected")
+        return undefined;
+      return { read: { registered: registered.value, last: last.value } };
+    }
     if (last.status === "rejected") {
       // Claimed, but the log's position is unknown: without it no event can be published. Leave the
       // claim to a redelivery, which takes the full path (it finds this claim, and supersedes it).
       throw last.reason;
     }
-    return { claimed: { state, revision: created.value }, now, last: last.value };
+    return { claimed: { claimed: { state, revision: created.value }, now }, last: last.value };
   }
 
   /**
@@ -707,6 +728,8 @@ export class RunExecutor {
     logger: DaemonLogger,
     /** The spec, when it was decoded already (a first delivery whose one-round-trip claim failed). */
     decoded?: ForkSpec,
+    /** The registry entry and the log's last event, when that claim read them already. */
+    read?: { registered: RunStateEntry | null; last: LoggedEvent | null },
   ): Promise<{ spec: ForkSpec; registered: RunStateEntry | null; last: LoggedEvent | null } | null> {
     const { resources, metrics } = this.#deps;
     // 0. A subject token that is not a run id has no event subject and no registry key: nothing can
@@ -724,10 +747,9 @@ export class RunExecutor {
     // 1. Ownership. A run belongs to the first spec stored for its id (the registry names it by its
     // stream sequence): any other spec for that id, valid or not, is refused and removed, and never
     // fails, fences or resumes the run. An ended run is not run again.
-    const [registered, last] = await Promise.all([
-      getRunState(resources, runId),
-      lastLoggedEvent(resources, runId),
-    ]);
+    const [registered, last] = read
+      ? [read.registered, read.last]
+      : await Promise.all([getRunState(resources, runId), lastLoggedEvent(resources, runId)]);
     if (registered && isTerminalRunStatus(registered.state.status)) {
       await message.ackAck().catch(() => false);
       return null;

@@ -20,7 +20,7 @@ import type { ContentBlock, ProviderUsage } from "@forkd/protocol";
 import { startAttempt } from "./attempt-control.js";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
-import { serialiseSealedBody } from "./request-body.js";
+import { serialisedBodyStream, serialiseSealedBody } from "./request-body.js";
 import {
   abortableSleep,
   compileRetryPolicy,
@@ -369,7 +369,11 @@ function spliceSealedBodies(sdk: Anthropic): void {
       typeof body === "object" && body !== null && Object.getPrototypeOf(body) === Object.prototype;
     const spliced = plain ? serialiseSealedBody(body as Record<string, unknown>) : undefined;
     if (spliced === undefined) return original.call(this, args);
-    return { bodyHeaders: { "content-type": "application/json" }, body: spliced };
+    // The length is known, so the request is not chunked; the SDK sends a stream with duplex "half".
+    return {
+      bodyHeaders: { "content-type": "application/json", "content-length": String(spliced.byteLength) },
+      body: serialisedBodyStream(spliced),
+    };
   };
 }
 

@@ -17,7 +17,7 @@ import {
   silentLogger,
 } from "@forkd/core";
 import type { NativePrefix, ProviderUsage } from "@forkd/protocol";
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type OpenAI from "openai";
 import { startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
 import {
@@ -27,6 +27,16 @@ import {
   type RetryOptions,
   retryDelay,
 } from "./retry.js";
+
+/** The `openai` SDK's own default base URL. */
+const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+let sdkModule: Promise<typeof import("openai")> | undefined;
+/** The `openai` module, imported once, when a client first needs it. */
+function openAiSdk(): Promise<typeof import("openai")> {
+  sdkModule ??= import("openai");
+  return sdkModule;
+}
 
 /** Which OpenAI API a client speaks. */
 export type OpenAiApi = "chat" | "responses";
@@ -119,7 +129,8 @@ interface Progress {
  * - The caller's signal aborts at any point; the rejection carries the text so far.
  */
 export class OpenAiLlmClient implements LlmClient {
-  readonly #sdk: OpenAI;
+  #sdk: Promise<OpenAI> | undefined;
+  readonly #sdkOptions: ConstructorParameters<typeof OpenAI>[0];
   readonly #api: OpenAiApi;
   readonly #timeoutMs: number;
   readonly #retry: ReturnType<typeof compileRetryPolicy>;
@@ -130,13 +141,20 @@ export class OpenAiLlmClient implements LlmClient {
     this.#timeoutMs = options.timeout ?? 600_000;
     this.#retry = compileRetryPolicy(options.retry);
     this.#logger = options.logger ?? silentLogger;
-    this.#sdk = new OpenAI({
+    this.#sdkOptions = {
       apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? "",
       baseURL: options.baseURL ?? process.env.OPENAI_BASE_URL,
       timeout: this.#timeoutMs,
       maxRetries: 0,
       fetchOptions: { redirect: "error" },
-    });
+    };
+  }
+
+  // The SDK is loaded at the first request: a daemon that never calls OpenAI does not hold it
+  // (~12 MB of RSS per process, bench #8).
+  #client(): Promise<OpenAI> {
+    this.#sdk ??= openAiSdk().then((sdk) => new sdk.default(this.#sdkOptions));
+    return this.#sdk;
   }
 
   /** The API this client speaks. */
@@ -144,9 +162,9 @@ export class OpenAiLlmClient implements LlmClient {
     return this.#api;
   }
 
-  /** The base URL requests go to. */
+  /** The base URL requests go to (the SDK's default when none was given). */
   get baseURL(): string {
-    return this.#sdk.baseURL;
+    return this.#sdkOptions?.baseURL ?? OPENAI_DEFAULT_BASE_URL;
   }
 
   /** An {@link LlmClient} for one child: every request carries `options`' key and native prefix. */
@@ -237,7 +255,8 @@ export class OpenAiLlmClient implements LlmClient {
       return { ok: true, response };
     } catch (thrown) {
       controller.abort();
-      const error = toLlmError(asLlmError(thrown), {
+      const { APIError } = await openAiSdk();
+      const error = toLlmError(await asLlmError(thrown), {
         aborted: signal?.aborted === true,
         timedOut: attempt.timedOut(),
         outputBegan: progress.outputBegan,
@@ -252,7 +271,8 @@ export class OpenAiLlmClient implements LlmClient {
 
   async #streamChat(context: StreamContext): Promise<LlmResponse> {
     const { body, callOptions, progress, started, emit, arm } = context;
-    const { data: stream, request_id } = await this.#sdk.chat.completions
+    const sdk = await this.#client();
+    const { data: stream, request_id } = await sdk.chat.completions
       .create(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming, callOptions)
       .withResponse();
     const calls: { id: string; name: string; arguments: string }[] = [];
@@ -317,7 +337,8 @@ export class OpenAiLlmClient implements LlmClient {
 
   async #streamResponses(context: StreamContext): Promise<LlmResponse> {
     const { body, callOptions, progress, started, emit, arm } = context;
-    const { data: stream, request_id } = await this.#sdk.responses
+    const sdk = await this.#client();
+    const { data: stream, request_id } = await sdk.responses
       .create(body as unknown as OpenAI.Responses.ResponseCreateParamsStreaming, callOptions)
       .withResponse();
     let final: OpenAI.Responses.Response | undefined;
@@ -368,7 +389,8 @@ export class OpenAiLlmClient implements LlmClient {
 }
 
 /** An OpenAI SDK error as an {@link LlmError} with the code of its status (the rest is classified by `toLlmError`). */
-function asLlmError(thrown: unknown): unknown {
+async function asLlmError(thrown: unknown): Promise<unknown> {
+  const { APIConnectionTimeoutError, APIError, APIUserAbortError } = await openAiSdk();
   if (thrown instanceof APIUserAbortError)
     return new LlmError("aborted", "The model call was aborted.", { cause: thrown });
   if (thrown instanceof APIConnectionTimeoutError)

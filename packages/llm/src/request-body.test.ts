@@ -6,7 +6,7 @@ import { createForkPrefix } from "@forkd/core";
 import { prepareForkRun, sealSharedPrefix } from "@forkd/core/internal";
 import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
-import { serialiseSealedBody } from "./request-body.js";
+import { type SerialisedBody, serialisedBodyStream, serialiseSealedBody } from "./request-body.js";
 
 function fixturePrefix(name: "4k" | "48k"): ForkPrefix {
   const url = new URL(`../../fixtures/turns/parent-turn-${name}.json`, import.meta.url);
@@ -27,9 +27,12 @@ function childBody(prefix: ForkPrefix, i: number): Record<string, unknown> {
   return { ...request, stream: true };
 }
 
-async function text(blob: Blob | undefined): Promise<string> {
-  if (blob === undefined) throw new Error("the body was not spliced");
-  return Buffer.from(await blob.arrayBuffer()).toString("utf8");
+// Read back through the stream fetch is given, so the test covers what goes on the wire.
+async function text(body: SerialisedBody | undefined): Promise<string> {
+  if (body === undefined) throw new Error("the body was not spliced");
+  const bytes = Buffer.from(await new Response(serialisedBodyStream(body)).arrayBuffer());
+  expect(bytes.byteLength).toBe(body.byteLength);
+  return bytes.toString("utf8");
 }
 
 describe("serialiseSealedBody", () => {
@@ -79,6 +82,21 @@ describe("serialiseSealedBody", () => {
     const copied = { ...body, messages: [structuredClone(messages[0]), ...messages.slice(1)] };
     expect(await text(serialiseSealedBody(shorter))).toBe(JSON.stringify(shorter));
     expect(await text(serialiseSealedBody(copied))).toBe(first);
+  });
+
+  it("hands every child the same buffers of the shared prefix, and reading a body leaves them whole", async () => {
+    const prefix = sealSharedPrefix(fixturePrefix("4k"));
+    const one = serialiseSealedBody(childBody(prefix, 1));
+    const two = serialiseSealedBody(childBody(prefix, 2));
+    const shared = one?.parts.filter((part) => two?.parts.includes(part)) ?? [];
+    // The parent's messages, its tools and its system: each the one cached buffer, not a copy.
+    expect(shared.length).toBeGreaterThanOrEqual(2);
+    const sharedBytes = shared.reduce((sum, part) => sum + part.byteLength, 0);
+    expect(sharedBytes).toBeGreaterThan(0.9 * (one?.byteLength ?? 0));
+    // A stream that transferred its chunks would detach them: the next child would send nothing.
+    await text(one);
+    expect(shared.reduce((sum, part) => sum + part.byteLength, 0)).toBe(sharedBytes);
+    expect(await text(two)).toBe(JSON.stringify(childBody(prefix, 2)));
   });
 
   it("leaves a body that is not plain data (a toJSON, a class instance) to JSON.stringify", () => {
