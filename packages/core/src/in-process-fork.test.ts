@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import { type ForkEvent, ForkEventSchema, type ForkPrefix } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import { computeCacheKey } from "./cache-key.js";
@@ -150,16 +149,16 @@ describe("InProcessForkSubagent end to end on the 48k fixture", () => {
 });
 
 describe("InProcessForkSubagent", () => {
-  it("returns the handle in under 5 ms, even for the 300k prefix", () => {
+  it("returns the handle before it builds or sends anything, even for the 300k prefix", async () => {
+    // How fast dispatch is, is measured by bench #2 (a timed assertion here would fail on a loaded
+    // machine); what is tested is that fork() leaves the work to the run.
     const fixture = loadFixture("300k");
     const prefix = createForkPrefix(fixture.request, fixture.response);
-    const t = setup([textReply("done"), textReply("done")]);
-    const warmUp = t.subagent.fork(params(prefix48k()));
-    const started = performance.now();
+    const t = setup([textReply("done")]);
     const handle = t.subagent.fork(params(prefix));
-    const elapsed = performance.now() - started;
-    expect(elapsed).toBeLessThan(5);
-    return Promise.all([warmUp.result(), handle.result()]);
+    expect(t.llm.calls).toBe(0);
+    expect(await handle.result()).toMatchObject({ status: "completed" });
+    expect(t.llm.calls).toBe(1);
   });
 
   it("replays events from seq 1 to every reader, then follows live", async () => {
