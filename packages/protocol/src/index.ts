@@ -98,6 +98,7 @@ export type {
   ForkEventType,
   ForkReport,
   ForkResult,
+  ProviderCacheMissReason,
   TerminalForkEvent,
   WireError,
 } from "./events.js";
@@ -122,6 +123,7 @@ export {
   PausedEventSchema,
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
+  ProviderCacheMissReasonSchema,
   ResumedEventSchema,
   StartedEventSchema,
   SteeredEventSchema,
