@@ -169,7 +169,6 @@ describe("a fork run's cache check", () => {
   const prefix = {
     params: snapshotCacheSafeParams(turn.request),
     reply: turn.response,
-    ...(turn.betas === undefined ? {} : { betas: turn.betas }),
   };
 
   it("finds every layer of a child equal to its parent's, and only the model of a model override", () => {
