@@ -1,7 +1,7 @@
 // Cache diagnostics over real HTTP, read with the real @anthropic-ai/sdk (whose `Diagnostics` and
 // `CacheMiss*` types are what the simulator answers with).
 import Anthropic from "@anthropic-ai/sdk";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diagnosticsParamOf, MAX_FINGERPRINTS } from "./cache-diagnostics.js";
 import { SimApiError } from "./errors.js";
 import { type Sim, startSim } from "./server.js";
@@ -19,15 +19,15 @@ const history: Anthropic.MessageParam[] = [
 ];
 const base = { model: MODEL, max_tokens: 64, tools, system, messages: history };
 
+// One simulator for the file: every test compares with responses it made itself, by their ids.
 let sim: Sim;
+const clientFor = (apiKey: string) => new Anthropic({ apiKey, baseURL: sim.url, maxRetries: 0 });
 let client: Anthropic;
-beforeEach(async () => {
+beforeAll(async () => {
   sim = await startSim();
-  client = new Anthropic({ apiKey: "sk-test", baseURL: sim.url, maxRetries: 0 });
+  client = clientFor("sk-test");
 });
-afterEach(async () => {
-  await sim.close();
-});
+afterAll(() => sim.close());
 
 async function first(): Promise<Anthropic.Message> {
   return client.messages.create({ ...base, diagnostics: { previous_message_id: null } });
@@ -129,7 +129,7 @@ describe("cache diagnostics", () => {
     });
     expect(notStored.diagnostics?.cache_miss_reason).toEqual({ type: "previous_message_not_found" });
     const one = await first();
-    const other = new Anthropic({ apiKey: "sk-other", baseURL: sim.url, maxRetries: 0 });
+    const other = clientFor("sk-other");
     const elsewhere = await other.messages.create({ ...base, diagnostics: { previous_message_id: one.id } });
     expect(elsewhere.diagnostics?.cache_miss_reason).toEqual({ type: "previous_message_not_found" });
   });
