@@ -57,7 +57,11 @@ describe("detectCacheBreak", () => {
       const prefixLayers = diagnosisLayersOf({ ...parentRequest, ...change }, betas);
       const event = detectCacheBreak(1, MODEL, miss, check({ prefixLayers }));
       expect(event, cause).toMatchObject({ type: "cache.break", turn: 1, layer, cause });
-      expect(event?.detail).toContain(`the ${cause} layer differs from the parent's`);
+      expect(event?.detail).toContain(
+        `the ${cause} layer differs from the parent's, so the parent's cache entry cannot match`,
+      );
+      expect(event?.detail).not.toContain("(provider:");
+      expect(event).not.toHaveProperty("provider_reason");
     }
   });
 
@@ -72,6 +76,7 @@ describe("detectCacheBreak", () => {
     expect(detectCacheBreak(1, MODEL, miss, unknownParent)).toMatchObject({
       layer: "none",
       cause: "unknown",
+      detail: expect.stringContaining("the parent's layer hashes are unknown"),
     });
   });
 
@@ -159,6 +164,8 @@ describe("detectCacheBreak", () => {
       expected_read_tokens: 40_000,
       missed_tokens: 39_000,
     });
+    // Nothing cached nor written: nothing could have been read.
+    expect(detectCacheBreak(1, MODEL, usage({ input_tokens: 40_000 }), bare)).toBeNull();
     const exactlyHalf = usage({
       input_tokens: 0,
       cache_read_input_tokens: 20_000,

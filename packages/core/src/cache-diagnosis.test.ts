@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { CacheSafeParams, MessageParam } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import {
@@ -6,7 +7,7 @@ import {
   firstDifferingLayer,
   inheritedMessages,
 } from "./cache-diagnosis.js";
-import { computeCacheKey } from "./cache-key.js";
+import { CACHE_KEY_VERSION, computeCacheKey } from "./cache-key.js";
 import { snapshotCacheSafeParams } from "./cache-safe-params.js";
 import { prepareForkRun } from "./fork-run-plan.js";
 import { loadFixture } from "./test-support/fixtures.js";
@@ -33,6 +34,19 @@ describe("diagnosisLayersOf", () => {
     expect(diagnosisLayersOf(parent(), ["b1"])).toEqual(layers);
     // Five different values: no two layers hash alike.
     expect(new Set(Object.values(layers)).size).toBe(5);
+  });
+
+  it("hashes each layer's name with its canonical value, after the versioned tag", () => {
+    const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+    const layers = diagnosisLayersOf({ model: "m", messages: [] }, ["b1"]);
+    expect(layers.betas).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nbetas\n["b1"]`));
+    expect(layers.model).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nmodel\n"m"`));
+  });
+
+  it("sees one thinking configuration change into another", () => {
+    const a = diagnosisLayersOf({ ...parent(), thinking: { type: "enabled", budget_tokens: 2000 } });
+    const b = diagnosisLayersOf({ ...parent(), thinking: { type: "enabled", budget_tokens: 4000 } });
+    expect(firstDifferingLayer(a, b)).toBe("messages");
   });
 
   it("differs from the cache key's hashes (its own version tag)", () => {
