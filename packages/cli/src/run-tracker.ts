@@ -321,7 +321,8 @@ export function describeEvent(event: ForkEvent): string {
     case "permission.resolved":
       return `turn ${event.turn}, ${event.decision}${event.reason ? `: ${short(event.reason)}` : ""}`;
     case "cache.break":
-      return `turn ${event.turn}, ${formatCacheMiss(cacheMissOf(event))}: read ${formatInteger(event.cache_read_tokens)} of ${formatInteger(event.expected_read_tokens ?? event.prompt_tokens)} ${event.expected_read_tokens === undefined ? "input" : "cacheable"} tokens; ${short(event.detail)}`;
+      // The detail says how much was read of what (older writers too).
+      return `turn ${event.turn}, ${formatCacheMiss(cacheMissOf(event))}: ${short(event.detail, 200)}`;
     case "steered":
       return `before turn ${event.turn}${event.by ? ` from ${event.by}` : ""}: ${short(event.text, 120)}`;
     case "paused":

@@ -41,6 +41,11 @@ describe("diagnosisLayersOf", () => {
     const layers = diagnosisLayersOf({ model: "m", messages: [] }, ["b1"]);
     expect(layers.betas).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nbetas\n["b1"]`));
     expect(layers.model).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nmodel\n"m"`));
+    expect(layers.tools).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\ntools\nnull`));
+    expect(layers.system).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nsystem\nnull`));
+    expect(layers.messages).toBe(
+      sha(`${CACHE_KEY_VERSION}/diagnosis\nmessages\n{"messages":[],"thinking":null,"tool_choice":null}`),
+    );
   });
 
   it("sees one thinking configuration change into another", () => {

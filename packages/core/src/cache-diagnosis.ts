@@ -55,7 +55,7 @@ export function inheritedMessages(
 
 function layerHash(layer: DiagnosisLayer, value: unknown): string {
   return createHash("sha256")
-    .update(`${CACHE_KEY_VERSION}/diagnosis\n${layer}\n${canonicalCacheJson(value)}`, "utf8")
+    .update(`${CACHE_KEY_VERSION}/diagnosis\n${layer}\n${canonicalCacheJson(value)}`)
     .digest("hex");
 }
 
