@@ -191,6 +191,8 @@ describe("cache misses", () => {
       detail: "d",
     };
     expect(describeEvent(older)).toBe("turn 1, miss system: d");
-    expect(describeEvent(miss)).toBe("turn 1, miss tools, $0.1518: the tools layer differs from the parent's");
+    expect(describeEvent(miss)).toBe(
+      "turn 1, miss tools, $0.1518: the tools layer differs from the parent's",
+    );
   });
 });
