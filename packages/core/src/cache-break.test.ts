@@ -164,8 +164,12 @@ describe("detectCacheBreak", () => {
       expected_read_tokens: 40_000,
       missed_tokens: 39_000,
     });
-    // Nothing cached nor written: nothing could have been read.
-    expect(detectCacheBreak(1, MODEL, usage({ input_tokens: 40_000 }), bare)).toBeNull();
+    // Nothing read nor written (a provider that reports no writes): at most the whole prompt.
+    expect(detectCacheBreak(1, MODEL, usage({ input_tokens: 40_000 }), bare)).toMatchObject({
+      expected_read_tokens: 40_000,
+      missed_tokens: 40_000,
+      miss_cost_usd: (40_000 * 3 * 0.9) / 1e6,
+    });
     const exactlyHalf = usage({
       input_tokens: 0,
       cache_read_input_tokens: 20_000,

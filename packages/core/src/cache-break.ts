@@ -27,7 +27,7 @@ export interface CacheBreakCheck {
   /**
    * Input tokens the parent's own request had up to its last breakpoint (its usage's cache reads plus
    * cache writes): what the child should read. Unknown: a turn that read under half of its prompt is a
-   * break, and what it wrote counts as missed.
+   * break, and what it wrote (or, when it wrote nothing, its whole prompt) counts as missed.
    */
   parentCachedTokens?: number;
   /** Prompts below this cannot be cached, so no break is reported. @default minCacheableTokens(model) */
@@ -58,8 +58,12 @@ function expectedReads(
   const read = usage.cache_read_input_tokens ?? 0;
   if (check.parentCachedTokens !== undefined) return check.parentCachedTokens;
   if (provider?.cache_missed_input_tokens !== undefined) return read + provider.cache_missed_input_tokens;
-  if (read >= promptTokensOf(usage) / 2) return null;
-  return read + (usage.cache_creation_input_tokens ?? 0);
+  const prompt = promptTokensOf(usage);
+  if (read >= prompt / 2) return null;
+  // What was written up to the breakpoint could have been read; a provider that reports no writes
+  // (OpenAI caches without them) could have served the whole prompt, at most.
+  const written = usage.cache_creation_input_tokens ?? 0;
+  return written > 0 ? read + written : prompt;
 }
 
 /**
