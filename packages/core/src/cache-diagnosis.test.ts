@@ -238,6 +238,15 @@ describe("a fork run's cache check", () => {
         directive: "go",
       }).cacheCheck?.parentCachedTokens,
     ).toBe(8_000);
+    const read = { ...reply, usage: { input_tokens: 3, cache_read_input_tokens: 40_000, output_tokens: 9 } };
+    expect(
+      prepareForkRun({ runId: "r4", prefix: { ...prefix, reply: read }, cacheShared: true, directive: "go" })
+        .cacheCheck?.parentCachedTokens,
+    ).toBe(40_000);
+    for (const other of [{ ...prefix, reply: { ...reply, usage: null } }, { params: prefix.params }]) {
+      const plan = prepareForkRun({ runId: "r5", prefix: other, cacheShared: true, directive: "go" });
+      expect(plan.cacheCheck).not.toHaveProperty("parentCachedTokens");
+    }
     const nothing = { ...reply, usage: { input_tokens: 3, output_tokens: 9 } };
     expect(
       prepareForkRun({
@@ -276,6 +285,11 @@ describe("a fork run's cache check", () => {
       directive: "go",
     });
     expect((anonymous.request as { diagnostics?: unknown }).diagnostics).toEqual({
+      previous_message_id: null,
+    });
+    // A fork taken after a user turn has no reply at all.
+    const afterUser = prepareForkRun({ runId: "r4", prefix: { params }, cacheShared: true, directive: "go" });
+    expect((afterUser.request as { diagnostics?: unknown }).diagnostics).toEqual({
       previous_message_id: null,
     });
     // The parent's own object is not touched.
