@@ -36,16 +36,39 @@ describe("diagnosisLayersOf", () => {
     expect(new Set(Object.values(layers)).size).toBe(5);
   });
 
-  it("hashes each layer's name with its canonical value, after the versioned tag", () => {
+  it("hashes each layer's name with the hashes of its canonical values, after the versioned tag", () => {
     const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
-    const layers = diagnosisLayersOf({ model: "m", messages: [] }, ["b1"]);
-    expect(layers.betas).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nbetas\n["b1"]`));
-    expect(layers.model).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nmodel\n"m"`));
-    expect(layers.tools).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\ntools\nnull`));
-    expect(layers.system).toBe(sha(`${CACHE_KEY_VERSION}/diagnosis\nsystem\nnull`));
+    const layer = (name: string, ...values: string[]) =>
+      sha(`${CACHE_KEY_VERSION}/diagnosis\n${name}\n${values.map(sha).join("\n")}`);
+    const layers = diagnosisLayersOf({ model: "m", messages: [{ role: "user", content: "hi" }] }, ["b1"]);
+    expect(layers.betas).toBe(layer("betas", '["b1"]'));
+    expect(layers.model).toBe(layer("model", '"m"'));
+    expect(layers.tools).toBe(layer("tools", "null"));
+    expect(layers.system).toBe(layer("system", "null"));
     expect(layers.messages).toBe(
-      sha(`${CACHE_KEY_VERSION}/diagnosis\nmessages\n{"messages":[],"thinking":null,"tool_choice":null}`),
+      layer(
+        "messages",
+        '{"thinking":null,"tool_choice":null}',
+        '{"content":[{"text":"hi","type":"text"}],"role":"user"}',
+      ),
     );
+  });
+
+  it("gives a message the same hash the first time and the next (it is remembered), and a cut last message its cut hash", () => {
+    const p = parent();
+    const first = diagnosisLayersOf(p);
+    expect(diagnosisLayersOf(p)).toEqual(first);
+    const grown: MessageParam = {
+      role: "user",
+      content: [
+        { type: "text", text: "second" },
+        { type: "text", text: "directive" },
+      ],
+    };
+    const child = { ...p, messages: [p.messages[0]!, p.messages[1]!, grown] };
+    expect(diagnosisLayersOf(child, [], p.messages)).toEqual(first);
+    // The grown message whole is another value: a later hash of it is not the cut one.
+    expect(diagnosisLayersOf(child).messages).not.toBe(first.messages);
   });
 
   it("sees one thinking configuration change into another", () => {

@@ -53,17 +53,60 @@ export function inheritedMessages(
   return head;
 }
 
-function layerHash(layer: DiagnosisLayer, value: unknown): string {
-  return createHash("sha256")
-    .update(`${CACHE_KEY_VERSION}/diagnosis\n${layer}\n${canonicalCacheJson(value)}`)
-    .digest("hex");
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+// A prefix is read-only once decoded (docs/protocol.md), and a child's request holds the parent's
+// tools, system and messages by reference: each is hashed once, whichever sibling asks. A 300k-token
+// prefix costs about 12 ms to hash, so without this every child would pay it twice.
+const valueHashes = new WeakMap<object, string>();
+
+/** SHA-256 of `value`'s canonical JSON, remembered for an object (see above). */
+function valueHash(value: unknown, normalise: (value: object) => unknown = (v) => v): string {
+  if (typeof value !== "object" || value === null) return sha256(canonicalCacheJson(value));
+  let hash = valueHashes.get(value);
+  if (hash === undefined) {
+    hash = sha256(canonicalCacheJson(normalise(value)));
+    valueHashes.set(value, hash);
+  }
+  return hash;
+}
+
+const normaliseMessage = (m: object) => ({
+  role: (m as MessageParam).role,
+  content: blocksOf((m as MessageParam).content),
+});
+
+/** One hash per message of the inherited head (see {@link inheritedMessages}). */
+function inheritedMessageHashes(
+  messages: readonly MessageParam[],
+  parent?: readonly MessageParam[],
+): string[] {
+  const count = parent === undefined ? messages.length : Math.min(parent.length, messages.length);
+  const hashes = messages.slice(0, count).map((m) => valueHash(m, normaliseMessage));
+  const last = messages[count - 1];
+  const parentLast = parent?.[count - 1];
+  if (last !== undefined && parentLast !== undefined) {
+    const kept = blocksOf(parentLast.content).length;
+    // A last message that gained blocks (a fork after a user turn) is hashed as cut, and not remembered.
+    if (blocksOf(last.content).length > kept)
+      hashes[count - 1] = valueHash(inheritedMessages([last], [parentLast])[0]);
+  }
+  return hashes;
+}
+
+function layerHash(layer: DiagnosisLayer, parts: readonly string[]): string {
+  return sha256(`${CACHE_KEY_VERSION}/diagnosis\n${layer}\n${parts.join("\n")}`);
 }
 
 /**
- * The layer hashes of `request` sent with `betas`. With `parentMessages`, the `messages` layer covers
- * only the inherited head (see {@link inheritedMessages}), so a child's hashes equal its parent's when
- * it appended to the parent's conversation and changed nothing before. `tool_choice` and `thinking`
- * belong to `messages`, as in the cache key; `cache_control` markers are ignored.
+ * The layer hashes of `request` sent with `betas`: each a SHA-256 over the layer's name and the
+ * SHA-256 of its canonical JSON (the messages: of `tool_choice` and `thinking`, then of each message).
+ * With `parentMessages`, the `messages` layer covers only the inherited head (see
+ * {@link inheritedMessages}), so a child's hashes equal its parent's when it appended to the parent's
+ * conversation and changed nothing before. `tool_choice` and `thinking` belong to `messages`, as in
+ * the cache key; `cache_control` markers are ignored.
  */
 export function diagnosisLayersOf(
   request: DiagnosedRequest,
@@ -71,15 +114,14 @@ export function diagnosisLayersOf(
   parentMessages?: readonly MessageParam[],
 ): Required<DiagnosisLayerHashes> {
   return {
-    model: layerHash("model", request.model),
-    betas: layerHash("betas", betas),
-    tools: layerHash("tools", request.tools ?? null),
-    system: layerHash("system", request.system ?? null),
-    messages: layerHash("messages", {
-      tool_choice: request.tool_choice ?? null,
-      thinking: request.thinking ?? null,
-      messages: inheritedMessages(request.messages, parentMessages),
-    }),
+    model: layerHash("model", [valueHash(request.model)]),
+    betas: layerHash("betas", [valueHash(betas)]),
+    tools: layerHash("tools", [valueHash(request.tools ?? null)]),
+    system: layerHash("system", [valueHash(request.system ?? null)]),
+    messages: layerHash("messages", [
+      valueHash({ tool_choice: request.tool_choice ?? null, thinking: request.thinking ?? null }),
+      ...inheritedMessageHashes(request.messages, parentMessages),
+    ]),
   };
 }
 
