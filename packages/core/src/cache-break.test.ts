@@ -122,17 +122,21 @@ describe("detectCacheBreak", () => {
   it("carries the provider's reason, and takes its layer when forkd's hashes match", () => {
     const miss = usage({ input_tokens: 5, cache_creation_input_tokens: 40_100 });
     const provider = { type: "tools_changed", cache_missed_input_tokens: 39_000 };
-    const event = detectCacheBreak(1, MODEL, miss, check(), provider);
+    const event = detectCacheBreak(1, MODEL, miss, check(), { provider });
     expect(event).toMatchObject({ layer: "tools", cause: "tools", provider_reason: provider });
     expect(event?.detail).toContain("the provider says the tools layer differs");
     expect(event?.detail).toContain("(provider: tools_changed)");
     // forkd's own finding comes first: it saw the change itself.
     const systemChanged = diagnosisLayersOf({ ...parentRequest, system: "other" });
-    expect(detectCacheBreak(1, MODEL, miss, check({ prefixLayers: systemChanged }), provider)).toMatchObject({
+    expect(
+      detectCacheBreak(1, MODEL, miss, check({ prefixLayers: systemChanged }), { provider }),
+    ).toMatchObject({
       cause: "system",
     });
     // A reason without a layer leaves forkd's verdict.
-    expect(detectCacheBreak(1, MODEL, miss, check(), { type: "previous_message_not_found" })).toMatchObject({
+    expect(
+      detectCacheBreak(1, MODEL, miss, check(), { provider: { type: "previous_message_not_found" } }),
+    ).toMatchObject({
       cause: "expired_or_evicted",
       provider_reason: { type: "previous_message_not_found" },
     });
@@ -150,8 +154,7 @@ describe("detectCacheBreak", () => {
     // The provider says 10 000 more could have been read.
     expect(
       detectCacheBreak(1, MODEL, partial, bare, {
-        type: "messages_changed",
-        cache_missed_input_tokens: 10_000,
+        provider: { type: "messages_changed", cache_missed_input_tokens: 10_000 },
       }),
     ).toMatchObject({ expected_read_tokens: 40_000, missed_tokens: 10_000, cause: "messages" });
     // Reads under half: everything written counts as missed.
@@ -176,6 +179,27 @@ describe("detectCacheBreak", () => {
       cache_creation_input_tokens: 20_000,
     });
     expect(detectCacheBreak(1, MODEL, exactlyHalf, bare)).toBeNull();
+  });
+
+  it("reads the layer hashes only for a turn that missed", () => {
+    let reads = 0;
+    const counted: CacheBreakCheck = {
+      parentCachedTokens: 40_000,
+      get parentLayers() {
+        reads += 1;
+        return parentLayers;
+      },
+      get prefixLayers() {
+        reads += 1;
+        return parentLayers;
+      },
+    };
+    expect(detectCacheBreak(1, MODEL, usage({ cache_read_input_tokens: 40_000 }), counted)).toBeNull();
+    expect(reads).toBe(0);
+    expect(
+      detectCacheBreak(1, MODEL, usage({ cache_creation_input_tokens: 40_000 }), counted),
+    ).not.toBeNull();
+    expect(reads).toBeGreaterThan(0);
   });
 
   it("stays quiet under the model's minimum cacheable prompt", () => {

@@ -32,8 +32,14 @@ export interface CacheBreakCheck {
   parentCachedTokens?: number;
   /** Prompts below this cannot be cached, so no break is reported. @default minCacheableTokens(model) */
   minCacheableTokens?: number;
+}
+
+/** What else {@link detectCacheBreak} knows of the turn. */
+export interface CacheBreakContext {
+  /** The provider's `diagnostics.cache_miss_reason` for this turn, when it gave one. */
+  provider?: ProviderCacheMissReason | undefined;
   /** Prices the missed tokens. @default defaultPricingTable */
-  pricing?: PricingTable;
+  pricing?: PricingTable | undefined;
 }
 
 /**
@@ -97,15 +103,15 @@ export function cacheMissCost(
 
 /**
  * The `cache.break` event body of a first turn, or `null` when it read what its prefix allows (within
- * {@link CACHE_MISS_TOLERANCE}) or its prompt is too short to cache.
- * @param provider the provider's `diagnostics.cache_miss_reason` for this turn, when it gave one.
+ * {@link CACHE_MISS_TOLERANCE}) or its prompt is too short to cache. The layer hashes of `check` are
+ * read only when the turn missed (they may be computed on demand).
  */
 export function detectCacheBreak(
   turn: number,
   model: string,
   usage: ProviderUsage,
   check: CacheBreakCheck,
-  provider?: ProviderCacheMissReason,
+  { provider, pricing }: CacheBreakContext = {},
 ): Extract<ForkEventBody, { type: "cache.break" }> | null {
   const promptTokens = promptTokensOf(usage);
   const readTokens = usage.cache_read_input_tokens ?? 0;
@@ -131,7 +137,7 @@ export function detectCacheBreak(
         : ours === "none"
           ? `the provider says the ${cause} layer differs from the parent's request`
           : `the ${cause} layer differs from the parent's, so the parent's cache entry cannot match`;
-  const cost = cacheMissCost(model, usage, missed, check.pricing);
+  const cost = cacheMissCost(model, usage, missed, pricing);
   const body: Extract<ForkEventBody, { type: "cache.break" }> = {
     type: "cache.break",
     turn,

@@ -216,6 +216,9 @@ describe("a fork run's cache check", () => {
   it("finds every layer of a child equal to its parent's, and only the model of a model override", () => {
     const same = prepareForkRun({ runId: "r1", prefix, cacheShared: true, directive: "go" });
     expect(firstDifferingLayer(same.cacheCheck!.parentLayers!, same.cacheCheck!.prefixLayers)).toBe("none");
+    // Hashed once, on first reading.
+    expect(same.cacheCheck!.parentLayers).toBe(same.cacheCheck!.parentLayers);
+    expect(same.cacheCheck!.prefixLayers).toBe(same.cacheCheck!.prefixLayers);
     const other = prepareForkRun({
       runId: "r2",
       prefix,

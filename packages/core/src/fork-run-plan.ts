@@ -4,7 +4,7 @@
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
 import type { MessageBlockLocation } from "./breakpoints.js";
 import type { CacheBreakCheck } from "./cache-break.js";
-import { diagnosisLayersOf } from "./cache-diagnosis.js";
+import { type DiagnosisLayerHashes, diagnosisLayersOf } from "./cache-diagnosis.js";
 import { type CacheKey, computeCacheKey } from "./cache-key.js";
 import type { WorktreeMapping } from "./directive.js";
 import { buildForkedRequest, DEFAULT_MAX_TOKENS } from "./forked-request.js";
@@ -72,10 +72,22 @@ export function prepareForkRun(input: ForkRunInput): ForkRunPlan {
   if (overrides.system_reminder !== undefined) plan.systemReminder = overrides.system_reminder;
   if (input.cacheShared) {
     plan.prefixHash = cacheKeyOf(prefix).hash;
+    // Hashed only when a first turn misses (the check reads them then): never before the request,
+    // and never for a child that read its prefix.
+    let layers: { parent: DiagnosisLayerHashes; child: DiagnosisLayerHashes } | undefined;
+    const hashed = () =>
+      (layers ??= {
+        parent: diagnosisLayersOf(prefix.params, prefix.betas),
+        // The child's request as built: the parent's head, the reply, the directive. Only the head counts.
+        child: diagnosisLayersOf(forked.request, forked.request.betas, prefix.params.messages),
+      });
     plan.cacheCheck = {
-      parentLayers: diagnosisLayersOf(prefix.params, prefix.betas),
-      // The child's request as built: the parent's head, the reply, the directive. Only the head counts.
-      prefixLayers: diagnosisLayersOf(forked.request, forked.request.betas, prefix.params.messages),
+      get parentLayers() {
+        return hashed().parent;
+      },
+      get prefixLayers() {
+        return hashed().child;
+      },
     };
     const parentCached = cachedTokensOf(prefix.reply);
     if (parentCached !== undefined) plan.cacheCheck.parentCachedTokens = parentCached;

@@ -14,7 +14,7 @@
  * @module
  */
 export type { ForkStopReason } from "./assistant-turn.js";
-export type { CacheBreakCheck } from "./cache-break.js";
+export type { CacheBreakCheck, CacheBreakContext } from "./cache-break.js";
 export { CACHE_MISS_TOLERANCE, cacheMissCost, detectCacheBreak } from "./cache-break.js";
 export type { DiagnosedRequest, DiagnosisLayer, DiagnosisLayerHashes } from "./cache-diagnosis.js";
 export {
