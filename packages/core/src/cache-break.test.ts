@@ -167,6 +167,10 @@ describe("detectCacheBreak", () => {
       expected_read_tokens: 40_000,
       missed_tokens: 39_000,
     });
+    // A provider that says nothing could have been read: nothing missed.
+    const none = usage({ input_tokens: 40_000 });
+    const nothingMissed = { type: "messages_changed", cache_missed_input_tokens: 0 };
+    expect(detectCacheBreak(1, MODEL, none, bare, { provider: nothingMissed })).toBeNull();
     // Nothing read nor written (a provider that reports no writes): at most the whole prompt.
     expect(detectCacheBreak(1, MODEL, usage({ input_tokens: 40_000 }), bare)).toMatchObject({
       expected_read_tokens: 40_000,
