@@ -13,7 +13,7 @@ interface BillRow {
   cost: number;
 }
 
-const ROW = /^(.+?)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+\$(\d+\.\d{4})\b/;
+const ROW = /^(.+?)\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)\s+\d+\.\d%\s+([\d,]+)\s+\$(\d+\.\d{4})\b/;
 const int = (text: string) => Number(text.replaceAll(",", ""));
 
 function billRows(stdout: string): Map<string, BillRow> {
@@ -68,6 +68,8 @@ describe("forkd demo", () => {
       expect(child.cacheRead).toBeGreaterThan(children[0]!.cacheRead);
       expect(child.cacheWrite).toBe(0);
     }
+    // Every child read what its prefix allows: no cache miss is shown.
+    expect(result.stdout).not.toMatch(/^child \d.*\bmiss /m);
     // Without forking every input token is paid in full.
     expect(unforked.cacheRead).toBe(0);
     expect(unforked.input).toBeGreaterThan(forked.cacheRead);
@@ -109,7 +111,13 @@ describe("forkd demo", () => {
     );
     expect(result.code, result.stderr).toBe(0);
     const bill = JSON.parse(result.stdout) as {
-      children: { status: string; cache_read_tokens: number; daemon_id: string }[];
+      children: {
+        status: string;
+        cache_read_tokens: number;
+        daemon_id: string;
+        cache_share: number;
+        cache_miss: unknown;
+      }[];
       forked: { cost_usd: number };
       unforked: { cost_usd: number; children: unknown[] };
       saving_usd: number;
@@ -117,6 +125,11 @@ describe("forkd demo", () => {
     expect(bill.children.map((child) => child.status)).toEqual(["completed", "completed"]);
     expect(bill.children.map((child) => child.daemon_id)).toEqual(["demo-1", "demo-1"]);
     expect(bill.children[1]!.cache_read_tokens).toBeGreaterThan(bill.children[0]!.cache_read_tokens);
+    // Both read the parent's prefix: most of their input is cached, and neither missed.
+    for (const child of bill.children) {
+      expect(child.cache_share).toBeGreaterThan(0.9);
+      expect(child.cache_miss).toBeNull();
+    }
     expect(bill.unforked.children).toHaveLength(2);
     expect(bill.saving_usd).toBeCloseTo(bill.unforked.cost_usd - bill.forked.cost_usd, 6);
   });

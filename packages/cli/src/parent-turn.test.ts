@@ -1,5 +1,5 @@
 // Parent-turn files as real clients' captures give them: a null reply, betas as a list or as the
-// anthropic-beta header's text, and the reply kept as { role, content } only.
+// anthropic-beta header's text, and the reply kept as { role, content } (plus its id and usage).
 import { describe, expect, it } from "vitest";
 import { CliError } from "./errors.js";
 import { parentTurnOf, splitBetaHeader } from "./parent-turn.js";
@@ -21,9 +21,14 @@ describe("parentTurnOf", () => {
     expect(turn.toolCalls).toEqual([]);
   });
 
-  it("keeps the reply as { role, content } and its tool calls as fork calls", () => {
+  it("keeps the reply as { role, content } (with its id and usage, for cache diagnostics) and its tool calls as fork calls", () => {
     const turn = parentTurnOf({ request, response: reply }, "f.json");
-    expect(turn.prefix.reply).toEqual({ role: "assistant", content: reply.content });
+    expect(turn.prefix.reply).toEqual({
+      role: "assistant",
+      content: reply.content,
+      id: reply.id,
+      usage: reply.usage,
+    });
     expect(turn.toolCalls).toEqual([{ forkCall: { tool_use_id: "toolu_1" }, prompt: "Audit it." }]);
   });
 

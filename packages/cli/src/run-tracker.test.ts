@@ -1,6 +1,14 @@
 import type { ForkEvent } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
-import { cacheReadShare, describeEvent, eventLine, RunTracker, rowCells } from "./run-tracker.js";
+import {
+  cacheMissOf,
+  cacheReadShare,
+  describeEvent,
+  eventLine,
+  formatCacheMiss,
+  RunTracker,
+  rowCells,
+} from "./run-tracker.js";
 
 const base = { v: 1 as const, run_id: "run-1", attempt: 1 };
 const usage = {
@@ -130,5 +138,61 @@ describe("event lines", () => {
     const line = eventLine(events[5]!, "child 1");
     expect(line).toMatch(/^\d\d:\d\d:\d\d\.\d{3} child 1 #6 completed 1 turn, 0 tool uses, 710ms; /);
     expect(line).not.toContain("\n");
+  });
+});
+
+describe("cache misses", () => {
+  const miss: ForkEvent = {
+    ...base,
+    seq: 6,
+    ts: 1710,
+    type: "cache.break",
+    turn: 1,
+    layer: "tools",
+    prompt_tokens: 44_600,
+    cache_read_tokens: 0,
+    detail: "the tools layer differs from the parent's",
+    cause: "tools",
+    expected_read_tokens: 44_000,
+    missed_tokens: 44_000,
+    miss_cost_usd: 0.1518,
+    provider_reason: { type: "tools_changed", cache_missed_input_tokens: 43_900 },
+  };
+
+  it("show the cache share and the miss's layer and cost in the live row", () => {
+    const tracker = new RunTracker();
+    for (const event of events.slice(0, 5)) tracker.apply(event);
+    const cached = rowCells(tracker.rows()[0]!, 2000)[4];
+    expect(cached).toBe("98.7% cached");
+    tracker.apply(miss);
+    expect(tracker.rows()[0]!.cacheMiss).toEqual({
+      cause: "tools",
+      missedTokens: 44_000,
+      costUsd: 0.1518,
+      providerReason: "tools_changed",
+    });
+    expect(rowCells(tracker.rows()[0]!, 2000)[4]).toBe("98.7% cached, miss tools, $0.1518");
+  });
+
+  it("say expired or evicted, the provider's reason when it differs, and read an older writer's event", () => {
+    const expired = { ...miss, layer: "none" as const, cause: "expired_or_evicted" };
+    expect(formatCacheMiss(cacheMissOf(expired))).toBe(
+      "miss expired or evicted, $0.1518 (provider: tools_changed)",
+    );
+    const older: ForkEvent = {
+      ...base,
+      seq: 6,
+      ts: 1710,
+      type: "cache.break",
+      turn: 1,
+      layer: "system",
+      prompt_tokens: 9_000,
+      cache_read_tokens: 10,
+      detail: "d",
+    };
+    expect(describeEvent(older)).toBe("turn 1, miss system: d");
+    expect(describeEvent(miss)).toBe(
+      "turn 1, miss tools, $0.1518: the tools layer differs from the parent's",
+    );
   });
 });

@@ -1,7 +1,7 @@
 // Folds a run's events into what the CLI shows of it (status, daemon, turn, tokens, cache-read share,
 // cost, elapsed), and describes one event in one line. Shared by fork, watch and demo.
 import { UsageAccumulator } from "@forkd/core";
-import type { ForkEvent, UsageTotals } from "@forkd/protocol";
+import type { ForkEvent, ForkEventOf, UsageTotals } from "@forkd/protocol";
 import {
   formatClock,
   formatCompact,
@@ -39,6 +39,41 @@ export interface RunRow {
   finalText: string | undefined;
   /** Characters streamed in the current turn (the usage arrives only with the turn's message). */
   streamedChars: number;
+  /** Set by a `cache.break`: the run read less from the cache than its prefix allows. */
+  cacheMiss: CacheMissSummary | undefined;
+}
+
+/** What a `cache.break` says, as the live views show it. */
+export interface CacheMissSummary {
+  /** `tools`, `system`, `model`, `betas`, `messages`, `expired_or_evicted`, `unknown`, or the layer of an older writer. */
+  cause: string;
+  /** Tokens the turn could have read and did not; absent from an older writer. */
+  missedTokens: number | undefined;
+  /** What they cost above the read price; absent for an unpriced model or an older writer. @unit USD */
+  costUsd: number | undefined;
+  /** The provider's own `cache_miss_reason` type, when it gave one. */
+  providerReason: string | undefined;
+}
+
+/** The summary of a `cache.break` event. */
+export function cacheMissOf(event: ForkEventOf<"cache.break">): CacheMissSummary {
+  return {
+    cause: event.cause ?? event.layer,
+    missedTokens: event.missed_tokens,
+    costUsd: event.miss_cost_usd,
+    providerReason: event.provider_reason?.type,
+  };
+}
+
+/** A cache miss in a few words: `miss tools, $0.0123 (provider: tools_changed)`. */
+export function formatCacheMiss(miss: CacheMissSummary): string {
+  const cause = miss.cause === "expired_or_evicted" ? "expired or evicted" : miss.cause;
+  const cost = miss.costUsd === undefined ? "" : `, ${formatUsd(miss.costUsd)}`;
+  const provider =
+    miss.providerReason === undefined || miss.providerReason === `${miss.cause}_changed`
+      ? ""
+      : ` (provider: ${miss.providerReason})`;
+  return `miss ${cause}${cost}${provider}`;
 }
 
 const TERMINAL: readonly RunDisplayStatus[] = ["completed", "failed", "timeout", "aborted"];
@@ -86,6 +121,7 @@ export class RunTracker {
         problem: undefined,
         finalText: undefined,
         streamedChars: 0,
+        cacheMiss: undefined,
       };
       this.#rows.set(runId, row);
     } else if (label !== undefined) {
@@ -157,6 +193,7 @@ export class RunTracker {
         row.activity = `permission: ${event.decision}`;
         break;
       case "cache.break":
+        row.cacheMiss = cacheMissOf(event);
         break;
       case "steered":
         row.activity = `steered: ${event.text.slice(0, 40)}`;
@@ -217,11 +254,17 @@ export function rowCells(row: RunRow, now: number): string[] {
     row.daemonId ?? "-",
     row.turn > 0 ? `turn ${row.turn}` : "-",
     tokens > 0 ? `${formatCompact(tokens)} tok` : "-",
-    promptTokens(row.usage) > 0 ? `${formatPercent(cacheReadShare(row.usage))} cached` : "-",
+    cacheCell(row),
     row.usage.llm_calls > 0 || row.usage.cost_usd !== 0 ? formatUsd(row.usage.cost_usd) : "-",
     formatElapsed(elapsedOf(row, now)),
     isFinalStatus(row.status) ? (row.problem === undefined ? "" : oneLine(row.problem)) : row.activity,
   ];
+}
+
+/** The cache-read share, and the miss when the run had one: `12% cached, miss tools, $0.0123`. */
+function cacheCell(row: RunRow): string {
+  const share = promptTokens(row.usage) > 0 ? `${formatPercent(cacheReadShare(row.usage))} cached` : "-";
+  return row.cacheMiss === undefined ? share : `${share}, ${formatCacheMiss(row.cacheMiss)}`;
 }
 
 /** The usage of one response, in one line. */
@@ -278,7 +321,8 @@ export function describeEvent(event: ForkEvent): string {
     case "permission.resolved":
       return `turn ${event.turn}, ${event.decision}${event.reason ? `: ${short(event.reason)}` : ""}`;
     case "cache.break":
-      return `turn ${event.turn}, layer ${event.layer}: read ${formatInteger(event.cache_read_tokens)} of ${formatInteger(event.prompt_tokens)} input tokens; ${short(event.detail)}`;
+      // The detail says how much was read of what (older writers too).
+      return `turn ${event.turn}, ${formatCacheMiss(cacheMissOf(event))}: ${short(event.detail, 200)}`;
     case "steered":
       return `before turn ${event.turn}${event.by ? ` from ${event.by}` : ""}: ${short(event.text, 120)}`;
     case "paused":

@@ -7,6 +7,7 @@ import {
   type CacheSafeParams,
   CacheSafeParamsSchema,
   type ForkPrefix,
+  ProviderUsageSchema,
 } from "@forkd/protocol";
 import { InvalidPrefixError } from "./errors.js";
 
@@ -47,9 +48,11 @@ export interface ForkPrefixOptions {
  * the betas it was sent with. `reply` is absent (or `null`) for a programmatic fork taken where
  * the history ends on a user turn.
  *
- * The reply enters the prefix as `{ role, content }` only: a reply as the API returned it also
- * carries `id`, `type`, `model`, `stop_reason`, `stop_sequence` and `usage`, which the API refuses
- * inside `messages` ("Extra inputs are not permitted").
+ * The reply enters the prefix as `{ role, content }`, plus its `id` and `usage` when it is the
+ * response as the API returned it: those two serve cache diagnostics (the child asks the provider
+ * to compare with that id, and expects to read what that usage cached) and never enter a request,
+ * where the API refuses them inside `messages` ("Extra inputs are not permitted"), as it does
+ * `type`, `model`, `stop_reason` and `stop_sequence`, which are dropped.
  *
  * @throws {@link InvalidPrefixError} as {@link snapshotCacheSafeParams}, or when `reply` is not an
  * assistant message, or a beta name is not one.
@@ -69,6 +72,10 @@ export function createForkPrefix(
       role: "assistant",
       content: cloneOrThrow(content, "reply") as AssistantMessage["content"],
     };
+    const { id, usage } = reply as { id?: unknown; usage?: unknown };
+    if (typeof id === "string" && id.length > 0) prefix.reply.id = id;
+    const checkedUsage = ProviderUsageSchema.safeParse(usage);
+    if (checkedUsage.success) prefix.reply.usage = cloneOrThrow(usage, "reply usage");
   }
   if (options.betas !== undefined && options.betas.length > 0) {
     const checked = BetasSchema.safeParse(options.betas);

@@ -1,5 +1,6 @@
 // One child's run, as the in-process fork and the daemon both start it.
 import { describe, expect, it } from "vitest";
+import { diagnosisLayersOf } from "./cache-diagnosis.js";
 import { computeCacheKey } from "./cache-key.js";
 import { createForkPrefix } from "./cache-safe-params.js";
 import { prepareForkRun } from "./fork-run-plan.js";
@@ -40,17 +41,18 @@ describe("prepareForkRun", () => {
     expect(prepareForkRun({ ...capped, overrides: { max_tokens: 50_000 } }).request.max_tokens).toBe(3999);
   });
 
-  it("checks the child's first turn against the parent's cache key, a model override's layers apart", () => {
+  it("checks the child's first turn against the parent's layer hashes, a model override's layers apart", () => {
     const prefix = prefixOf(4000);
     const parentKey = computeCacheKey(prefix.params, prefix.betas);
+    const parentLayers = diagnosisLayersOf(prefix.params, prefix.betas);
     const same = prepareForkRun({ ...base, prefix });
     expect(same.prefixHash).toBe(parentKey.hash);
-    expect(same.cacheCheck).toEqual({ parentLayers: parentKey.layers, prefixLayers: parentKey.layers });
+    expect(same.cacheCheck).toEqual({ parentLayers, prefixLayers: parentLayers });
     const other = prepareForkRun({ ...base, prefix, overrides: { model: "claude-opus-4-7" } });
     expect(other.request.model).toBe("claude-opus-4-7");
     expect(other.prefixHash).toBe(parentKey.hash);
-    expect(other.cacheCheck?.prefixLayers.model).not.toBe(parentKey.layers.model);
-    expect(other.cacheCheck?.prefixLayers.messages).toBe(parentKey.layers.messages);
+    expect(other.cacheCheck?.prefixLayers.model).not.toBe(parentLayers.model);
+    expect(other.cacheCheck?.prefixLayers.messages).toBe(parentLayers.messages);
   });
 
   it("claims no cache when the prefix is not the parent's", () => {

@@ -4,6 +4,7 @@
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
 import type { MessageBlockLocation } from "./breakpoints.js";
 import type { CacheBreakCheck } from "./cache-break.js";
+import { type DiagnosisLayerHashes, diagnosisLayersOf } from "./cache-diagnosis.js";
 import { type CacheKey, computeCacheKey } from "./cache-key.js";
 import type { WorktreeMapping } from "./directive.js";
 import { buildForkedRequest, DEFAULT_MAX_TOKENS } from "./forked-request.js";
@@ -70,15 +71,44 @@ export function prepareForkRun(input: ForkRunInput): ForkRunPlan {
   const plan: ForkRunPlan = { request: forked.request, forkBreakpoint: forked.breakpoint, prefixHash: null };
   if (overrides.system_reminder !== undefined) plan.systemReminder = overrides.system_reminder;
   if (input.cacheShared) {
-    const parentKey = cacheKeyOf(prefix);
-    const childKey =
-      overrides.model === undefined
-        ? parentKey
-        : computeCacheKey({ ...prefix.params, model: overrides.model }, prefix.betas);
-    plan.prefixHash = parentKey.hash;
-    plan.cacheCheck = { parentLayers: parentKey.layers, prefixLayers: childKey.layers };
+    plan.prefixHash = cacheKeyOf(prefix).hash;
+    // Hashed only when a first turn misses (the check reads them then): never before the request,
+    // and never for a child that read its prefix.
+    let layers: { parent: DiagnosisLayerHashes; child: DiagnosisLayerHashes } | undefined;
+    const hashed = () =>
+      (layers ??= {
+        parent: diagnosisLayersOf(prefix.params, prefix.betas),
+        // The child's request as built: the parent's head, the reply, the directive. Only the head counts.
+        child: diagnosisLayersOf(forked.request, forked.request.betas, prefix.params.messages),
+      });
+    plan.cacheCheck = {
+      get parentLayers() {
+        return hashed().parent;
+      },
+      get prefixLayers() {
+        return hashed().child;
+      },
+    };
+    const parentCached = cachedTokensOf(prefix.reply);
+    if (parentCached !== undefined) plan.cacheCheck.parentCachedTokens = parentCached;
   }
   return plan;
+}
+
+/**
+ * The input tokens the parent's request had up to its last breakpoint, from the usage of its reply
+ * when the prefix carries the provider's whole response (as the proxy and the recorded turns do):
+ * `undefined` when it does not, or when nothing was cached.
+ */
+export function cachedTokensOf(reply: ForkPrefix["reply"]): number | undefined {
+  const usage = (reply as { usage?: unknown } | undefined)?.usage;
+  if (typeof usage !== "object" || usage === null) return undefined;
+  const { cache_read_input_tokens: read, cache_creation_input_tokens: written } = usage as Record<
+    string,
+    unknown
+  >;
+  const cached = (typeof read === "number" ? read : 0) + (typeof written === "number" ? written : 0);
+  return Number.isSafeInteger(cached) && cached > 0 ? cached : undefined;
 }
 
 // Siblings share one prefix object (a fan-out passes the same one; the daemon's prefix cache hands

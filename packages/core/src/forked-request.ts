@@ -165,6 +165,16 @@ export function buildForkedRequest(prefix: ForkPrefix, options: BuildForkedReque
     // Not a body field: the LLM client sends it as the `anthropic-beta` header.
     ...(prefix.betas === undefined || prefix.betas.length === 0 ? {} : { betas: prefix.betas }),
   } as LlmRequest;
+  // `diagnostics` names one earlier response, so it is per request, not cache-safe: copied verbatim it
+  // would compare the child with the parent's previous turn. A parent that opted in (its request has
+  // the object) has its own request's fingerprint stored under its reply's id: the child compares
+  // with that, so the provider says where the child left the parent's prefix.
+  if (Object.hasOwn(params, "diagnostics")) {
+    const replyId = (prefix.reply as { id?: unknown } | undefined)?.id;
+    (request as Record<string, unknown>).diagnostics = {
+      previous_message_id: typeof replyId === "string" ? replyId : null,
+    };
+  }
   if (breakpoint !== null) {
     placeBreakpoint(request, breakpoint, { ttl: options.breakpointTtl });
   }

@@ -14,8 +14,15 @@
  * @module
  */
 export type { ForkStopReason } from "./assistant-turn.js";
-export type { CacheBreakCheck } from "./cache-break.js";
-export { detectCacheBreak } from "./cache-break.js";
+export type { CacheBreakCheck, CacheBreakContext } from "./cache-break.js";
+export { CACHE_MISS_TOLERANCE, cacheMissCost, detectCacheBreak } from "./cache-break.js";
+export type { DiagnosedRequest, DiagnosisLayer, DiagnosisLayerHashes } from "./cache-diagnosis.js";
+export {
+  DIAGNOSIS_LAYERS,
+  diagnosisLayersOf,
+  firstDifferingLayer,
+  inheritedMessages,
+} from "./cache-diagnosis.js";
 export type { CacheKey, CacheLayer, CacheLayerHashes } from "./cache-key.js";
 export { computeCacheKey, firstChangedLayer } from "./cache-key.js";
 export type { ForkPrefixOptions } from "./cache-safe-params.js";

@@ -1,6 +1,12 @@
 // The one seam between fork semantics and a model provider. The turn loop calls it; @forkd/llm
 // implements it on the Anthropic SDK; tests and the in-process fork can use any implementation.
-import { type AssistantMessage, type CacheSafeParams, ForkdError, type ProviderUsage } from "@forkd/protocol";
+import {
+  type AssistantMessage,
+  type CacheSafeParams,
+  ForkdError,
+  type ProviderCacheMissReason,
+  type ProviderUsage,
+} from "@forkd/protocol";
 
 /** A full Messages API request: the cache-safe params plus what a request needs on top. */
 export type LlmRequest = CacheSafeParams & {
@@ -32,6 +38,12 @@ export interface LlmResponse {
   ttftMs: number;
   /** Time from sending the request to the end of the response. @unit ms */
   durationMs: number;
+  /**
+   * The provider's `diagnostics.cache_miss_reason`, when the request asked for diagnostics and the
+   * provider found where it left the earlier request's prefix. Absent otherwise (also while the
+   * provider's comparison is still pending, which it reports as `null`).
+   */
+  cacheMissReason?: ProviderCacheMissReason;
 }
 
 /** Options of one call. */

@@ -61,10 +61,16 @@ describe("a real parent's turn", () => {
     expect(JSON.stringify(prefix.params)).toBe(JSON.stringify(sent));
   });
 
-  it("keeps the reply as { role, content } only, in the prefix and in the child's request", () => {
+  it("keeps the reply as { role, content } and, for cache diagnostics, its id and usage; the child sends { role, content } only", () => {
     const prefix = createForkPrefix(request, apiReply);
-    expect(Object.keys(prefix.reply ?? {})).toEqual(["role", "content"]);
+    expect(Object.keys(prefix.reply ?? {})).toEqual(["role", "content", "id", "usage"]);
     expect(prefix.reply?.content).toEqual(apiReply.content);
+    expect(prefix.reply).toMatchObject({ id: apiReply.id, usage: apiReply.usage });
+    const child1 = buildForkedRequest(prefix, { runId: "run-1", directive: "Audit the codec." });
+    expect(child1.request.messages[2]).toEqual({ role: "assistant", content: apiReply.content });
+    // A usage that is not the provider's shape is left out.
+    const odd = createForkPrefix(request, { ...apiReply, id: "", usage: { input_tokens: "many" } });
+    expect(Object.keys(odd.reply ?? {})).toEqual(["role", "content"]);
     // A spec written by another client may still carry the whole reply: the child never sends it.
     const carried = { ...prefix, reply: apiReply } as unknown as ForkPrefix;
     const child = buildForkedRequest(carried, { runId: "run-1", directive: "Audit the codec." });

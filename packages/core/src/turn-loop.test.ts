@@ -566,6 +566,27 @@ describe("cache-break detection", () => {
     });
   });
 
+  it("prices the miss with the loop's table and carries the provider's reason", async () => {
+    const { prefix } = forked48k();
+    const layers = computeCacheKey(prefix.params).layers;
+    const provider = { type: "tools_changed", cache_missed_input_tokens: 7_900 };
+    const pricing = createPricingTable([
+      { family: "claude", prefixes: ["claude"], inputUsdPerMTok: 100, outputUsdPerMTok: 500 },
+    ]);
+    const t = setup([textReply("done", { usage: bigPromptLowReads, cacheMissReason: provider })], {
+      cacheCheck: { parentLayers: layers, prefixLayers: layers, parentCachedTokens: 8_100 },
+      pricing,
+    });
+    await t.run();
+    // 8 000 missed, all of them written: at $100/MTok, 1.25× instead of 0.1×.
+    expect(t.events.find((event) => event.type === "cache.break")).toMatchObject({
+      cause: "tools",
+      missed_tokens: 8_000,
+      miss_cost_usd: 0.92,
+      provider_reason: provider,
+    });
+  });
+
   it("says none when every layer matches, and stays quiet when reads are good or the prompt is small", async () => {
     const { prefix } = forked48k();
     const layers = computeCacheKey(prefix.params).layers;

@@ -347,7 +347,10 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
           duration_ms: response.durationMs,
         });
         if (turn === 1 && options.cacheCheck !== undefined) {
-          const cacheBreak = detectCacheBreak(turn, request.model, response.usage, options.cacheCheck);
+          const cacheBreak = detectCacheBreak(turn, request.model, response.usage, options.cacheCheck, {
+            provider: response.cacheMissReason,
+            pricing: options.pricing,
+          });
           if (cacheBreak !== null) emit(cacheBreak);
         }
         pending = { turn, message: response.message, stopReason: response.stop_reason, ledger: [] };

@@ -16,7 +16,12 @@ import {
   type Logger,
   silentLogger,
 } from "@forkd/core";
-import type { ContentBlock, ProviderUsage } from "@forkd/protocol";
+import {
+  type ContentBlock,
+  type ProviderCacheMissReason,
+  ProviderCacheMissReasonSchema,
+  type ProviderUsage,
+} from "@forkd/protocol";
 import { startAttempt } from "./attempt-control.js";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
@@ -240,9 +245,11 @@ export class AnthropicLlmClient implements LlmClient {
         });
       }
       const message = await stream.finalMessage();
+      const cacheMissReason = cacheMissReasonOf(message);
       return {
         ok: true,
         response: {
+          ...(cacheMissReason === undefined ? {} : { cacheMissReason }),
           id: message.id,
           model: message.model,
           // Plain data: the SDK's blocks carry lazy getters and hidden parse buffers.
@@ -387,4 +394,17 @@ function responseHeaders(error: unknown): Headers | undefined {
 /** Creates an {@link AnthropicLlmClient}. */
 export function anthropicClient(options: AnthropicClientOptions = {}): AnthropicLlmClient {
   return new AnthropicLlmClient(options);
+}
+
+/**
+ * The provider's `diagnostics.cache_miss_reason` of a response (on `message_start` when streamed, so
+ * on the final message too), as plain data; `undefined` when absent, pending (`null`) or malformed.
+ */
+export function cacheMissReasonOf(message: unknown): ProviderCacheMissReason | undefined {
+  const diagnostics = (message as { diagnostics?: unknown } | null)?.diagnostics;
+  if (typeof diagnostics !== "object" || diagnostics === null) return undefined;
+  const parsed = ProviderCacheMissReasonSchema.safeParse(
+    (diagnostics as { cache_miss_reason?: unknown }).cache_miss_reason,
+  );
+  return parsed.success ? (JSON.parse(JSON.stringify(parsed.data)) as ProviderCacheMissReason) : undefined;
 }

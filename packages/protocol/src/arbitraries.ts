@@ -523,13 +523,36 @@ export const eventArbs: { [T in ForkEventType]: fc.Arbitrary<ForkEventOf<T>> } =
     code: anyString(),
     reason: anyString(),
   }),
-  "cache.break": event("cache.break", {
-    turn: turnArb,
-    layer: fc.constantFrom("model", "tools", "system", "messages", "none"),
-    prompt_tokens: nonNegInt,
-    cache_read_tokens: nonNegInt,
-    detail: anyString(),
-  }),
+  "cache.break": event(
+    "cache.break",
+    {
+      turn: turnArb,
+      layer: fc.constantFrom("model", "tools", "system", "messages", "none"),
+      prompt_tokens: nonNegInt,
+      cache_read_tokens: nonNegInt,
+      detail: anyString(),
+      cause: fc.constantFrom(
+        "model",
+        "betas",
+        "tools",
+        "system",
+        "messages",
+        "expired_or_evicted",
+        "unknown",
+      ),
+      expected_read_tokens: nonNegInt,
+      missed_tokens: nonNegInt,
+      miss_cost_usd: fc.double({ min: 0, max: 1e6, noNaN: true }),
+      provider_reason: fc.oneof(
+        fc.record({
+          type: fc.constantFrom("model_changed", "system_changed", "tools_changed", "messages_changed"),
+          cache_missed_input_tokens: nonNegInt,
+        }),
+        fc.record({ type: fc.constantFrom("previous_message_not_found", "unavailable") }),
+      ),
+    },
+    ["turn", "layer", "prompt_tokens", "cache_read_tokens", "detail"],
+  ),
   steered: event("steered", { turn: turnArb, steer_id: runIdArb, text: anyString(200), by: anyString() }, [
     "turn",
     "steer_id",

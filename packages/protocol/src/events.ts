@@ -233,7 +233,30 @@ export const PermissionResolvedEventSchema = z.object({
   reason: z.string().optional().describe("The parent's reason, if any."),
 });
 
-/** The first turn read far less from the cache than the inherited prefix should have given. */
+/**
+ * The provider's `diagnostics.cache_miss_reason` (Anthropic Messages API, "cache diagnostics"): where a
+ * request left the prefix of the request named by `diagnostics.previous_message_id`. Open: a `type`
+ * forkd does not know yet is kept as sent.
+ */
+export const ProviderCacheMissReasonSchema = z.looseObject({
+  type: z
+    .string()
+    .min(1)
+    .max(64)
+    .describe(
+      "`model_changed`, `system_changed`, `tools_changed`, `messages_changed`, `previous_message_not_found` or `unavailable`, as the provider sent it.",
+    ),
+  cache_missed_input_tokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe(
+      "The provider's estimate of the input tokens a matching prefix would have read (the `*_changed` types).",
+    ),
+});
+
+/** The first turn read less from the cache than the inherited prefix should have given. */
 export const CacheBreakEventSchema = z.object({
   ...base,
   type: z.literal("cache.break"),
@@ -245,6 +268,40 @@ export const CacheBreakEventSchema = z.object({
   prompt_tokens: z.number().int().nonnegative().describe("Input tokens of the turn, cached or not."),
   cache_read_tokens: z.number().int().nonnegative().describe("Of which read from the cache."),
   detail: z.string().describe("A human explanation."),
+  cause: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(
+      "Why, in one word: `model`, `betas` (both in the `model` layer), `tools`, `system`, `messages`, `expired_or_evicted` (every layer matches the parent's) or `unknown` (the parent's layers are unknown). Readers accept values they do not know.",
+    ),
+  expected_read_tokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe(
+      "Input tokens the turn could have read from the cache: the parent's cached prefix, when known.",
+    ),
+  missed_tokens: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe(
+      "`expected_read_tokens` minus `cache_read_tokens`: paid at the write or input price instead of the read price.",
+    ),
+  miss_cost_usd: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe(
+      "What the missed tokens cost above their cache-read price, in US dollars; absent for a model without a price.",
+    ),
+  provider_reason: ProviderCacheMissReasonSchema.optional().describe(
+    "The provider's own `diagnostics.cache_miss_reason` for this turn, as returned, when it gave one.",
+  ),
 });
 
 /** A steering message was added to the conversation: kept in the log so a resumed run has it. */
@@ -334,6 +391,8 @@ export type ForkReport = z.infer<typeof ForkReportSchema>;
 export type ForkResult = z.infer<typeof ForkResultSchema>;
 export type ForkEvent = z.infer<typeof ForkEventSchema>;
 export type ForkEventType = ForkEvent["type"];
+/** The provider's own word on a cache miss (`diagnostics.cache_miss_reason`). */
+export type ProviderCacheMissReason = z.infer<typeof ProviderCacheMissReasonSchema>;
 /** The event of one type. */
 export type ForkEventOf<T extends ForkEventType> = Extract<ForkEvent, { type: T }>;
 export type TerminalForkEvent = ForkEventOf<(typeof TERMINAL_EVENT_TYPES)[number]>;

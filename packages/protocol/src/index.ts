@@ -100,6 +100,7 @@ export type {
   ForkEventType,
   ForkReport,
   ForkResult,
+  ProviderCacheMissReason,
   TerminalForkEvent,
   WireError,
 } from "./events.js";
@@ -124,6 +125,7 @@ export {
   PausedEventSchema,
   PermissionRequestedEventSchema,
   PermissionResolvedEventSchema,
+  ProviderCacheMissReasonSchema,
   ResumedEventSchema,
   StartedEventSchema,
   SteeredEventSchema,

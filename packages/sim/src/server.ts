@@ -8,11 +8,13 @@
  * `POST /v1/responses` (OpenAI, openai/), `GET /v1/sim/stats`,
  * `GET /v1/sim/requests`, `POST /v1/sim/reset`, `GET /v1/sim/health`.
  */
+
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { minCacheableTokens } from "@forkd/protocol";
 import { ApiKeys } from "./api-keys.js";
 import { LOOKBACK_BLOCKS, PromptCache } from "./cache.js";
+import { CacheDiagnostics } from "./cache-diagnostics.js";
 import { SimOptionsError } from "./errors.js";
 import { Exchanges } from "./exchanges.js";
 import { FaultInjector } from "./faults.js";
@@ -69,8 +71,10 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const keys = new ApiKeys(options.apiKeys);
   const exchanges = new Exchanges({ cache, log, events });
   const openAiCache = new OpenAiPromptCache(settings.clock);
+  let diagnostics = new CacheDiagnostics();
   const reset = (): void => {
     cache.clear();
+    diagnostics = new CacheDiagnostics();
     openAiCache.clear();
     log.clear();
     faults.clear();
@@ -81,6 +85,9 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     maxBody: settings.maxBodyBytes,
     authenticate: (ex) => keys.authenticate(ex),
     cache,
+    get diagnostics() {
+      return diagnostics;
+    },
     faults,
     cacheScope: options.cacheScope,
     ttftMs: settings.ttftMs,

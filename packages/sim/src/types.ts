@@ -3,6 +3,7 @@
  * validated into these shapes by `validate.ts`; fields the simulator does not interpret are kept
  * as `unknown`.
  */
+import type { ResponseDiagnostics } from "./cache-diagnostics.js";
 
 /** `cache_control` on a block or at the top level of a request. */
 export interface CacheControl {
@@ -139,4 +140,6 @@ export interface MessageResponse {
   stop_reason: StopReason;
   stop_sequence: string | null;
   usage: Usage;
+  /** Present when the request carried `diagnostics` (cache-diagnostics.ts). */
+  diagnostics?: ResponseDiagnostics;
 }

@@ -31,7 +31,15 @@ import {
   planChildren,
 } from "../children.js";
 import type { CommandContext } from "../context.js";
-import { type ChildBill, type DemoBill, lineOf, makeBill, renderBill, type TokenLine } from "../demo/bill.js";
+import {
+  type ChildBill,
+  cacheShareOf,
+  type DemoBill,
+  lineOf,
+  makeBill,
+  renderBill,
+  type TokenLine,
+} from "../demo/bill.js";
 import { demoDirectives } from "../demo/directives.js";
 import { type DemoNats, findNats } from "../demo/find-nats.js";
 import { CleanupStack } from "../demo/stack.js";
@@ -49,6 +57,7 @@ import {
   parseInteger,
 } from "../options.js";
 import { type ParentTurn, parentTurnOf, readParentTurn } from "../parent-turn.js";
+import { type CacheMissSummary, cacheMissOf } from "../run-tracker.js";
 import { LATENCY_FLAGS, latencyOf } from "../sim-latency.js";
 import { DEFAULT_WEB_PORT } from "./web.js";
 
@@ -357,9 +366,11 @@ async function measureUnforked(
 function childBill(model: string, result: ChildResult): ChildBill {
   const usages: ProviderUsage[] = [];
   let daemonId: string | undefined;
+  let cacheMiss: CacheMissSummary | undefined;
   for (const event of result.events) {
     if (event.type === "llm.message") usages.push(event.usage);
     if (event.type === "accepted") daemonId = event.daemon_id;
+    if (event.type === "cache.break") cacheMiss = cacheMissOf(event);
   }
   const outcome = result.outcome;
   return {
@@ -370,6 +381,7 @@ function childBill(model: string, result: ChildResult): ChildBill {
     status: outcome.status,
     daemonId,
     durationMs: outcome.status === "completed" ? outcome.result.duration_ms : undefined,
+    cacheMiss,
   };
 }
 
@@ -398,6 +410,16 @@ function billJson(bill: DemoBill, stack: DemoStack, elapsedMs: number) {
       daemon_id: child.daemonId ?? null,
       duration_ms: child.durationMs ?? null,
       ...lineJson(child),
+      cache_share: cacheShareOf(child),
+      cache_miss:
+        child.cacheMiss === undefined
+          ? null
+          : {
+              cause: child.cacheMiss.cause,
+              missed_tokens: child.cacheMiss.missedTokens ?? null,
+              cost_usd: child.cacheMiss.costUsd ?? null,
+              provider_reason: child.cacheMiss.providerReason ?? null,
+            },
     })),
     forked: lineJson(bill.forked),
     unforked: { ...lineJson(bill.unforked), children: bill.unforkedChildren.map(lineJson) },
@@ -494,9 +516,15 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       directives.map((entry) => entry.directive),
       { fallbackLabels: directives.map((entry) => entry.name) },
     );
+    // The reply carries the parent's usage, as a recorded provider response does: each child's
+    // cache.break then measures its reads against what the parent's request cached.
+    const prefix =
+      settings.provider === "anthropic" && turn.prefix.reply !== undefined
+        ? { ...turn.prefix, reply: { ...turn.prefix.reply, usage: parentResponse.usage } }
+        : turn.prefix;
     const handles = stack.forks.fanOut(
       {
-        prefix: turn.prefix,
+        prefix,
         parent: { agent_id: "forkd-demo" },
         overrides: { max_tokens: DEMO_MAX_TOKENS },
         limits: { max_turns: 1 },

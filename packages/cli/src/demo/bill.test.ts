@@ -68,11 +68,17 @@ describe("the demo's bill", () => {
     expect(bill.savingShare).toBeGreaterThan(0.8);
 
     const lines = renderBill(bill, styleFor({ write() {} }, {}));
-    expect(lines[0]).toMatch(/^\s+input\s+cache write\s+cache read\s+output\s+cost\s+daemon\s+time$/);
-    expect(lines[1]).toMatch(/^parent turn \(wrote the cache\)\s+3\s+44,017\s+0\s+51\s+\$0\.1658\s+400ms$/);
-    expect(lines[2]).toMatch(/^child 1 {2}slice 1\s+394\s+185\s+44,017\s+150\s+\$0\.\d{4}\s+demo-1\s+700ms$/);
-    expect(lines[5]).toMatch(/^forked total \(3 children\)\s+1,182\s+185\s+132,421\s+450\s+\$/);
-    expect(lines[6]).toMatch(/^without forking \(3 fresh requests\)\s+133,788\s+0\s+0\s+450\s+\$/);
+    expect(lines[0]).toMatch(
+      /^\s+input\s+cache write\s+cache read\s+cached\s+output\s+cost\s+daemon\s+time\s+cache miss$/,
+    );
+    expect(lines[1]).toMatch(
+      /^parent turn \(wrote the cache\)\s+3\s+44,017\s+0\s+0\.0%\s+51\s+\$0\.1658\s+400ms$/,
+    );
+    expect(lines[2]).toMatch(
+      /^child 1 {2}slice 1\s+394\s+185\s+44,017\s+98\.7%\s+150\s+\$0\.\d{4}\s+demo-1\s+700ms$/,
+    );
+    expect(lines[5]).toMatch(/^forked total \(3 children\)\s+1,182\s+185\s+132,421\s+\d+\.\d%\s+450\s+\$/);
+    expect(lines[6]).toMatch(/^without forking \(3 fresh requests\)\s+133,788\s+0\s+0\s+0\.0%\s+450\s+\$/);
     expect(lines[7]).toMatch(/^saving: \$0\.\d{4} \(\d+\.\d%\) of the children's cost$/);
   });
 });

@@ -12,6 +12,7 @@ import {
   renderTable,
 } from "../format.js";
 import type { Style } from "../io.js";
+import { type CacheMissSummary, formatCacheMiss } from "../run-tracker.js";
 
 /** Tokens by price class, and their cost. */
 export interface TokenLine {
@@ -31,6 +32,8 @@ export interface ChildBill extends TokenLine {
   status: string;
   daemonId: string | undefined;
   durationMs: number | undefined;
+  /** What the child's `cache.break` said, when it read less than its prefix allows. */
+  cacheMiss?: CacheMissSummary | undefined;
 }
 
 /** Everything the demo measured. */
@@ -99,11 +102,18 @@ export function makeBill(input: {
   return { ...input, forked, unforked, savingUsd, savingShare };
 }
 
+/** The share of a line's input tokens read from the cache, 0..1 (0 without input). */
+export function cacheShareOf(line: TokenLine): number {
+  const prompt = line.input + line.cacheWrite + line.cacheRead;
+  return prompt === 0 ? 0 : line.cacheRead / prompt;
+}
+
 function cells(line: TokenLine): string[] {
   return [
     formatInteger(line.input),
     formatInteger(line.cacheWrite),
     formatInteger(line.cacheRead),
+    formatPercent(cacheShareOf(line)),
     formatInteger(line.output),
     formatUsd(line.costUsd),
   ];
@@ -113,18 +123,30 @@ function cells(line: TokenLine): string[] {
 export function renderBill(bill: DemoBill, style: Style): string[] {
   const n = bill.children.length;
   const rows: string[][] = [
-    ["", "input", "cache write", "cache read", "output", "cost", "daemon", "time"],
-    ["parent turn (wrote the cache)", ...cells(bill.parent), "", formatElapsed(bill.parent.durationMs)],
+    ["", "input", "cache write", "cache read", "cached", "output", "cost", "daemon", "time", "cache miss"],
+    ["parent turn (wrote the cache)", ...cells(bill.parent), "", formatElapsed(bill.parent.durationMs), ""],
     ...bill.children.map((child) => [
       `child ${child.index}  ${child.label}`,
       ...cells(child),
       child.daemonId ?? "-",
       child.status === "completed" ? formatElapsed(child.durationMs ?? 0) : child.status,
+      child.cacheMiss === undefined ? "" : formatCacheMiss(child.cacheMiss),
     ]),
-    [`forked total (${n} ${n === 1 ? "child" : "children"})`, ...cells(bill.forked), "", ""],
-    [`without forking (${n} fresh ${n === 1 ? "request" : "requests"})`, ...cells(bill.unforked), "", ""],
+    [`forked total (${n} ${n === 1 ? "child" : "children"})`, ...cells(bill.forked), "", "", ""],
+    [`without forking (${n} fresh ${n === 1 ? "request" : "requests"})`, ...cells(bill.unforked), "", "", ""],
   ];
-  const align: Align[] = ["left", "right", "right", "right", "right", "right", "left", "right"];
+  const align: Align[] = [
+    "left",
+    "right",
+    "right",
+    "right",
+    "right",
+    "right",
+    "right",
+    "left",
+    "right",
+    "left",
+  ];
   const lines = renderTable(rows, align);
   const saving =
     bill.savingUsd === null

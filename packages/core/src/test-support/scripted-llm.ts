@@ -87,6 +87,7 @@ export class ScriptedLlmClient implements LlmClient {
       usage: partial.usage ?? usage(),
       ttftMs: partial.ttftMs ?? 1,
       durationMs: partial.durationMs ?? 2,
+      ...(partial.cacheMissReason === undefined ? {} : { cacheMissReason: partial.cacheMissReason }),
     };
   }
 }

@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { contextWindowTokens } from "@forkd/protocol";
 import { type Breakpoint, type PromptCache, resolveBreakpoints } from "../cache.js";
+import { type CacheDiagnostics, diagnosticsParamOf } from "../cache-diagnostics.js";
 import { hiResNow } from "../clock.js";
 import { invalidRequest, SimApiError, statusOfErrorType } from "../errors.js";
 import { betasOf, type Exchange, parseJson, readBody, sendError, sendJson, sleep } from "../exchange.js";
@@ -27,6 +28,8 @@ export interface RouteContext {
 /** What `POST /v1/messages` needs of the server besides {@link RouteContext}. */
 export interface MessagesRouteContext extends RouteContext {
   cache: PromptCache;
+  /** Fingerprints of the requests that opted in to cache diagnostics. */
+  diagnostics: CacheDiagnostics;
   faults: FaultInjector;
   /** Maps an API key to its cache scope; absent: every key its own. */
   cacheScope: ((apiKey: string) => string) | undefined;
@@ -101,7 +104,9 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
   const entry = ex.entry;
   const apiKey = context.authenticate(ex);
   const betas = betasOf(ex);
-  const request = validateRequest(parseJson(body.text), "messages", betas);
+  const raw = parseJson(body.text);
+  const request = validateRequest(raw, "messages", betas);
+  const diagnosticsParam = diagnosticsParamOf(raw);
   entry.model = request.model;
   const stream = request.stream === true;
   entry.stream = stream;
@@ -165,6 +170,17 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
     stop_sequence: reply.stopSequence,
     usage: { ...plan.usage, output_tokens: reply.outputTokens, service_tier: "standard" },
   };
+  if (diagnosticsParam !== undefined) {
+    // The API answers `diagnostics` only to a request that asked (and `null` when nothing diverged).
+    message.diagnostics = context.diagnostics.diagnose(
+      scope,
+      message.id,
+      diagnosticsParam.previousMessageId,
+      layout,
+      (raw as { speed?: unknown }).speed,
+      request.messages.length,
+    );
+  }
   const ttft = reply.ttftMs ?? context.ttftMs;
   const tps = reply.tokensPerSecond ?? context.tokensPerSecond;
   const signal = ex.abort.signal;
