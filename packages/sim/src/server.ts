@@ -5,7 +5,8 @@
  * (log.ts).
  *
  * Routes: `POST /v1/messages`, `POST /v1/messages/count_tokens`, `POST /v1/chat/completions` and
- * `POST /v1/responses` (OpenAI, openai/), `GET /v1/sim/stats`,
+ * `POST /v1/responses` (OpenAI, openai/), `/v1beta/models/{model}:generateContent`,
+ * `:streamGenerateContent` and `/v1beta/cachedContents` (Gemini, gemini/), `GET /v1/sim/stats`,
  * `GET /v1/sim/requests`, `POST /v1/sim/reset`, `GET /v1/sim/health`.
  */
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
@@ -16,6 +17,8 @@ import { LOOKBACK_BLOCKS, PromptCache } from "./cache.js";
 import { SimOptionsError } from "./errors.js";
 import { Exchanges } from "./exchanges.js";
 import { FaultInjector } from "./faults.js";
+import { GeminiCaches } from "./gemini/gemini-cache.js";
+import { type GeminiRouteContext, geminiRoute, isGeminiPath } from "./gemini/gemini-route.js";
 import { RequestLog, type RequestLogEntry } from "./log.js";
 import { OpenAiPromptCache } from "./openai/openai-cache.js";
 import { type OpenAiRouteContext, openAiApiOf, openAiRoute } from "./openai/openai-route.js";
@@ -69,17 +72,21 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const keys = new ApiKeys(options.apiKeys);
   const exchanges = new Exchanges({ cache, log, events });
   const openAiCache = new OpenAiPromptCache(settings.clock);
+  const geminiCaches = new GeminiCaches(settings.clock);
   const reset = (): void => {
     cache.clear();
     openAiCache.clear();
+    geminiCaches.clear();
     log.clear();
     faults.clear();
   };
   const stats = (): SimStats => ({ ...log.stats(), cache: cache.stats() });
-  const routeContext: OpenAiRouteContext = {
+  const routeContext: OpenAiRouteContext & GeminiRouteContext = {
     openAiCache,
+    geminiCaches,
+    now: () => settings.clock.now(),
     maxBody: settings.maxBodyBytes,
-    authenticate: (ex) => keys.authenticate(ex),
+    authenticate: (ex, key) => keys.authenticate(ex, key),
     cache,
     faults,
     cacheScope: options.cacheScope,
@@ -98,7 +105,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     if (path.startsWith("/v1/sim/")) return simRoute(simContext, ex, path, url);
     exchanges.track(ex);
     const openAiApi = openAiApiOf(path);
-    if (openAiApi !== undefined) openAiRoute(routeContext, ex, openAiApi);
+    if (isGeminiPath(path)) geminiRoute(routeContext, ex, url);
+    else if (openAiApi !== undefined) openAiRoute(routeContext, ex, openAiApi);
     else anthropicRoute(routeContext, ex, path);
   });
   const port = (server.address() as AddressInfo).port;
