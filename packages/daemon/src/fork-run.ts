@@ -15,6 +15,7 @@ import {
   runTurnLoop,
   toolFilterFromSpec,
 } from "@forkd/core/internal";
+import type { GeminiLlmClient } from "@forkd/llm";
 import type {
   ForkEvent,
   ForkEventBody,
@@ -59,6 +60,8 @@ export interface ForkRunOptions {
   llm: LlmClient;
   /** The OpenAI clients; absent: a spec that asks for an OpenAI API fails `provider_unavailable`. */
   openai?: OpenAiClients | undefined;
+  /** The Gemini client; absent: a spec that asks for Gemini fails `provider_unavailable`. */
+  gemini?: GeminiLlmClient | undefined;
   tools: RunToolsFactory;
   config: DaemonConfig;
   signal: AbortSignal;
@@ -115,6 +118,8 @@ export async function executeForkRun(
       api,
       anthropic: options.llm,
       openai: options.openai,
+      gemini: options.gemini,
+      cacheShared,
       spec,
       prefix,
       prefixHash: plan.prefixHash,

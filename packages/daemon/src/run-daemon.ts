@@ -2,7 +2,7 @@
 // metrics; and the process behaviour: SIGTERM/SIGINT drain, exit codes.
 
 import type { LlmClient } from "@forkd/core";
-import { AnthropicLlmClient, type OpenAiApi, OpenAiLlmClient } from "@forkd/llm";
+import { AnthropicLlmClient, GeminiLlmClient, type OpenAiApi, OpenAiLlmClient } from "@forkd/llm";
 import { forkSubjects } from "@forkd/protocol";
 import type { DaemonConfig } from "./config.js";
 import { secretsOfConfig } from "./config-secrets.js";
@@ -71,6 +71,7 @@ export async function startDaemon(
       throttle,
     });
   const openai = openAiClients(config, logger);
+  const gemini = geminiClient(config, logger);
   const daemon = new ForkDaemon({
     config,
     nc,
@@ -78,6 +79,7 @@ export async function startDaemon(
     metrics,
     llm,
     ...(openai === undefined ? {} : { openai }),
+    ...(gemini === undefined ? {} : { gemini }),
     tools: daemonRunTools({ config, nc, subjects, logger, sandbox }),
     version: options.version,
   });
@@ -162,4 +164,21 @@ function openAiClients(
     }
     return client;
   };
+}
+
+/**
+ * The daemon's Gemini client, when a Gemini key is configured (`llm.geminiApiKey`, else
+ * `GEMINI_API_KEY`); the base URL is `llm.geminiBaseURL`, else `GOOGLE_GEMINI_BASE_URL`. One client
+ * for every run: its children of one parent share one lookup of their fan-out's explicit cache.
+ */
+function geminiClient(config: DaemonConfig, logger: DaemonLogger): GeminiLlmClient | undefined {
+  const apiKey = config.llm.geminiApiKey ?? process.env.GEMINI_API_KEY;
+  if (apiKey === undefined || apiKey === "") return undefined;
+  return new GeminiLlmClient({
+    apiKey,
+    baseURL: config.llm.geminiBaseURL ?? process.env.GOOGLE_GEMINI_BASE_URL,
+    timeout: config.llm.timeoutMs,
+    retry: { maxRetries: config.llm.maxRetries },
+    logger,
+  });
 }

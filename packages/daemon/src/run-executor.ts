@@ -18,6 +18,7 @@ import {
 } from "@forkd/client/internal";
 import type { LlmClient } from "@forkd/core";
 import { sealSharedPrefix } from "@forkd/core/internal";
+import type { GeminiLlmClient } from "@forkd/llm";
 import {
   emptyUsageTotals,
   type ForkEvent,
@@ -65,6 +66,8 @@ export interface RunExecutorDeps {
   llm: LlmClient;
   /** The OpenAI clients, for specs that name an OpenAI API. */
   openai?: OpenAiClients | undefined;
+  /** The Gemini client, for specs that name the Gemini API. */
+  gemini?: GeminiLlmClient | undefined;
   /** Builds the tool dispatcher of one run (built-in tools, tool host, worktree). */
   tools: RunToolsFactory;
   metrics?: DaemonMetrics;
@@ -377,6 +380,7 @@ export class RunExecutor {
         priorEvents,
         llm: deps.llm,
         openai: deps.openai,
+        gemini: deps.gemini,
         tools: deps.tools,
         config,
         signal,
