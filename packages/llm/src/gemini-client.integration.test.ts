@@ -2,7 +2,7 @@
 // usage with cachedContentTokenCount, one explicit cache per prefix (created once, found by its
 // siblings, its creation billed once), the API's refusals as typed errors, and aborts.
 import { GEMINI_CACHE_TTL_SECONDS, type LlmError, type LlmRequest } from "@forkd/core";
-import { type Sim, startSim } from "@forkd/sim";
+import { ManualClock, type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GeminiLlmClient } from "./gemini-client.js";
 import { reviewConversation } from "./test-support/conversation.js";
@@ -166,5 +166,43 @@ describe("Gemini generateContent", () => {
     setImmediate(() => controller.abort());
     const error = (await pending.catch((e: unknown) => e)) as LlmError;
     expect(error.code).toBe("aborted");
+  });
+
+  it("renews a cache it still needs when less than the renewal margin is left, once for concurrent siblings", async () => {
+    // A simulator whose clock runs 40 s behind: a cache made now expires 20 s from the client's now.
+    const clock = new ManualClock(Date.now() - 40_000);
+    const late = await startSim({ port: 0, clock });
+    try {
+      const llm = new GeminiLlmClient({
+        baseURL: late.url,
+        apiKey: "gemini-test-key",
+        retry: { maxRetries: 0 },
+      });
+      const parent = conversation(3000, "@sim say parent");
+      const count = parent.messages.length + 1;
+      await llm.send(childOf(parent, "parent", "@sim say one"), { count, cachedContent: "auto" });
+      const patches = () => late.requests().filter((e) => e.method === "PATCH" && e.status === 200);
+      // Made with 20 s left (under the 30 s margin): renewed before the request names it.
+      expect(patches()).toHaveLength(1);
+      expect(patches()[0]!.body).toBe(JSON.stringify({ ttl: `${GEMINI_CACHE_TTL_SECONDS}s` }));
+      // Still 20 s left by the client's clock: two siblings at once renew it once between them.
+      await Promise.all(
+        ["two", "three"].map((n) =>
+          llm.send(childOf(parent, "parent", `@sim say ${n}`), { count, cachedContent: "auto" }),
+        ),
+      );
+      expect(patches()).toHaveLength(2);
+      // Renewed to a full TTL from the simulator's now.
+      const listed = (await (
+        await fetch(`${late.url}/v1beta/cachedContents?key=gemini-test-key`)
+      ).json()) as {
+        cachedContents: { expireTime: string }[];
+      };
+      expect(Date.parse(listed.cachedContents[0]!.expireTime)).toBe(
+        clock.now() + GEMINI_CACHE_TTL_SECONDS * 1000,
+      );
+    } finally {
+      await late.close();
+    }
   });
 });

@@ -9,6 +9,7 @@
 // place of the SDK's. The SDK still makes the URL, the headers and the key, parses the SSE stream
 // and the errors, and pages the cache listing.
 import {
+  GEMINI_CACHE_RENEW_BELOW_SECONDS,
   GEMINI_CACHE_TTL_SECONDS,
   type GeminiCachedPrefix,
   type GeminiPart,
@@ -97,6 +98,10 @@ interface CacheUse {
   /** The memo's key, when found or created here. */
   displayName?: string;
   written: number;
+  /** When the cache expires, as last known (found, created or renewed here). @unit ms since epoch */
+  expiresAt?: number;
+  /** The renewal in flight, shared by the siblings that need it. */
+  renewing?: Promise<void> | undefined;
 }
 
 /**
@@ -219,7 +224,37 @@ export class GeminiLlmClient implements LlmClient {
       // A failed lookup is not remembered: the next request tries again.
       pending.catch(() => this.#caches.delete(displayName));
     }
-    return pending;
+    const use = await pending;
+    if (use?.expiresAt !== undefined && use.expiresAt - Date.now() < GEMINI_CACHE_RENEW_BELOW_SECONDS * 1000)
+      await this.#renew(use, signal);
+    return use;
+  }
+
+  /**
+   * Extends a cache a child still needs by another TTL (its storage is billed for as long as it
+   * lives: a short TTL renewed while the fan-out runs costs what the fan-out needs). Concurrent
+   * siblings on this daemon renew once.
+   */
+  async #renew(use: CacheUse, signal: AbortSignal | undefined): Promise<void> {
+    use.renewing ??= this.#sdk.caches
+      .update({
+        name: use.name,
+        config: {
+          ttl: `${GEMINI_CACHE_TTL_SECONDS}s`,
+          ...(signal === undefined ? {} : { abortSignal: signal }),
+        },
+      })
+      .then((updated) => {
+        use.expiresAt = Date.parse(updated.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000;
+        this.#logger.info(
+          { cache: use.name, ttlSeconds: GEMINI_CACHE_TTL_SECONDS },
+          "gemini explicit cache renewed",
+        );
+      })
+      .finally(() => {
+        use.renewing = undefined;
+      });
+    await use.renewing;
   }
 
   async #findOrCreate(
@@ -232,8 +267,8 @@ export class GeminiLlmClient implements LlmClient {
     const pager = await this.#sdk.caches.list({
       config: { pageSize: 1000, ...(signal === undefined ? {} : { abortSignal: signal }) },
     });
-    // A cache about to expire would be gone before the child's turns end: make a fresh one instead.
-    const freshUntil = Date.now() + 30_000;
+    // A cache about to expire may be gone before the request reaches it: make a fresh one instead.
+    const freshUntil = Date.now() + 5_000;
     for await (const cached of pager) {
       if (
         cached.displayName === displayName &&
@@ -241,7 +276,7 @@ export class GeminiLlmClient implements LlmClient {
         cached.name !== undefined &&
         Date.parse(cached.expireTime ?? "") > freshUntil
       )
-        return { name: cached.name, displayName, written: 0 };
+        return { name: cached.name, displayName, written: 0, expiresAt: Date.parse(cached.expireTime ?? "") };
     }
     try {
       const created = await this.#sdk.caches.create({
@@ -260,7 +295,12 @@ export class GeminiLlmClient implements LlmClient {
         },
       });
       if (created.name === undefined) throw new LlmError("unknown", "cachedContents.create returned no name");
-      return { name: created.name, displayName, written: created.usageMetadata?.totalTokenCount ?? 0 };
+      return {
+        name: created.name,
+        displayName,
+        written: created.usageMetadata?.totalTokenCount ?? 0,
+        expiresAt: Date.parse(created.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000,
+      };
     } catch (thrown) {
       if (thrown instanceof ApiError && thrown.status === 400 && /too small/i.test(thrown.message)) {
         this.#logger.info(

@@ -99,7 +99,7 @@ function openAiModelFacts(): ModelFacts[] {
  * How long forkd keeps a Gemini explicit cache (`@forkd/core`'s GEMINI_CACHE_TTL_SECONDS), which its
  * write price includes as storage. @unit seconds
  */
-export const GEMINI_EXPLICIT_CACHE_TTL_SECONDS = 300;
+export const GEMINI_EXPLICIT_CACHE_TTL_SECONDS = 60;
 
 /**
  * Gemini models forkd forks on: input, cached-input and output prices and the storage price of

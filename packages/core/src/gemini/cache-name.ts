@@ -9,10 +9,15 @@ import type { GeminiCachedPrefix } from "./child-request.js";
 export const GEMINI_CACHE_DISPLAY_PREFIX = "forkd-";
 
 /**
- * How long forkd's explicit caches live (a fan-out's span; left to expire rather than deleted, so a
- * late sibling still finds it), and so how many token-hours of storage one costs. @unit seconds
+ * How long forkd's explicit caches live past their creation or last renewal. Storage is billed by
+ * the hour, so the cache lives little longer than its fan-out: a child renews it while it runs
+ * (see {@link GEMINI_CACHE_RENEW_BELOW_SECONDS}), and it is left to expire when the group ends
+ * (no daemon knows which sibling is the last). @unit seconds
  */
-export const GEMINI_CACHE_TTL_SECONDS = 300;
+export const GEMINI_CACHE_TTL_SECONDS = 60;
+
+/** A child about to name a cache with less than this left renews it for another TTL first. @unit seconds */
+export const GEMINI_CACHE_RENEW_BELOW_SECONDS = 30;
 
 /** The display name of the cache of `prefix` on `model`: `forkd-` and 32 hex digits of its SHA-256. */
 export function geminiCacheDisplayName(model: string, prefix: GeminiCachedPrefix): string {

@@ -2,6 +2,7 @@
 
 export {
   GEMINI_CACHE_DISPLAY_PREFIX,
+  GEMINI_CACHE_RENEW_BELOW_SECONDS,
   GEMINI_CACHE_TTL_SECONDS,
   geminiCacheDisplayName,
 } from "./cache-name.js";

@@ -209,6 +209,15 @@ describe("cachedContents", () => {
       "INVALID_ARGUMENT",
       /Only ttl or expire_time/,
     );
+    expectError(
+      await call(cache.name as string, { method: "PATCH", body: {} }),
+      400,
+      "INVALID_ARGUMENT",
+      /Only ttl or expire_time/,
+    );
+    // No mask (as the SDK sends it): the body's field is the update.
+    const unmasked = await call(cache.name as string, { method: "PATCH", body: { ttl: "120s" } });
+    expect(Date.parse(unmasked.json().expireTime as string) - clock.now()).toBe(120_000);
     expect((await call(cache.name as string, { method: "DELETE" })).status).toBe(200);
     expectError(await call(cache.name as string), 403, "PERMISSION_DENIED", /CachedContent not found/);
     expect((await call("cachedContents")).json()).toEqual({});

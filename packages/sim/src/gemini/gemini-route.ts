@@ -120,8 +120,11 @@ async function serve(context: GeminiRouteContext, ex: Exchange, url: URL): Promi
     return send(context, ex, {});
   }
   if (method === "PATCH") {
-    const mask = url.searchParams.get("updateMask") ?? "";
     const patch = body() as { ttl?: unknown; expireTime?: unknown };
+    // Without an update mask, the fields the body sets are the update (AIP-134; the SDK sends none).
+    const mask =
+      url.searchParams.get("updateMask") ??
+      (patch.ttl !== undefined ? "ttl" : patch.expireTime !== undefined ? "expireTime" : "");
     let expiresAt: number;
     if (mask === "ttl") expiresAt = context.now() + parseTtl(patch.ttl);
     else if (mask === "expireTime" || mask === "expire_time")
