@@ -11,7 +11,7 @@ import { hostileWireBenchmark } from "./b9-hostile-wire.js";
 import { proxyBenchmark } from "./b10-proxy.js";
 import { scaleBenchmark } from "./b11-scale.js";
 import { webBenchmark } from "./b12-web.js";
-import { openAiCostBenchmark } from "./b13-openai-cost.js";
+import { providerCostBenchmark } from "./b13-provider-cost.js";
 import type { Benchmark } from "./types.js";
 
 export const benchmarks: readonly Benchmark[] = [
@@ -27,5 +27,5 @@ export const benchmarks: readonly Benchmark[] = [
   proxyBenchmark,
   scaleBenchmark,
   webBenchmark,
-  openAiCostBenchmark,
+  providerCostBenchmark,
 ];
