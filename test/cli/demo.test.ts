@@ -158,6 +158,42 @@ describe("forkd demo", () => {
     },
   );
 
+  it("runs on the simulator's Gemini routes with --provider gemini: one explicit cache, billed once", async () => {
+    const result = await runCli(
+      [
+        "demo",
+        "--start-nats",
+        "--json",
+        "--provider",
+        "gemini",
+        "--children",
+        "2",
+        "--daemons",
+        "1",
+        "--ttft",
+        "0",
+        "--tps",
+        "0",
+      ],
+      { env: cleanEnv(), timeoutMs: 60_000 },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const bill = JSON.parse(result.stdout) as {
+      model: string;
+      children: { status: string; cache_read_tokens: number; cache_write_tokens: number }[];
+      forked: { cost_usd: number };
+      unforked: { cost_usd: number };
+    };
+    expect(bill.model).toBe("gemini-2.5-flash");
+    expect(bill.children.map((child) => child.status)).toEqual(["completed", "completed"]);
+    // Both read the explicit cache; its creation (and storage) is billed to the one that made it.
+    for (const child of bill.children) expect(child.cache_read_tokens).toBeGreaterThan(40_000);
+    const writes = bill.children.map((child) => child.cache_write_tokens).sort((a, b) => a - b);
+    expect(writes[0]).toBe(0);
+    expect(writes[1]).toBeGreaterThan(40_000);
+    expect(bill.forked.cost_usd).toBeLessThan(bill.unforked.cost_usd);
+  });
+
   it("refuses --real with an OpenAI provider", async () => {
     const result = await runCli(["demo", "--real", "--provider", "openai-chat"], {
       env: cleanEnv(),
