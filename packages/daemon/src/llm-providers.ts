@@ -2,7 +2,12 @@
 // nothing; a native parent's own API); an OpenAI child is bound to its prompt cache key and to its
 // native parent's request, so every request it sends starts with the bytes its siblings' do; a Gemini
 // child to its native parent and to the fan-out's explicit cache of the prefix.
-import { derivedPromptCacheKey, type LlmClient, nativeMessageCount } from "@forkd/core";
+import {
+  derivedPromptCacheKey,
+  geminiSharedMessageCount,
+  type LlmClient,
+  nativeMessageCount,
+} from "@forkd/core";
 import type { GeminiLlmClient, OpenAiApi, OpenAiLlmClient } from "@forkd/llm";
 import type { ForkPrefix, ForkSpec, LlmApi } from "@forkd/protocol";
 import { DaemonError } from "./errors.js";
@@ -57,7 +62,7 @@ export function runLlmClient(options: {
       spec.provider?.cached_content ?? (options.cacheShared === false ? undefined : "auto");
     return options.gemini.forRun({
       native: native?.prefix,
-      count: nativeMessageCount(prefix),
+      count: geminiSharedMessageCount(prefix),
       cachedContent,
     });
   }

@@ -20,8 +20,24 @@ import {
 export interface GeminiPrefixSource {
   /** The native parent, when it spoke Gemini itself. */
   native?: NativePrefix | undefined;
-  /** How many of the child's canonical messages the prefix stands for (see `nativeMessageCount`). */
+  /**
+   * How many of the child's canonical messages are its parent's, unchanged in every sibling (see
+   * {@link geminiSharedMessageCount}); for a native parent, as many of its contents and reply.
+   */
   count: number;
+}
+
+/**
+ * How many leading messages of a child's conversation are the parent's and the same in every
+ * sibling: the parent's messages and its reply; without a reply, all but a last user message, which
+ * the child's placeholders and directive join (so it differs between siblings).
+ */
+export function geminiSharedMessageCount(prefix: Pick<ForkPrefix, "params" | "reply">): number {
+  const messages = prefix.params.messages;
+  const last = messages[messages.length - 1];
+  if (prefix.reply !== undefined && prefix.reply.content.length > 0)
+    return last?.role === "assistant" ? messages.length : messages.length + 1;
+  return last?.role === "user" ? messages.length - 1 : messages.length;
 }
 
 /** What an explicit cache of the prefix holds: the prefix contents and the model's settings. */
@@ -56,11 +72,10 @@ function fullBody(request: LlmRequest, source: GeminiPrefixSource): Record<strin
   const { native } = source;
   if (native === undefined) return renderGeminiRequest(request);
   const body: Record<string, unknown> = { ...native.request };
-  body.contents = [
-    ...(native.request.contents as unknown[]),
-    ...native.reply,
-    ...renderGeminiContents(request.messages, source.count),
-  ];
+  // The parent's contents and reply map one to one onto the canonical messages they were read as:
+  // the shared ones go as the parent sent them, the rest as the child has them.
+  const items = [...(native.request.contents as unknown[]), ...native.reply];
+  body.contents = [...items.slice(0, source.count), ...renderGeminiContents(request.messages, source.count)];
   return body;
 }
 
@@ -70,11 +85,7 @@ function fullBody(request: LlmRequest, source: GeminiPrefixSource): Record<strin
  */
 export function geminiCachedPrefix(request: LlmRequest, source: GeminiPrefixSource): GeminiCachedPrefix {
   const body = fullBody(request, source);
-  const prefixLength =
-    source.native === undefined
-      ? source.count
-      : (source.native.request.contents as unknown[]).length + source.native.reply.length;
-  const out: GeminiCachedPrefix = { contents: (body.contents as GeminiContent[]).slice(0, prefixLength) };
+  const out: GeminiCachedPrefix = { contents: (body.contents as GeminiContent[]).slice(0, source.count) };
   for (const field of GEMINI_SETTINGS_FIELDS) if (body[field] !== undefined) out[field] = body[field];
   return out;
 }
@@ -92,9 +103,8 @@ export function renderGeminiChildRequest(
 ): Record<string, unknown> {
   const body = fullBody(request, source);
   if (cachedContent === undefined) return body;
-  const prefixLength = geminiCachedPrefix(request, source).contents.length;
   for (const field of GEMINI_SETTINGS_FIELDS) delete body[field];
-  body.contents = (body.contents as GeminiContent[]).slice(prefixLength);
+  body.contents = (body.contents as GeminiContent[]).slice(source.count);
   body.cachedContent = cachedContent;
   return body;
 }

@@ -8,10 +8,15 @@ import { FORK_PLACEHOLDER_RESULT } from "../directive.js";
 import { InvalidPrefixError } from "../errors.js";
 import { prepareForkRun } from "../fork-run-plan.js";
 import type { LlmRequest } from "../llm-client.js";
-import { forkPrefixFromNative, nativeMessageCount } from "../openai/native-prefix.js";
+import { forkPrefixFromNative } from "../openai/native-prefix.js";
 import { assertMayFork } from "../recursion-guard.js";
 import { GEMINI_CACHE_DISPLAY_PREFIX, geminiCacheDisplayName } from "./cache-name.js";
-import { geminiCachedPrefix, geminiForkPrefixFromNative, renderGeminiChildRequest } from "./child-request.js";
+import {
+  geminiCachedPrefix,
+  geminiForkPrefixFromNative,
+  geminiSharedMessageCount,
+  renderGeminiChildRequest,
+} from "./child-request.js";
 import {
   GEMINI_PART_BLOCK,
   GEMINI_PART_FIELD,
@@ -347,7 +352,7 @@ describe("a native Gemini parent", () => {
   it("builds the child's body from the parent's own bytes, its reply as sent back, then the child's contents", () => {
     const prefix = forkPrefixFromNative(native);
     const plan = prepareForkRun({ runId: "child-1", prefix, cacheShared: true, directive: "Check it." });
-    const source = { native, count: nativeMessageCount(prefix) };
+    const source = { native, count: geminiSharedMessageCount(prefix) };
     const body = renderGeminiChildRequest(plan.request, source);
     const contents = body.contents as Record<string, unknown>[];
     expect(contents[0]).toBe(parent.contents[0]); // the parent's own objects, not copies
@@ -366,7 +371,7 @@ describe("a native Gemini parent", () => {
   it("names an explicit cache instead of sending its settings and the prefix's contents", () => {
     const prefix = forkPrefixFromNative(native);
     const plan = prepareForkRun({ runId: "child-1", prefix, cacheShared: true, directive: "Check it." });
-    const source = { native, count: nativeMessageCount(prefix) };
+    const source = { native, count: geminiSharedMessageCount(prefix) };
     const cached = geminiCachedPrefix(plan.request, source);
     expect(cached).toEqual({
       contents: [parent.contents[0], reply],
@@ -380,10 +385,42 @@ describe("a native Gemini parent", () => {
     expect(JSON.stringify(body.contents)).toContain("Check it.");
   });
 
+  it("without a reply, shares all but the last user content, which the child's directive joins", () => {
+    const prefix = forkPrefixFromNative({ ...native, reply: [] });
+    expect(geminiSharedMessageCount(prefix)).toBe(0);
+    const plan = prepareForkRun({ runId: "child-1", prefix, cacheShared: true, directive: "Check it." });
+    const source = { native: prefix.native, count: geminiSharedMessageCount(prefix) };
+    const body = renderGeminiChildRequest(plan.request, source);
+    const contents = body.contents as { parts: Record<string, unknown>[] }[];
+    expect(contents).toHaveLength(1);
+    // The parent's own part first, as sent, then the child's directive.
+    expect(contents[0]!.parts[0]).toBe(parent.contents[0]!.parts[0]);
+    expect(JSON.stringify(contents[0]!.parts.slice(1))).toContain("Check it.");
+    expect(geminiCachedPrefix(plan.request, source).contents).toEqual([]);
+  });
+
+  it("counts the shared messages: with a reply all the parent's and the reply, without one all but a last user turn", () => {
+    const params = { model: "m", messages: [{ role: "user" as const, content: "a" }] };
+    const reply = { role: "assistant" as const, content: [{ type: "text", text: "b" }] };
+    expect(geminiSharedMessageCount({ params, reply })).toBe(2);
+    expect(geminiSharedMessageCount({ params, reply: { role: "assistant", content: [] } })).toBe(0);
+    expect(geminiSharedMessageCount({ params })).toBe(0);
+    const prefilled = {
+      model: "m",
+      messages: [...params.messages, { role: "assistant" as const, content: "pre" }],
+    };
+    expect(geminiSharedMessageCount({ params: prefilled, reply })).toBe(2);
+    expect(geminiSharedMessageCount({ params: prefilled })).toBe(2);
+    expect(geminiSharedMessageCount({ params: { model: "m", messages: [] } })).toBe(0);
+  });
+
   it("is caught by the recursion guard when the native parent is itself a fork child", () => {
     const prefix = forkPrefixFromNative(native);
     const child = prepareForkRun({ runId: "child-1", prefix, cacheShared: true, directive: "Check it." });
-    const childBody = renderGeminiChildRequest(child.request, { native, count: nativeMessageCount(prefix) });
+    const childBody = renderGeminiChildRequest(child.request, {
+      native,
+      count: geminiSharedMessageCount(prefix),
+    });
     const asParent = forkPrefixFromNative({ ...native, request: childBody, reply: [] });
     expect(() => assertMayFork({ querySource: "agent", messages: asParent.params.messages })).toThrow(
       /fork/i,

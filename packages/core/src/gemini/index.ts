@@ -7,7 +7,12 @@ export {
   geminiCacheDisplayName,
 } from "./cache-name.js";
 export type { GeminiCachedPrefix, GeminiPrefixSource } from "./child-request.js";
-export { geminiCachedPrefix, geminiForkPrefixFromNative, renderGeminiChildRequest } from "./child-request.js";
+export {
+  geminiCachedPrefix,
+  geminiForkPrefixFromNative,
+  geminiSharedMessageCount,
+  renderGeminiChildRequest,
+} from "./child-request.js";
 export type { GeminiContent, GeminiPart } from "./format.js";
 export {
   GEMINI_PART_BLOCK,
