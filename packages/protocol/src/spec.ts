@@ -58,7 +58,8 @@ export const ProviderSpecSchema = z.object({
 
 /**
  * The parent's request as its own client sent it to a non-Anthropic API (an OpenAI Chat Completions
- * or Responses body) and the reply items it got. The child's request starts with these bytes; the
+ * or Responses body, or a Gemini generateContent body with the model its URL named) and the reply
+ * items it got. The child's request starts with these bytes; the
  * `params` beside it are the same conversation in forkd's canonical (Messages) form, which the core
  * reasons about.
  */
