@@ -86,7 +86,10 @@ describe("pricing", () => {
     // $0.30 to create a million tokens, $1.00 an hour to keep them: 60 s is $1/60.
     expect(costOfTokens(flash, { ...none, cache_write_5m_tokens: million })).toBeCloseTo(0.3 + 1 / 60, 6);
     expect(costOfTokens(flash, { ...none, cache_read_tokens: million })).toBeCloseTo(0.03, 6);
-    expect(costOfTokens(flash, { ...none, input_tokens: million, output_tokens: million })).toBeCloseTo(2.8, 6);
+    expect(costOfTokens(flash, { ...none, input_tokens: million, output_tokens: million })).toBeCloseTo(
+      2.8,
+      6,
+    );
     const pro = defaultPricingTable.lookup("gemini-2.5-pro")!;
     expect(costOfTokens(pro, { ...none, cache_write_5m_tokens: million })).toBeCloseTo(1.25 + 4.5 / 60, 6);
     expect(defaultPricingTable.lookup("gemini-2.5-flash-lite")?.family).toBe("gemini-2.5-flash-lite");

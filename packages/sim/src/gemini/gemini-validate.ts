@@ -14,7 +14,7 @@ const GENERATE_FIELDS = new Set(
 const CACHE_FIELDS = new Set(
   "model displayName contents systemInstruction tools toolConfig ttl expireTime".split(" "),
 );
-/** The data fields of a `Part`: exactly one of them. */
+/** The data fields of a `Part` (its `data` oneof, as `@google/genai` 2.32's `Part` names them): exactly one. */
 const PART_DATA = [
   "text",
   "inlineData",
@@ -23,14 +23,19 @@ const PART_DATA = [
   "functionResponse",
   "executableCode",
   "codeExecutionResult",
+  "toolCall",
+  "toolResponse",
 ];
-/** The other fields a `Part` may carry. */
+/** The other fields `@google/genai` 2.32 sends in a `Part` to the Gemini API. */
 const PART_META = new Set([
   "thought",
   "thoughtSignature",
   "videoMetadata",
   "partMetadata",
   "mediaResolution",
+  "mediaProcessing",
+  "audioTranscription",
+  "speechMetadata",
 ]);
 
 /** Whether the simulator serves `model` on the Gemini routes: a Gemini family in forkd's model facts. */
