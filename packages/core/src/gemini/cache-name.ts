@@ -3,18 +3,20 @@
 // the same parent computes alike. Gemini assigns the resource name itself, so a child looks the
 // display name up before it creates a cache.
 import { createHash } from "node:crypto";
+import { GEMINI_EXPLICIT_CACHE_TTL_SECONDS } from "@forkd/protocol";
 import type { GeminiCachedPrefix } from "./child-request.js";
 
 /** Prefix of the display names forkd gives its caches. */
 export const GEMINI_CACHE_DISPLAY_PREFIX = "forkd-";
 
 /**
- * How long forkd's explicit caches live past their creation or last renewal. Storage is billed by
+ * How long forkd's explicit caches live past their creation or last renewal (the model facts price
+ * a written token with this much storage: one constant for both). Storage is billed by
  * the hour, so the cache lives little longer than its fan-out: a child renews it while it runs
  * (see {@link GEMINI_CACHE_RENEW_BELOW_SECONDS}), and it is left to expire when the group ends
  * (no daemon knows which sibling is the last). @unit seconds
  */
-export const GEMINI_CACHE_TTL_SECONDS = 60;
+export const GEMINI_CACHE_TTL_SECONDS: number = GEMINI_EXPLICIT_CACHE_TTL_SECONDS;
 
 /** A child about to name a cache with less than this left renews it for another TTL first. @unit seconds */
 export const GEMINI_CACHE_RENEW_BELOW_SECONDS = 30;

@@ -38,8 +38,8 @@ function unsupportedBlock(block: ContentBlock, where: string): never {
 /** What a `functionResponse` must say of the call it answers: its function, and its id if it had one. */
 export interface GeminiCallRef {
   name: string;
-  /** The `functionCall.id` the call carried (the API's clients may set one); absent: none. */
-  callId?: string;
+  /** The `functionCall.id` the call carried (the API's clients may set one); undefined: none. */
+  callId: string | undefined;
 }
 
 /**
@@ -55,7 +55,7 @@ export function toolCallsById(messages: readonly MessageParam[]): Map<string, Ge
       const callId = (keptPart(block)?.functionCall as { id?: unknown } | undefined)?.id;
       calls.set(String(block.id), {
         name: String(block.name),
-        ...(typeof callId === "string" ? { callId } : {}),
+        callId: typeof callId === "string" ? callId : undefined,
       });
     }
   }

@@ -24,6 +24,7 @@ import {
   geminiRequestToCanonical,
   renderGeminiContents,
   renderGeminiRequest,
+  toolCallsById,
 } from "./format.js";
 
 const PARAMS: CacheSafeParams = {
@@ -461,5 +462,192 @@ describe("a canonical parent on Gemini", () => {
     expect(geminiCacheDisplayName("gemini-2.5-flash", geminiCachedPrefix(REQUEST, { count: 1 }))).not.toBe(
       name,
     );
+  });
+});
+
+describe("edges the mutants found", () => {
+  /** What `fn` throws. */
+  const thrown = (fn: () => unknown): InvalidPrefixError => {
+    try {
+      fn();
+    } catch (error) {
+      return error as InvalidPrefixError;
+    }
+    throw new Error("did not throw");
+  };
+
+  it("names the offending field of every refusal", () => {
+    expect(thrown(() => geminiRequestToCanonical({}, "m")).path).toEqual(["contents"]);
+    expect(
+      thrown(() => geminiRequestToCanonical({ contents: [{ parts: [] }, { role: "tool", parts: [] }] }, "m"))
+        .path,
+    ).toEqual(["contents", 1]);
+    expect(
+      thrown(() => geminiRequestToCanonical({ contents: [], tools: [{ functionDeclarations: [{}] }] }, "m"))
+        .path,
+    ).toEqual(["tools"]);
+    expect(
+      thrown(() => geminiModelToAssistant({ parts: [{ text: "a" }, { functionCall: {} }] })).path,
+    ).toEqual(["parts", 1]);
+    const native: NativePrefix = { api: "gemini", request: { contents: [] }, reply: [] };
+    expect(thrown(() => geminiForkPrefixFromNative(native)).path).toEqual(["native", "model"]);
+    expect(thrown(() => geminiForkPrefixFromNative({ ...native, model: "m", reply: [{}, {}] })).path).toEqual(
+      ["native", "reply"],
+    );
+  });
+
+  it("adds no key a request does not have", () => {
+    const bare = renderGeminiRequest({
+      model: "m",
+      max_tokens: 5,
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(bare).toStrictEqual({
+      contents: [{ role: "user", parts: [{ text: "hi" }] }],
+      generationConfig: { maxOutputTokens: 5 },
+    });
+    const tools = renderGeminiRequest({ ...REQUEST, tools: [{ name: "Stat" }] } as LlmRequest).tools;
+    expect(tools).toStrictEqual([
+      { functionDeclarations: [{ name: "Stat", parametersJsonSchema: { type: "object", properties: {} } }] },
+    ]);
+    expect(geminiRequestToCanonical({ contents: [{ parts: [{ text: "hi" }] }] }, "m")).toStrictEqual({
+      model: "m",
+      messages: [
+        { role: "user", content: [{ type: "text", text: "hi", [GEMINI_PART_FIELD]: { text: "hi" } }] },
+      ],
+    });
+    const read = geminiRequestToCanonical(
+      { contents: [], tools: [{ functionDeclarations: [{ name: "A", parameters: { type: "object" } }] }] },
+      "m",
+    );
+    expect(read.tools).toStrictEqual([{ name: "A", input_schema: { type: "object" } }]);
+    // A function response to a call without an id carries none.
+    const [, answer] = renderGeminiContents([
+      { role: "assistant", content: [{ type: "tool_use", id: "t", name: "Read", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t", content: "ok" }] },
+    ]);
+    expect(answer!.parts[0]).toStrictEqual({
+      functionResponse: { name: "Read", response: { output: "ok" } },
+    });
+    const canonical = geminiCachedPrefix(REQUEST, { count: 1 });
+    expect(Object.keys(canonical)).toEqual(["contents", "systemInstruction", "tools"]);
+    const withoutSettings = geminiCachedPrefix(
+      { model: "m", max_tokens: 5, messages: REQUEST.messages },
+      { count: 1 },
+    );
+    expect(Object.keys(withoutSettings)).toEqual(["contents"]);
+    const noReply = geminiForkPrefixFromNative({
+      api: "gemini",
+      model: "m",
+      request: { contents: [] },
+      reply: [],
+    });
+    expect("reply" in noReply).toBe(false);
+  });
+
+  it("renders a kept part only when it is an object, and skips redacted thinking", () => {
+    const contents = renderGeminiContents([
+      {
+        role: "assistant",
+        content: [
+          { type: "redacted_thinking", data: "x" },
+          { type: "text", text: "a", [GEMINI_PART_FIELD]: null },
+          { type: "text", text: "b", [GEMINI_PART_FIELD]: "not a part" },
+        ],
+      },
+    ] as LlmRequest["messages"]);
+    expect(contents).toStrictEqual([{ role: "model", parts: [{ text: "a" }, { text: "b" }] }]);
+  });
+
+  it("renders a system message's blocks as one text, and refuses an image with no source", () => {
+    const [system] = renderGeminiContents([
+      {
+        role: "system",
+        content: [
+          { type: "text", text: "a" },
+          { type: "text", text: "b" },
+        ],
+      },
+    ] as LlmRequest["messages"]);
+    expect(system).toStrictEqual({ role: "user", parts: [{ text: "a\n\nb" }] });
+    expect(() =>
+      renderGeminiContents([{ role: "user", content: [{ type: "image" }] }] as LlmRequest["messages"]),
+    ).toThrow(InvalidPrefixError);
+  });
+
+  it("reads a function response's own id, and one without a response as an empty object", () => {
+    const params = geminiRequestToCanonical(
+      {
+        contents: [
+          { role: "model", parts: [{ functionCall: { name: "f" } }] },
+          { role: "user", parts: [{ functionResponse: { id: "given", name: "f" } }] },
+        ],
+      },
+      "m",
+    );
+    expect(params.messages[1]!.content).toMatchObject([
+      { type: "tool_result", tool_use_id: "given", content: "{}" },
+    ]);
+  });
+
+  it("strips only a leading models/ from a model name", () => {
+    const native: NativePrefix = {
+      api: "gemini",
+      model: "tuned-models/x",
+      request: { contents: [] },
+      reply: [],
+    };
+    expect(geminiForkPrefixFromNative(native).params.model).toBe("tuned-models/x");
+    const prefix = geminiCachedPrefix(REQUEST, { count: 1 });
+    expect(geminiCacheDisplayName("tuned-models/x", prefix)).not.toBe(
+      geminiCacheDisplayName("tuned-x", prefix),
+    );
+  });
+
+  it("shares every message of a reply-less parent whose last turn is the model's, and none of an empty one", () => {
+    const reply = { role: "assistant" as const, content: [{ type: "text", text: "b" }] };
+    expect(geminiSharedMessageCount({ params: { model: "m", messages: [] }, reply })).toBe(1);
+  });
+
+  it("indexes only the model's tool calls, with their own string id", () => {
+    const calls = toolCallsById([
+      { role: "user", content: [{ type: "tool_use", id: "u", name: "x", input: {} }] },
+      { role: "assistant", content: "text" },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "a" },
+          {
+            type: "tool_use",
+            id: "t1",
+            name: "f",
+            input: {},
+            [GEMINI_PART_FIELD]: { functionCall: { id: 5 } },
+          },
+          {
+            type: "tool_use",
+            id: "t2",
+            name: "g",
+            input: {},
+            [GEMINI_PART_FIELD]: { functionCall: { id: "own" } },
+          },
+        ],
+      },
+    ] as LlmRequest["messages"]);
+    expect([...calls.entries()]).toStrictEqual([
+      ["t1", { name: "f", callId: undefined }],
+      ["t2", { name: "g", callId: "own" }],
+    ]);
+    // Reading back, only a call (not a text part) is answered by a response of its name.
+    const params = geminiRequestToCanonical(
+      {
+        contents: [
+          { role: "model", parts: [{ text: "a" }] },
+          { role: "user", parts: [{ functionResponse: { name: "undefined", response: {} } }] },
+        ],
+      },
+      "m",
+    );
+    expect(params.messages[1]!.content).toMatchObject([{ tool_use_id: "undefined-1-0" }]);
   });
 });
