@@ -11,6 +11,7 @@ import { OpenAiLlmClient } from "@forkd/llm";
 import type { ForkPrefix, LlmApi } from "@forkd/protocol";
 import { type RequestLogEntry, renderOpenAiPrompt } from "@forkd/sim";
 import { SIM_API_KEY, startCluster } from "./cluster.js";
+import { fanOutCompleted } from "./fan-out.js";
 import { AUDIT_DIRECTIVES as DIRECTIVES, parentTurn, taggedDirective } from "./fixtures.js";
 import { geminiCosts } from "./gemini-cost.js";
 import { now, round } from "./stats.js";
@@ -125,17 +126,13 @@ export const providerCostBenchmark: Benchmark = {
               throw new Error(`${api}: child ${tag} ended ${outcome.status}: ${JSON.stringify(outcome)}`);
           }
         });
-        const fanOut = (warmFirst: boolean) => async (tags: string[]) => {
-          const handles = forks.fanOut(
+        const fanOut = (warmFirst: boolean) => (tags: string[]) =>
+          fanOutCompleted(
+            forks,
             base,
             tags.map((tag, i) => params(tag, i)),
-            { warmFirst },
+            { warmFirst, what: api },
           );
-          for (const handle of handles) {
-            const outcome = await handle.result();
-            if (outcome.status !== "completed") throw new Error(`${api}: a child ended ${outcome.status}`);
-          }
-        };
         context.log(`${api}: all at once (warm-first)`);
         const warm = await scenario("warm", fanOut(true));
         context.log(`${api}: naive parallel`);

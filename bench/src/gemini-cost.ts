@@ -9,6 +9,7 @@ import { type ForkPrefix, modelFacts } from "@forkd/protocol";
 import type { RequestLogEntry } from "@forkd/sim";
 import type { Child } from "./b13-provider-cost.js";
 import { type Cluster, SIM_API_KEY } from "./cluster.js";
+import { fanOutCompleted } from "./fan-out.js";
 import { AUDIT_DIRECTIVES as DIRECTIVES, type ParentTurn, taggedDirective } from "./fixtures.js";
 import { now, round } from "./stats.js";
 
@@ -110,17 +111,13 @@ export async function geminiCosts(options: {
     cacheCalls.length = 0;
     return { children, creations, renewals, wallMs };
   };
-  const fanOut = (warmFirst: boolean) => async (tags: string[]) => {
-    const handles = forks.fanOut(
+  const fanOut = (warmFirst: boolean) => (tags: string[]) =>
+    fanOutCompleted(
+      forks,
       base,
       tags.map((tag, i) => params(tag, i)),
-      { warmFirst },
+      { warmFirst, what: "gemini" },
     );
-    for (const handle of handles) {
-      const outcome = await handle.result();
-      if (outcome.status !== "completed") throw new Error(`gemini: a child ended ${outcome.status}`);
-    }
-  };
   options.log("gemini: one by one");
   const oneByOne = await scenario("seq", async (tags) => {
     for (const [i, tag] of tags.entries()) {
