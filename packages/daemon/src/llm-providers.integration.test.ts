@@ -147,19 +147,38 @@ describe("runLlmClient", () => {
         prefix: geminiPrefix,
         prefixHash: plan.prefixHash,
       });
-      sim.reset();
       await llm.createMessage(plan.request);
       const generate = sim.requests().find((e) => e.path.includes(":streamGenerateContent"));
       return JSON.parse(generate!.body) as Record<string, unknown>;
     };
 
     it("names the fan-out's explicit cache for a parent's prefix, and none for the daemon's own request", async () => {
+      sim.reset();
       const shared = await geminiRun(spec({ api: "gemini" }), true);
       expect(shared.cachedContent).toMatch(/^cachedContents\//);
       expect(shared.systemInstruction).toBeUndefined();
+      sim.reset();
       const own = await geminiRun(spec({ api: "gemini" }), false);
       expect(own.cachedContent).toBeUndefined();
       expect(own.systemInstruction).toBeDefined();
+    });
+
+    it("names the cache the spec gives (one the parent made), without looking for one", async () => {
+      sim.reset();
+      const made = await fetch(`${sim.url}/v1beta/cachedContents?key=gemini-providers`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "models/gemini-2.5-flash",
+          contents: [{ role: "user", parts: [{ text: "x".repeat(8000) }] }],
+        }),
+      });
+      const { name } = (await made.json()) as { name: string };
+      const before = sim.requests().length;
+      const body = await geminiRun(spec({ api: "gemini", cached_content: name }), true);
+      expect(body.cachedContent).toBe(name);
+      const after = sim.requests().slice(before);
+      expect(after.filter((e) => e.path.startsWith("/v1beta/cachedContents"))).toHaveLength(0);
     });
 
     it("fails with provider_unavailable without a Gemini client", () => {
