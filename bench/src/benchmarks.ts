@@ -11,7 +11,7 @@ import { hostileWireBenchmark } from "./b9-hostile-wire.js";
 import { proxyBenchmark } from "./b10-proxy.js";
 import { scaleBenchmark } from "./b11-scale.js";
 import { webBenchmark } from "./b12-web.js";
-import { openAiCostBenchmark } from "./b13-openai-cost.js";
+import { providerCostBenchmark } from "./b13-provider-cost.js";
 import { cascadeBenchmark } from "./b14-cascade.js";
 import { callLimitBenchmark } from "./b15-call-limit.js";
 import type { Benchmark } from "./types.js";
@@ -29,7 +29,7 @@ export const benchmarks: readonly Benchmark[] = [
   proxyBenchmark,
   scaleBenchmark,
   webBenchmark,
-  openAiCostBenchmark,
+  providerCostBenchmark,
   cascadeBenchmark,
   callLimitBenchmark,
 ];

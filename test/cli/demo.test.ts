@@ -134,42 +134,54 @@ describe("forkd demo", () => {
     expect(bill.saving_usd).toBeCloseTo(bill.unforked.cost_usd - bill.forked.cost_usd, 6);
   });
 
+  /** The bill of `forkd demo --provider <provider>` with two children on one daemon, at once. */
+  async function providerBill(provider: string) {
+    const result = await runCli(
+      ["demo", "--start-nats", "--json", "--provider", provider].concat([
+        "--children",
+        "2",
+        "--daemons",
+        "1",
+        "--ttft",
+        "0",
+        "--tps",
+        "0",
+      ]),
+      { env: cleanEnv(), timeoutMs: 60_000 },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const bill = JSON.parse(result.stdout) as {
+      model: string;
+      children: { status: string; cache_read_tokens: number; cache_write_tokens: number }[];
+      forked: { cost_usd: number };
+      unforked: { cost_usd: number };
+    };
+    expect(bill.children.map((child) => child.status)).toEqual(["completed", "completed"]);
+    // Every child reads the parent's prefix from the cache.
+    for (const child of bill.children) expect(child.cache_read_tokens).toBeGreaterThan(40_000);
+    return bill;
+  }
+
   it.each(["openai-chat", "openai-responses"])(
     "runs on the simulator's OpenAI %s route with --provider",
     async (provider) => {
-      const result = await runCli(
-        [
-          "demo",
-          "--start-nats",
-          "--json",
-          "--provider",
-          provider,
-          "--children",
-          "2",
-          "--daemons",
-          "1",
-          "--ttft",
-          "0",
-          "--tps",
-          "0",
-        ],
-        { env: cleanEnv(), timeoutMs: 60_000 },
-      );
-      expect(result.code, result.stderr).toBe(0);
-      const bill = JSON.parse(result.stdout) as {
-        model: string;
-        children: { status: string; cache_read_tokens: number; cache_write_tokens: number }[];
-        forked: { cost_usd: number };
-        unforked: { cost_usd: number };
-      };
+      const bill = await providerBill(provider);
       expect(bill.model).toBe("gpt-5");
-      expect(bill.children.map((child) => child.status)).toEqual(["completed", "completed"]);
-      // Both read the parent's prefix (its prompt_cache_key is theirs); OpenAI charges no writes.
-      for (const child of bill.children) expect(child.cache_read_tokens).toBeGreaterThan(40_000);
+      // Their prompt_cache_key is the parent's; OpenAI charges no writes.
       expect(bill.children.map((child) => child.cache_write_tokens)).toEqual([0, 0]);
       expect(bill.forked.cost_usd).toBeLessThan(bill.unforked.cost_usd / 4);
     },
   );
+
+  it("runs on the simulator's Gemini routes with --provider gemini: one explicit cache, billed once", async () => {
+    const bill = await providerBill("gemini");
+    expect(bill.model).toBe("gemini-2.5-flash");
+    // The explicit cache's creation (and storage) is billed to the child that made it.
+    const writes = bill.children.map((child) => child.cache_write_tokens).sort((a, b) => a - b);
+    expect(writes[0]).toBe(0);
+    expect(writes[1]).toBeGreaterThan(40_000);
+    expect(bill.forked.cost_usd).toBeLessThan(bill.unforked.cost_usd);
+  });
 
   it("refuses --real with an OpenAI provider", async () => {
     const result = await runCli(["demo", "--real", "--provider", "openai-chat"], {

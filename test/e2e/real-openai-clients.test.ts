@@ -9,6 +9,7 @@ import { FORK_PLACEHOLDER_RESULT, forkPrefixFromNative } from "@forkd/core";
 import type { NativePrefix } from "@forkd/protocol";
 import { OPENAI_CACHE_STEP_TOKENS, type RequestLogEntry } from "@forkd/sim";
 import { describe, expect, it } from "vitest";
+import { readNotesPrompt } from "../harness/client-sandbox.js";
 import { useForkdStack } from "../harness/forkd.js";
 import { OPENAI_CLIENT_API_KEY, runCodex, runQwenCode } from "../harness/openai-clients.js";
 
@@ -74,12 +75,7 @@ describe("real OpenAI-API clients fork with their prefix intact", () => {
     sim.reset();
     const output = await runQwenCode({
       baseUrl: sim.url,
-      prompt: [
-        "Read the notes.",
-        '@sim tool read_file {"file_path":"notes.txt"}',
-        "@sim turn",
-        "@sim say Done.",
-      ].join("\n"),
+      prompt: readNotesPrompt("read_file", { file_path: "notes.txt" }),
     });
     expect(output).toContain("Done.");
     const [parentEntry, nextEntry] = accepted("/v1/chat/completions");
@@ -121,12 +117,7 @@ describe("real OpenAI-API clients fork with their prefix intact", () => {
     sim.reset();
     await runCodex({
       baseUrl: sim.url,
-      prompt: [
-        "Read the notes.",
-        '@sim tool exec_command {"cmd":"cat notes.txt"}',
-        "@sim turn",
-        "@sim say Done.",
-      ].join("\n"),
+      prompt: readNotesPrompt("exec_command", { cmd: "cat notes.txt" }),
     });
     const [parentEntry, nextEntry] = accepted("/v1/responses");
     if (parentEntry === undefined || nextEntry === undefined)

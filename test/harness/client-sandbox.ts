@@ -5,6 +5,16 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+/**
+ * The prompt the real-client tests give an agent: the simulator calls the agent's file-reading tool
+ * `tool` on `notes.txt` with `args`, then ends the next turn with "Done.".
+ */
+export function readNotesPrompt(tool: string, args: Record<string, string>): string {
+  return ["Read the notes.", `@sim tool ${tool} ${JSON.stringify(args)}`, "@sim turn", "@sim say Done."].join(
+    "\n",
+  );
+}
+
 /** A fresh HOME and git repository (holding `notes.txt`) under a temp dir. */
 export interface ClientSandbox {
   home: string;

@@ -27,8 +27,14 @@ export async function startSimDaemon(options: SimDaemonOptions): Promise<Running
       daemonId: options.id,
       nats: { servers: [options.natsUrl] },
       workspace: options.workspace,
-      // The simulator's OpenAI routes too, under the same key (one cache scope), no retries.
-      llm: { openaiBaseURL: `${options.simUrl}/v1`, openaiApiKey: options.apiKey, maxRetries: 0 },
+      // The simulator's OpenAI and Gemini routes too, under the same key (one cache scope), no retries.
+      llm: {
+        openaiBaseURL: `${options.simUrl}/v1`,
+        openaiApiKey: options.apiKey,
+        geminiBaseURL: options.simUrl,
+        geminiApiKey: options.apiKey,
+        maxRetries: 0,
+      },
       ...options.config,
     },
   });
@@ -97,6 +103,7 @@ export async function spawnDaemon(options: SpawnDaemonOptions): Promise<DaemonPr
     FORKD_LLM_MAX_RETRIES: "0",
     ANTHROPIC_BASE_URL: options.simUrl,
     OPENAI_BASE_URL: `${options.simUrl}/v1`,
+    GOOGLE_GEMINI_BASE_URL: options.simUrl,
     ANTHROPIC_API_KEY: "sk-forkd-test",
     ...options.extraEnv,
   };

@@ -439,8 +439,10 @@ Options:
                        loaded (at most 30 s later), and waits for Ctrl-C after the bill so that
                        the page stays up
   --web-port PORT      port of the web view (default 4280; 0 picks a free one)
-  --provider API       anthropic (default), openai-chat or openai-responses: the children run on that
-                       API of the simulator, with OpenAI's caching rules (model gpt-5 unless --model)
+  --provider API       anthropic (default), openai-chat, openai-responses or gemini: the children run
+                       on that API of the simulator, with its provider's caching rules (model gpt-5,
+                       or gemini-2.5-flash, unless --model; on Gemini the children share one
+                       explicit cache of the parent's prefix)
 ${COMMON}
 
 Examples:
@@ -448,6 +450,7 @@ Examples:
   forkd demo --web
   forkd demo --children 8 --tps 200
   forkd demo --provider openai-responses
+  forkd demo --provider gemini
   ANTHROPIC_API_KEY=sk-ant-… forkd demo --real --children 3
 
 Exit codes: 0 every child completed · 1 a child failed · 2 usage · 3 no NATS and no way to start

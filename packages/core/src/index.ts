@@ -54,6 +54,7 @@ export type {
 export { describeForkCall, ForkToolBridge } from "./fork-tool-bridge.js";
 export type { BuildForkedRequestOptions, ForkedRequest, ForkShape } from "./forked-request.js";
 export { buildForkedRequest, DEFAULT_MAX_TOKENS, FORK_ACKNOWLEDGEMENT } from "./forked-request.js";
+export * from "./gemini/index.js";
 export type {
   DefaultForkRequest,
   DispatcherContext,

@@ -13,6 +13,16 @@ import {
   readPricingFile,
 } from "./pricing.js";
 
+const million = 1_000_000;
+/** No tokens of any class. */
+const none = {
+  input_tokens: 0,
+  cache_write_5m_tokens: 0,
+  cache_write_1h_tokens: 0,
+  cache_read_tokens: 0,
+  output_tokens: 0,
+};
+
 describe("pricing", () => {
   it("finds a family by the longest id prefix, provider qualifiers removed", () => {
     const family = (model: string) => defaultPricingTable.lookup(model)?.family;
@@ -55,14 +65,6 @@ describe("pricing", () => {
   });
 
   it("prices an OpenAI model's cached input at its own share of the input price, with no write charge", () => {
-    const million = 1_000_000;
-    const none = {
-      input_tokens: 0,
-      cache_write_5m_tokens: 0,
-      cache_write_1h_tokens: 0,
-      cache_read_tokens: 0,
-      output_tokens: 0,
-    };
     const gpt5 = defaultPricingTable.lookup("gpt-5")!;
     expect(costOfTokens(gpt5, { ...none, input_tokens: million })).toBeCloseTo(1.25);
     expect(costOfTokens(gpt5, { ...none, cache_read_tokens: million })).toBeCloseTo(0.125);
@@ -71,6 +73,20 @@ describe("pricing", () => {
     expect(costOfTokens(gpt41, { ...none, cache_read_tokens: million })).toBeCloseTo(0.5);
     const gpt4o = defaultPricingTable.lookup("gpt-4o")!;
     expect(costOfTokens(gpt4o, { ...none, cache_read_tokens: million })).toBeCloseTo(1.25);
+  });
+
+  it("prices a Gemini explicit cache's write as input plus 60 s of storage, its reads at a tenth", () => {
+    const flash = defaultPricingTable.lookup("gemini-2.5-flash")!;
+    // $0.30 to create a million tokens, $1.00 an hour to keep them: 60 s is $1/60.
+    expect(costOfTokens(flash, { ...none, cache_write_5m_tokens: million })).toBeCloseTo(0.3 + 1 / 60, 6);
+    expect(costOfTokens(flash, { ...none, cache_read_tokens: million })).toBeCloseTo(0.03, 6);
+    expect(costOfTokens(flash, { ...none, input_tokens: million, output_tokens: million })).toBeCloseTo(
+      2.8,
+      6,
+    );
+    const pro = defaultPricingTable.lookup("gemini-2.5-pro")!;
+    expect(costOfTokens(pro, { ...none, cache_write_5m_tokens: million })).toBeCloseTo(1.25 + 4.5 / 60, 6);
+    expect(defaultPricingTable.lookup("gemini-2.5-flash-lite")?.family).toBe("gemini-2.5-flash-lite");
   });
 
   it("takes a table of one's own", () => {

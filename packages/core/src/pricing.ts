@@ -15,7 +15,12 @@ export const CACHE_READ_MULTIPLIER = 0.1;
 /** The price of one model family: the price columns of `@forkd/protocol`'s {@link ModelFacts}. */
 export type ModelPricing = Pick<
   ModelFacts,
-  "family" | "prefixes" | "inputUsdPerMTok" | "outputUsdPerMTok" | "cacheReadMultiplier"
+  | "family"
+  | "prefixes"
+  | "inputUsdPerMTok"
+  | "outputUsdPerMTok"
+  | "cacheReadMultiplier"
+  | "cacheWriteMultiplier"
 >;
 
 /**
@@ -98,7 +103,7 @@ export function costOfTokens(pricing: ModelPricing, tokens: TokenCounts): number
   const input = pricing.inputUsdPerMTok;
   const micro =
     tokens.input_tokens * input +
-    tokens.cache_write_5m_tokens * input * CACHE_WRITE_5M_MULTIPLIER +
+    tokens.cache_write_5m_tokens * input * (pricing.cacheWriteMultiplier ?? CACHE_WRITE_5M_MULTIPLIER) +
     tokens.cache_write_1h_tokens * input * CACHE_WRITE_1H_MULTIPLIER +
     tokens.cache_read_tokens * input * (pricing.cacheReadMultiplier ?? CACHE_READ_MULTIPLIER) +
     tokens.output_tokens * pricing.outputUsdPerMTok;

@@ -30,11 +30,20 @@ describe("secretsOfConfig", () => {
         ...["--nats", "nats://daemon:url-password-1@127.0.0.1:4222", "--workspace", dir],
         ...["--nats-pass-file", passFile, "--nats-creds", credsFile],
       ],
-      overrides: { llm: { apiKey: "configured-api-key-123", openaiApiKey: "configured-openai-key-456" } },
+      overrides: {
+        llm: {
+          apiKey: "configured-api-key-123",
+          openaiApiKey: "configured-openai-key-456",
+          geminiApiKey: "configured-gemini-key-789",
+        },
+      },
     });
     const values = secretsOfConfig(config).map((secret) => secret.value);
     expect(secretsOfConfig(config).find((secret) => secret.value === "configured-openai-key-456")?.name).toBe(
       "llm.openaiApiKey",
+    );
+    expect(secretsOfConfig(config).find((secret) => secret.value === "configured-gemini-key-789")?.name).toBe(
+      "llm.geminiApiKey",
     );
     expect(values).toEqual(
       expect.arrayContaining([

@@ -29,6 +29,7 @@ export function secretsOfConfig(config: DaemonConfig): NamedSecret[] {
   add("nats.token", nats.token);
   add("llm.apiKey", config.llm.apiKey);
   add("llm.openaiApiKey", config.llm.openaiApiKey);
+  add("llm.geminiApiKey", config.llm.geminiApiKey);
   for (const [name, file] of [
     ["nats.passFile", nats.passFile],
     ["nats.nkeySeedFile", nats.nkeySeedFile],

@@ -114,6 +114,10 @@ export const DaemonConfigSchema = z.object({
       openaiBaseURL: z.string().optional(),
       /** Defaults to `OPENAI_API_KEY`; without either, specs that name an OpenAI API fail `provider_unavailable`. */
       openaiApiKey: z.string().optional(),
+      /** Base URL of the Gemini API (without `/v1beta`). Defaults to `GOOGLE_GEMINI_BASE_URL`, else Google's. */
+      geminiBaseURL: z.string().optional(),
+      /** Defaults to `GEMINI_API_KEY`; without either, specs that name the Gemini API fail `provider_unavailable`. */
+      geminiApiKey: z.string().optional(),
       maxRetries: z.coerce.number().int().nonnegative().default(4),
       /** @unit ms */
       timeoutMs: positiveInt.default(600_000),
@@ -201,6 +205,7 @@ export const DAEMON_FLAGS = {
   "log-format": { type: "string" },
   "llm-base-url": { type: "string" },
   "openai-base-url": { type: "string" },
+  "gemini-base-url": { type: "string" },
   "llm-max-retries": { type: "string" },
 } as const;
 
@@ -304,6 +309,7 @@ export function loadDaemonConfig(
   layer("logFormat", env.FORKD_LOG_FORMAT, flags["log-format"]);
   layer("llm.baseURL", undefined, flags["llm-base-url"]);
   layer("llm.openaiBaseURL", undefined, flags["openai-base-url"]);
+  layer("llm.geminiBaseURL", undefined, flags["gemini-base-url"]);
   layer("llm.maxRetries", env.FORKD_LLM_MAX_RETRIES, flags["llm-max-retries"]);
   for (const [key, value] of Object.entries(options.overrides ?? {})) raw[key] = value;
   raw.nats ??= {};

@@ -16,6 +16,7 @@ import {
   runTurnLoop,
   toolFilterFromSpec,
 } from "@forkd/core/internal";
+import type { GeminiLlmClient } from "@forkd/llm";
 import type {
   ForkEvent,
   ForkEventBody,
@@ -63,6 +64,8 @@ export interface ForkRunOptions {
   openai?: OpenAiClients | undefined;
   /** Wraps the run's model client in the cluster-wide call limits (call-limits.ts), when configured. */
   limitCalls?: ((llm: LlmClient, api: LlmApi) => LlmClient) | undefined;
+  /** The Gemini client; absent: a spec that asks for Gemini fails `provider_unavailable`. */
+  gemini?: GeminiLlmClient | undefined;
   tools: RunToolsFactory;
   config: DaemonConfig;
   signal: AbortSignal;
@@ -121,6 +124,8 @@ export async function executeForkRun(
       api,
       anthropic: options.llm,
       openai: options.openai,
+      gemini: options.gemini,
+      cacheShared,
       spec,
       prefix,
       prefixHash: plan.prefixHash,

@@ -3,7 +3,7 @@
 // derived from its prefix; a spec naming an API the daemon has no client for fails with its code.
 import { createForkPrefix, derivedPromptCacheKey, forkPrefixFromNative, type LlmClient } from "@forkd/core";
 import { prepareForkRun } from "@forkd/core/internal";
-import { OpenAiLlmClient } from "@forkd/llm";
+import { GeminiLlmClient, OpenAiLlmClient } from "@forkd/llm";
 import { type ForkPrefix, type ForkSpec, ForkSpecSchema } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -113,5 +113,89 @@ describe("runLlmClient", () => {
     } catch (error) {
       expect((error as DaemonError).code).toBe("provider_unavailable");
     }
+  });
+
+  describe("gemini", () => {
+    // A parent's turn that got a reply: the children share its messages and the reply.
+    const geminiPrefix: ForkPrefix = {
+      ...createForkPrefix({
+        model: "gemini-2.5-flash",
+        max_tokens: 100,
+        system: `You review code. ${"Background on the codebase. ".repeat(400)}`,
+        messages: [{ role: "user", content: "hello" }],
+      }),
+      reply: { role: "assistant", content: [{ type: "text", text: "Looking." }] },
+    };
+    const geminiRun = async (runSpec: ForkSpec, cacheShared: boolean) => {
+      const plan = prepareForkRun({
+        runId: runSpec.run_id,
+        prefix: geminiPrefix,
+        cacheShared,
+        directive: "@sim say ok",
+      });
+      const llm = runLlmClient({
+        api: runApi(runSpec, geminiPrefix),
+        anthropic: unusedAnthropic,
+        openai: undefined,
+        gemini: new GeminiLlmClient({
+          baseURL: sim.url,
+          apiKey: "gemini-providers",
+          retry: { maxRetries: 0 },
+        }),
+        cacheShared,
+        spec: runSpec,
+        prefix: geminiPrefix,
+        prefixHash: plan.prefixHash,
+      });
+      await llm.createMessage(plan.request);
+      const generate = sim.requests().find((e) => e.path.includes(":streamGenerateContent"));
+      return JSON.parse(generate!.body) as Record<string, unknown>;
+    };
+
+    it("names the fan-out's explicit cache for a parent's prefix, and none for the daemon's own request", async () => {
+      sim.reset();
+      const shared = await geminiRun(spec({ api: "gemini" }), true);
+      expect(shared.cachedContent).toMatch(/^cachedContents\//);
+      expect(shared.systemInstruction).toBeUndefined();
+      sim.reset();
+      const own = await geminiRun(spec({ api: "gemini" }), false);
+      expect(own.cachedContent).toBeUndefined();
+      expect(own.systemInstruction).toBeDefined();
+    });
+
+    it("names the cache the spec gives (one the parent made), without looking for one", async () => {
+      sim.reset();
+      const made = await fetch(`${sim.url}/v1beta/cachedContents?key=gemini-providers`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "models/gemini-2.5-flash",
+          contents: [{ role: "user", parts: [{ text: "x".repeat(8000) }] }],
+        }),
+      });
+      const { name } = (await made.json()) as { name: string };
+      const before = sim.requests().length;
+      const body = await geminiRun(spec({ api: "gemini", cached_content: name }), true);
+      expect(body.cachedContent).toBe(name);
+      const after = sim.requests().slice(before);
+      expect(after.filter((e) => e.path.startsWith("/v1beta/cachedContents"))).toHaveLength(0);
+    });
+
+    it("fails with provider_unavailable without a Gemini client", () => {
+      try {
+        runLlmClient({
+          api: "gemini",
+          anthropic: unusedAnthropic,
+          openai: undefined,
+          spec: spec({ api: "gemini" }),
+          prefix: geminiPrefix,
+          prefixHash: null,
+        });
+        expect.unreachable();
+      } catch (error) {
+        expect((error as DaemonError).code).toBe("provider_unavailable");
+        expect((error as DaemonError).message).toContain("GEMINI_API_KEY");
+      }
+    });
   });
 });

@@ -2,7 +2,7 @@
 // metrics; and the process behaviour: SIGTERM/SIGINT drain, exit codes.
 
 import type { LlmClient } from "@forkd/core";
-import { AnthropicLlmClient, type OpenAiApi, OpenAiLlmClient } from "@forkd/llm";
+import { AnthropicLlmClient, GeminiLlmClient, type OpenAiApi, OpenAiLlmClient } from "@forkd/llm";
 import { forkSubjects } from "@forkd/protocol";
 import type { DaemonConfig } from "./config.js";
 import { secretsOfConfig } from "./config-secrets.js";
@@ -72,6 +72,7 @@ export async function startDaemon(
       throttle,
     });
   const openai = openAiClients(config, logger);
+  const gemini = geminiClient(config, logger);
   const daemon = new ForkDaemon({
     config,
     nc,
@@ -79,6 +80,7 @@ export async function startDaemon(
     metrics,
     llm,
     ...(openai === undefined ? {} : { openai: openai.clients }),
+    ...(gemini === undefined ? {} : { gemini: gemini.client }),
     tools: daemonRunTools({ config, nc, subjects, logger, sandbox }),
     version: options.version,
     providerKeyIds: {
@@ -89,6 +91,7 @@ export async function startDaemon(
             "openai-chat": openai.keyId,
             "openai-responses": openai.keyId,
           }),
+      ...(gemini === undefined ? {} : { gemini: gemini.keyId }),
     },
   });
   try {
@@ -175,4 +178,27 @@ function openAiClients(
     return client;
   };
   return { clients: clientOf, keyId };
+}
+
+/**
+ * The daemon's Gemini client, when a Gemini key is configured (`llm.geminiApiKey`, else
+ * `GEMINI_API_KEY`); the base URL is `llm.geminiBaseURL`, else `GOOGLE_GEMINI_BASE_URL`. One client
+ * for every run: its children of one parent share one lookup of their fan-out's explicit cache.
+ */
+function geminiClient(
+  config: DaemonConfig,
+  logger: DaemonLogger,
+): { client: GeminiLlmClient; keyId: string } | undefined {
+  const apiKey = config.llm.geminiApiKey ?? process.env.GEMINI_API_KEY;
+  if (apiKey === undefined || apiKey === "") return undefined;
+  const baseURL = config.llm.geminiBaseURL ?? process.env.GOOGLE_GEMINI_BASE_URL;
+  const client = new GeminiLlmClient({
+    apiKey,
+    baseURL,
+    timeout: config.llm.timeoutMs,
+    retry: { maxRetries: config.llm.maxRetries },
+    logger,
+  });
+  // The scope of a call limit per provider key (call-limits.ts).
+  return { client, keyId: providerKeyId(baseURL ?? "https://generativelanguage.googleapis.com", apiKey) };
 }

@@ -18,6 +18,7 @@ import {
 } from "@forkd/client/internal";
 import type { LlmClient, SteeringMessage, TurnBoundary } from "@forkd/core";
 import { sealSharedPrefix } from "@forkd/core/internal";
+import type { GeminiLlmClient } from "@forkd/llm";
 import {
   emptyUsageTotals,
   type ForkEvent,
@@ -71,6 +72,8 @@ export interface RunExecutorDeps {
   llm: LlmClient;
   /** The OpenAI clients, for specs that name an OpenAI API. */
   openai?: OpenAiClients | undefined;
+  /** The Gemini client, for specs that name the Gemini API. */
+  gemini?: GeminiLlmClient | undefined;
   /** Builds the tool dispatcher of one run (built-in tools, tool host, worktree). */
   tools: RunToolsFactory;
   metrics?: DaemonMetrics;
@@ -505,6 +508,7 @@ export class RunExecutor {
         limitCalls: deps.callLimits
           ? (llm, api) => deps.callLimits!.wrap(llm, { api, parent: spec.parent.agent_id, runId })
           : undefined,
+        gemini: deps.gemini,
         tools: deps.tools,
         config,
         signal,

@@ -6,6 +6,7 @@ import { prepareForkRun } from "@forkd/core/internal";
 import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type OpenAiApi, OpenAiLlmClient } from "./openai-client.js";
+import { reviewConversation } from "./test-support/conversation.js";
 
 let sim: Sim;
 beforeAll(async () => {
@@ -20,21 +21,8 @@ const client = (api: OpenAiApi) =>
   new OpenAiLlmClient({ api, baseURL: `${sim.url}/v1`, apiKey: "sk-test-openai", retry: { maxRetries: 0 } });
 
 /** A conversation of about `tokens` tokens whose last user text is the simulator's script. */
-function conversation(tokens: number, ...script: string[]): LlmRequest {
-  return {
-    model: "gpt-5",
-    max_tokens: 1024,
-    system: `You are a careful reviewer. ${"Background paragraph about the codebase. ".repeat(Math.ceil((tokens * 4) / 41))}`,
-    tools: [
-      {
-        name: "Read",
-        description: "Reads a file",
-        input_schema: { type: "object", properties: { file_path: { type: "string" } } },
-      },
-    ],
-    messages: [{ role: "user", content: ["Review the codec.", ...script].join("\n") }],
-  };
-}
+const conversation = (tokens: number, ...script: string[]): LlmRequest =>
+  reviewConversation("gpt-5", tokens, ...script);
 
 describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
   it("streams text and reports the prompt's tokens, none cached on a cold cache", async () => {

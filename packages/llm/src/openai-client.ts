@@ -18,15 +18,9 @@ import {
 } from "@forkd/core";
 import type { NativePrefix, ProviderUsage } from "@forkd/protocol";
 import type OpenAI from "openai";
-import { startAttempt } from "./attempt-control.js";
+import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
-import {
-  abortableSleep,
-  compileRetryPolicy,
-  parseRetryAfter,
-  type RetryOptions,
-  retryDelay,
-} from "./retry.js";
+import { compileRetryPolicy, parseRetryAfter, type RetryOptions } from "./retry.js";
 
 /** The `openai` SDK's own default base URL. */
 const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
@@ -197,26 +191,19 @@ export class OpenAiLlmClient implements LlmClient {
     options: LlmCallOptions = {},
   ): Promise<LlmResponse> {
     const { signal } = options;
-    const emit = (event: LlmStreamEvent) => {
-      try {
-        options.onEvent?.(event);
-      } catch (error) {
-        this.#logger.error({ type: event.type, err: error }, "llm onEvent observer threw; event dropped");
-      }
-    };
+    const emit = observerEmitter(options.onEvent, this.#logger);
     if (signal?.aborted) throw new LlmError("aborted", "The model call was aborted before it started.");
     const body = this.body(request, requestOptions);
     for (let attempt = 1; ; attempt++) {
       const result = await this.#attempt(body, signal, emit);
       if (result.ok) return result.response;
-      const delayMs = retryDelay(result.error, attempt, result.retryAfterMs, this.#retry);
-      if (delayMs === undefined) throw result.error;
-      this.#logger.warn(
-        { model: request.model, attempt, code: result.error.code, delayMs, err: result.error },
-        "llm attempt failed; retrying",
-      );
-      emit({ type: "retry", attempt, delayMs, error: result.error.code, status: result.error.status });
-      await abortableSleep(delayMs, signal);
+      await retryOrThrow(result.error, attempt, result.retryAfterMs, {
+        policy: this.#retry,
+        model: request.model,
+        logger: this.#logger,
+        emit,
+        signal,
+      });
     }
   }
 

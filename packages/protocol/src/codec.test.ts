@@ -270,9 +270,15 @@ describe("fork spec prefixes", () => {
     expect("native" in forkPrefixCodec.decode(JSON.stringify({ params }))).toBe(false);
     // A native prefix of an API forkd does not speak is refused, not carried.
     expect(
-      thrown(() => forkPrefixCodec.decode(JSON.stringify({ params, native: { ...native, api: "gemini" } })))
+      thrown(() => forkPrefixCodec.decode(JSON.stringify({ params, native: { ...native, api: "cohere" } })))
         .path,
     ).toEqual(["native", "api"]);
+    // A Gemini one carries the model its URL named, its bytes kept as they are.
+    const gemini = {
+      params,
+      native: { api: "gemini", model: "gemini-2.5-flash", request: { contents: [], z: 1, a: 2 }, reply: [] },
+    };
+    expect(JSON.stringify(forkPrefixCodec.decode(JSON.stringify(gemini)))).toBe(JSON.stringify(gemini));
   });
 
   it("points into the union branch that got furthest", () => {

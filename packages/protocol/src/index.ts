@@ -151,6 +151,7 @@ export {
   contextWindowTokens,
   DEFAULT_CONTEXT_WINDOW_TOKENS,
   DEFAULT_MIN_CACHEABLE_TOKENS,
+  GEMINI_EXPLICIT_CACHE_TTL_SECONDS,
   MODEL_FACTS,
   minCacheableTokens,
   modelFacts,

@@ -29,6 +29,13 @@ export interface ModelFacts {
    * 0.1 for GPT-5, 0.25 for GPT-4.1, 0.5 for GPT-4o).
    */
   cacheReadMultiplier?: number;
+  /**
+   * Price of a token written to the cache as a share of the input price, when not Anthropic's 1.25
+   * (Gemini: 1, the creation billed as input, plus the storage of forkd's explicit cache for its TTL).
+   */
+  cacheWriteMultiplier?: number;
+  /** Gemini: the storage price of an explicit cache. @unit USD per million tokens per hour */
+  cacheStorageUsdPerMTokHour?: number;
 }
 
 const K200 = 200_000;
@@ -89,6 +96,46 @@ function openAiModelFacts(): ModelFacts[] {
 }
 
 /**
+ * How long forkd keeps a Gemini explicit cache (`@forkd/core`'s GEMINI_CACHE_TTL_SECONDS), which its
+ * write price includes as storage. @unit seconds
+ */
+export const GEMINI_EXPLICIT_CACHE_TTL_SECONDS = 60;
+
+/**
+ * Gemini models forkd forks on: input, cached-input and output prices and the storage price of
+ * explicit caches (per million tokens per hour) from Google's Gemini API pricing page (standard
+ * tier, prompts up to 200k tokens), and the minimum token count of a cache from its context-caching
+ * guide (1,024 for Flash, 4,096 for Pro). Creating a cache is billed as input; forkd's caches live
+ * {@link GEMINI_EXPLICIT_CACHE_TTL_SECONDS}, so a token written costs input + its storage for that long.
+ */
+function geminiModelFacts(): ModelFacts[] {
+  const gemini = (
+    family: string,
+    input: number,
+    output: number,
+    storage: number,
+    minCache: number,
+  ): ModelFacts => ({
+    family,
+    prefixes: [family],
+    inputUsdPerMTok: input,
+    outputUsdPerMTok: output,
+    minCacheableTokens: minCache,
+    contextWindowTokens: 1_048_576,
+    cacheReadMultiplier: 0.1,
+    cacheWriteMultiplier: 1 + (storage * GEMINI_EXPLICIT_CACHE_TTL_SECONDS) / 3600 / input,
+    cacheStorageUsdPerMTokHour: storage,
+  });
+  return [
+    gemini("gemini-2.5-pro", 1.25, 10, 4.5, 4096),
+    gemini("gemini-2.5-flash-lite", 0.1, 0.4, 1, 1024),
+    gemini("gemini-2.5-flash", 0.3, 2.5, 1, 1024),
+    gemini("gemini-3-pro", 2, 12, 4.5, 4096),
+    gemini("gemini-3-flash", 0.5, 3, 1, 1024),
+  ];
+}
+
+/**
  * The facts of every model id the `@anthropic-ai/sdk` `Model` type names, and of older families
  * still in use. A model id takes the row with the longest matching prefix, so `claude-opus-4-5`
  * is told apart from the older `claude-opus-4*` and `claude-opus-5-5` from `claude-opus-5`.
@@ -127,6 +174,7 @@ export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-3-opus", 15, 1024, K200),
   row("claude-3-haiku", 0.25, 2048, K200),
   ...openAiModelFacts(),
+  ...geminiModelFacts(),
 ];
 
 /** Minimum cacheable length of a model no row of {@link MODEL_FACTS} matches. @unit tokens */

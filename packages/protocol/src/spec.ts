@@ -24,9 +24,9 @@ export const Sha256HexSchema = z.string().regex(/^[0-9a-f]{64}$/, "must be a low
 /**
  * The provider API a child's requests go to. `anthropic` (Messages) unless a spec says otherwise;
  * `openai-chat` (Chat Completions) and `openai-responses` (Responses) render the same conversation
- * in OpenAI's formats (docs/llm.md).
+ * in OpenAI's formats, `gemini` in Gemini's `generateContent` format (docs/llm.md).
  */
-export const LlmApiSchema = z.enum(["anthropic", "openai-chat", "openai-responses"]);
+export const LlmApiSchema = z.enum(["anthropic", "openai-chat", "openai-responses", "gemini"]);
 
 /** Which provider runs the child, and how its requests find the parent's cache there. */
 export const ProviderSpecSchema = z.object({
@@ -43,16 +43,37 @@ export const ProviderSpecSchema = z.object({
     .describe(
       "OpenAI: the `prompt_cache_key` the child sends (one per fan-out shard; the parent's own for the first). Absent: the parent's, else none.",
     ),
+  /**
+   * Gemini: the explicit cache (`cachedContents/…`) that holds the parent's prefix, when the parent
+   * made one itself. Absent: the children's daemons find or create one per fan-out.
+   */
+  cached_content: z
+    .string()
+    .regex(/^cachedContents\/[A-Za-z0-9_-]{1,128}$/, "must be a cachedContents/<id> resource name")
+    .optional()
+    .describe(
+      "Gemini: the `cachedContents/<id>` resource holding the parent's prefix, which the child names instead of re-sending it. Absent: the daemons create one per fan-out (or find its sibling's).",
+    ),
 });
 
 /**
  * The parent's request as its own client sent it to a non-Anthropic API (an OpenAI Chat Completions
- * or Responses body) and the reply items it got. The child's request starts with these bytes; the
+ * or Responses body, or a Gemini generateContent body with the model its URL named) and the reply
+ * items it got. The child's request starts with these bytes; the
  * `params` beside it are the same conversation in forkd's canonical (Messages) form, which the core
  * reasons about.
  */
 export const NativePrefixSchema = z.object({
-  api: z.enum(["openai-chat", "openai-responses"]).describe("The API the native request was sent to."),
+  api: z
+    .enum(["openai-chat", "openai-responses", "gemini"])
+    .describe("The API the native request was sent to."),
+  /** Gemini: the model of the request's URL (`models/<model>:generateContent`): its body names none. */
+  model: z
+    .string()
+    .min(1)
+    .max(256)
+    .optional()
+    .describe("Gemini: the model the request's URL named (its body names none)."),
   // An open object with no known keys: zod keeps its members in their order and their values as they
   // are, so the parent's bytes survive the codec without restoring them.
   request: z
@@ -61,7 +82,7 @@ export const NativePrefixSchema = z.object({
   reply: z
     .array(z.looseObject({}))
     .describe(
-      "The reply as the API accepts it back: for Chat Completions the assistant message, for Responses the output items.",
+      "The reply as the API accepts it back: for Chat Completions the assistant message, for Responses the output items, for Gemini the candidate's `model` content.",
     ),
 });
 

@@ -28,11 +28,11 @@ export class ApiKeys {
   }
 
   /**
-   * The request's key (`x-api-key`, else a bearer token), its id recorded on the log entry.
+   * The request's key (`key` when the route read it itself, else `x-api-key` or a bearer token), its
+   * id recorded on the log entry.
    * @throws {@link SimApiError} `authentication_error` when there is none or it is not allowed.
    */
-  authenticate(ex: Exchange): string {
-    const key = apiKeyOf(ex.req);
+  authenticate(ex: Exchange, key: string | undefined = apiKeyOf(ex.req)): string {
     if (key === undefined) throw new SimApiError("authentication_error", "x-api-key header is required");
     if (this.#allowed !== undefined && !this.#allowed.has(key))
       throw new SimApiError("authentication_error", "invalid x-api-key");

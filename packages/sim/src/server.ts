@@ -5,7 +5,8 @@
  * (log.ts).
  *
  * Routes: `POST /v1/messages`, `POST /v1/messages/count_tokens`, `POST /v1/chat/completions` and
- * `POST /v1/responses` (OpenAI, openai/), `GET /v1/sim/stats`,
+ * `POST /v1/responses` (OpenAI, openai/), `/v1beta/models/{model}:generateContent`,
+ * `:streamGenerateContent` and `/v1beta/cachedContents` (Gemini, gemini/), `GET /v1/sim/stats`,
  * `GET /v1/sim/requests`, `POST /v1/sim/reset`, `GET /v1/sim/health`.
  */
 
@@ -18,6 +19,8 @@ import { CacheDiagnostics } from "./cache-diagnostics.js";
 import { SimOptionsError } from "./errors.js";
 import { Exchanges } from "./exchanges.js";
 import { FaultInjector } from "./faults.js";
+import { GeminiCaches } from "./gemini/gemini-cache.js";
+import { type GeminiRouteContext, geminiRoute, isGeminiPath } from "./gemini/gemini-route.js";
 import { RequestLog, type RequestLogEntry } from "./log.js";
 import { OpenAiPromptCache } from "./openai/openai-cache.js";
 import { type OpenAiRouteContext, openAiApiOf, openAiRoute } from "./openai/openai-route.js";
@@ -72,18 +75,22 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
   const exchanges = new Exchanges({ cache, log, events });
   const openAiCache = new OpenAiPromptCache(settings.clock);
   let diagnostics = new CacheDiagnostics();
+  const geminiCaches = new GeminiCaches(settings.clock);
   const reset = (): void => {
     cache.clear();
     diagnostics = new CacheDiagnostics();
     openAiCache.clear();
+    geminiCaches.clear();
     log.clear();
     faults.clear();
   };
   const stats = (): SimStats => ({ ...log.stats(), cache: cache.stats() });
-  const routeContext: OpenAiRouteContext = {
+  const routeContext: OpenAiRouteContext & GeminiRouteContext = {
     openAiCache,
+    geminiCaches,
+    now: () => settings.clock.now(),
     maxBody: settings.maxBodyBytes,
-    authenticate: (ex) => keys.authenticate(ex),
+    authenticate: (ex, key) => keys.authenticate(ex, key),
     cache,
     get diagnostics() {
       return diagnostics;
@@ -105,7 +112,8 @@ export async function startSim(options: SimOptions = {}): Promise<Sim> {
     if (path.startsWith("/v1/sim/")) return simRoute(simContext, ex, path, url);
     exchanges.track(ex);
     const openAiApi = openAiApiOf(path);
-    if (openAiApi !== undefined) openAiRoute(routeContext, ex, openAiApi);
+    if (isGeminiPath(path)) geminiRoute(routeContext, ex, url);
+    else if (openAiApi !== undefined) openAiRoute(routeContext, ex, openAiApi);
     else anthropicRoute(routeContext, ex, path);
   });
   const port = (server.address() as AddressInfo).port;

@@ -18,7 +18,7 @@ import {
   type LlmRequest,
 } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, startDaemon } from "@forkd/daemon";
-import { AnthropicLlmClient, OpenAiLlmClient } from "@forkd/llm";
+import { AnthropicLlmClient, GeminiLlmClient, OpenAiLlmClient } from "@forkd/llm";
 import { forkSubjects, type ProviderUsage } from "@forkd/protocol";
 import { newSecret } from "@forkd/protocol/internal";
 import type { Sim } from "@forkd/sim";
@@ -79,11 +79,12 @@ const OPTIONS = {
   provider: { type: "string" },
 } as const;
 
-/** The provider APIs the demo runs on; the OpenAI ones on the simulator only. */
-const DEMO_PROVIDERS = ["anthropic", "openai-chat", "openai-responses"] as const;
+/** The provider APIs the demo runs on; the OpenAI and Gemini ones on the simulator only. */
+const DEMO_PROVIDERS = ["anthropic", "openai-chat", "openai-responses", "gemini"] as const;
 type DemoProvider = (typeof DEMO_PROVIDERS)[number];
 /** The model of an OpenAI demo when `--model` names none (the fixtures are Anthropic turns). */
 const DEMO_OPENAI_MODEL = "gpt-5";
+const DEMO_GEMINI_MODEL = "gemini-2.5-flash";
 
 /** The simulator's API key of the parent and the daemons: one cache scope, as one Anthropic workspace. */
 const DEMO_API_KEY = "sk-forkd-demo";
@@ -119,7 +120,9 @@ function settingsOf(values: ParsedCommandLine<typeof OPTIONS>["values"]): DemoSe
     throw new UsageError(`--provider must be one of ${DEMO_PROVIDERS.join(", ")}, got ${values.provider}`);
   }
   if (real && provider !== "anthropic") {
-    throw new UsageError("--real runs on the Anthropic API only; the OpenAI providers run on the simulator");
+    throw new UsageError(
+      "--real runs on the Anthropic API only; the OpenAI and Gemini providers run on the simulator",
+    );
   }
   return {
     provider,
@@ -251,12 +254,14 @@ async function startStack(
       ? new AnthropicLlmClient({ retry: { maxRetries: 2 } })
       : settings.provider === "anthropic"
         ? new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } })
-        : new OpenAiLlmClient({
-            api: settings.provider === "openai-chat" ? "chat" : "responses",
-            baseURL: `${sim.url}/v1`,
-            apiKey,
-            retry: { maxRetries: 0 },
-          }).forRun({ promptCacheKey });
+        : settings.provider === "gemini"
+          ? new GeminiLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } })
+          : new OpenAiLlmClient({
+              api: settings.provider === "openai-chat" ? "chat" : "responses",
+              baseURL: `${sim.url}/v1`,
+              apiKey,
+              retry: { maxRetries: 0 },
+            }).forRun({ promptCacheKey });
 
   // One temp dir; each daemon works in a folder of its own in it, as if on a host of its own.
   const workspace = await mkdtemp(join(tmpdir(), "forkd-demo-"));
@@ -304,7 +309,14 @@ async function startStack(
           logFormat: "json",
           ...(sim === undefined
             ? {}
-            : { llm: { openaiBaseURL: `${sim.url}/v1`, openaiApiKey: DEMO_API_KEY } }),
+            : {
+                llm: {
+                  openaiBaseURL: `${sim.url}/v1`,
+                  openaiApiKey: DEMO_API_KEY,
+                  geminiBaseURL: sim.url,
+                  geminiApiKey: DEMO_API_KEY,
+                },
+              }),
         },
       });
       const logger = createDaemonLogger({
@@ -447,6 +459,7 @@ async function loadTurn(values: ParsedCommandLine<typeof OPTIONS>["values"]): Pr
     turn = parentTurnOf(await loadFixture("48k"), fixturePath("48k"));
   }
   if (values.model !== undefined) turn.prefix.params.model = values.model;
+  else if (values.provider === "gemini") turn.prefix.params.model = DEMO_GEMINI_MODEL;
   else if (values.provider !== undefined && values.provider !== "anthropic")
     turn.prefix.params.model = DEMO_OPENAI_MODEL;
   return turn;
@@ -499,7 +512,7 @@ export async function run(args: string[], context: CommandContext): Promise<numb
     const parentRequest = { ...turn.prefix.params, max_tokens: DEMO_MAX_TOKENS } as LlmRequest;
     // On OpenAI the parent sends the prompt_cache_key its children derive, so they land on its machine.
     const parentKey =
-      settings.provider === "anthropic"
+      settings.provider === "anthropic" || settings.provider === "gemini"
         ? undefined
         : derivedPromptCacheKey(computeCacheKey(turn.prefix.params, turn.prefix.betas).hash);
     const parentResponse = await stack.llm(DEMO_API_KEY, parentKey).createMessage(parentRequest, { signal });

@@ -3,6 +3,7 @@
 // the wire is the native request with the child's own messages rendered after it.
 import type { ForkPrefix, MessageParam, NativePrefix } from "@forkd/protocol";
 import { InvalidPrefixError } from "../errors.js";
+import { geminiForkPrefixFromNative } from "../gemini/child-request.js";
 import type { LlmRequest } from "../llm-client.js";
 import { chatAssistantToCanonical, chatRequestToCanonical, renderChatMessages } from "./chat-format.js";
 import {
@@ -32,6 +33,7 @@ export function chatReplyForRequest(message: Record<string, unknown>): Record<st
  * @throws {@link InvalidPrefixError} for a request the core cannot read.
  */
 export function forkPrefixFromNative(native: NativePrefix): ForkPrefix {
+  if (native.api === "gemini") return geminiForkPrefixFromNative(native);
   if (native.api === "openai-chat") {
     if (native.reply.length > 1)
       throw new InvalidPrefixError("a Chat Completions reply is one assistant message", {

@@ -3,7 +3,7 @@
 // forkd's canonical view of the conversation), charged by OpenAI's caching rules (openai-cache.ts),
 // and streamed in the API's own event format.
 import { chatRequestToCanonical, responsesRequestToCanonical } from "@forkd/core";
-import { hiResNow } from "../clock.js";
+import { acceptWithUsage, cacheScopeOf } from "../accept.js";
 import { SimApiError } from "../errors.js";
 import { type Exchange, parseJson, readBody, sleep } from "../exchange.js";
 import { runScriptedModel } from "../model.js";
@@ -114,22 +114,10 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
       headers,
     );
   }
-  const scope =
-    context.cacheScope === undefined ? (entry.keyId as string) : `scope:${context.cacheScope(apiKey)}`;
+  const scope = cacheScopeOf(context, ex, apiKey);
   const key = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
   const plan = context.openAiCache.plan(scope, renderOpenAiPrompt(api, body), key);
-  entry.acceptedAt = hiResNow();
-  const usage = {
-    input_tokens: plan.promptTokens - plan.cachedTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: plan.cachedTokens,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
-    service_tier: "standard" as const,
-  };
-  ex.inputUsage = usage;
-  const acceptedAt = entry.acceptedAt;
-  context.accepted(() => ({ seq: ex.seq, id: ex.id, at: acceptedAt, stream, usage }));
-  ex.outputTokens = reply.outputTokens;
+  acceptWithUsage(context, ex, { ...plan, outputTokens: reply.outputTokens, stream });
   // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
   const calls = reply.content.flatMap((b) =>
     b.type === "tool_use" ? [{ id: b.id.replace(/^toolu_/, "call_"), name: b.name, input: b.input }] : [],

@@ -21,8 +21,11 @@ import { validateRequest } from "../validate.js";
 export interface RouteContext {
   /** Largest request body. @unit bytes */
   maxBody: number;
-  /** Checks the request's API key and records its id on the log entry; returns the key. */
-  authenticate(ex: Exchange): string;
+  /**
+   * Checks the request's API key (`key` when the route read it from its own header, else Anthropic's
+   * and OpenAI's headers) and records its id on the log entry; returns the key.
+   */
+  authenticate(ex: Exchange, key?: string): string;
 }
 
 /** What `POST /v1/messages` needs of the server besides {@link RouteContext}. */

@@ -1,14 +1,19 @@
-// #13 Effective input cost per child on OpenAI (Chat Completions and Responses): five children of the
-// 48k parent, one by one and all at once (warm-first), against each child's own request on a cold
-// cache (no fork) and a naive parallel fan-out. The simulator charges by OpenAI's documented rules:
-// automatic prefix caching from 1,024 tokens in 128-token steps, no write charge, machines chosen
-// by prompt start and prompt_cache_key.
+// #13 Effective input cost per child per provider: five children of the 48k parent, one by one and
+// all at once (warm-first), against each child's own request on a cold cache (no fork) and a naive
+// parallel fan-out.
+// - OpenAI (Chat Completions and Responses): the simulator charges by OpenAI's documented rules,
+//   automatic prefix caching from 1,024 tokens in 128-token steps, no write charge, machines chosen
+//   by prompt start and prompt_cache_key.
+// - Gemini (gemini-cost.ts): one explicit cache of the parent's prefix per fan-out, its creation and
+//   storage counted beside the children's reads.
 import { computeCacheKey, derivedPromptCacheKey, type LlmRequest } from "@forkd/core";
 import { OpenAiLlmClient } from "@forkd/llm";
 import type { ForkPrefix, LlmApi } from "@forkd/protocol";
 import { type RequestLogEntry, renderOpenAiPrompt } from "@forkd/sim";
 import { SIM_API_KEY, startCluster } from "./cluster.js";
+import { fanOutCompleted } from "./fan-out.js";
 import { AUDIT_DIRECTIVES as DIRECTIVES, parentTurn, taggedDirective } from "./fixtures.js";
+import { geminiCosts } from "./gemini-cost.js";
 import { now, round } from "./stats.js";
 import type { BenchContext, Benchmark } from "./types.js";
 
@@ -23,7 +28,8 @@ const APIS = [
   { api: "openai-responses", client: "responses", path: "/v1/responses" },
 ] as const;
 
-interface Child {
+/** A child's first request, found by the tag its directive carries. */
+export interface Child {
   tag: string;
   entry: RequestLogEntry;
 }
@@ -58,9 +64,9 @@ function commonChars(a: string, b: string): number {
   return i;
 }
 
-export const openAiCostBenchmark: Benchmark = {
+export const providerCostBenchmark: Benchmark = {
   id: 13,
-  name: "effective input cost per child on OpenAI (5 children of the 48k parent, Chat Completions and Responses)",
+  name: "effective input cost per child per provider (5 children of the 48k parent: OpenAI Chat Completions and Responses, Gemini)",
   async run(context: BenchContext) {
     const cluster = await startCluster({ daemons: 2, concurrency: 8, latency: { ttftMs: TTFT_MS } });
     try {
@@ -120,17 +126,13 @@ export const openAiCostBenchmark: Benchmark = {
               throw new Error(`${api}: child ${tag} ended ${outcome.status}: ${JSON.stringify(outcome)}`);
           }
         });
-        const fanOut = (warmFirst: boolean) => async (tags: string[]) => {
-          const handles = forks.fanOut(
+        const fanOut = (warmFirst: boolean) => (tags: string[]) =>
+          fanOutCompleted(
+            forks,
             base,
             tags.map((tag, i) => params(tag, i)),
-            { warmFirst },
+            { warmFirst, what: api },
           );
-          for (const handle of handles) {
-            const outcome = await handle.result();
-            if (outcome.status !== "completed") throw new Error(`${api}: a child ended ${outcome.status}`);
-          }
-        };
         context.log(`${api}: all at once (warm-first)`);
         const warm = await scenario("warm", fanOut(true));
         context.log(`${api}: naive parallel`);
@@ -223,6 +225,14 @@ export const openAiCostBenchmark: Benchmark = {
         if (!ok)
           notes.push(`MISSED (${api}): worst child ${worst(seq)}× one by one, ${worst(all)}× all at once.`);
       }
+      context.log("gemini");
+      const gemini = await geminiCosts({ cluster, forks, turn, seen, log: (line) => context.log(line) });
+      figures.gemini = gemini.figures;
+      baseline.gemini = gemini.baseline;
+      headlines.push(gemini.headline);
+      baselines.push(gemini.baselineHeadline);
+      notes.push(...gemini.notes);
+      pass &&= gemini.pass;
       notes.push(
         `Floor: what OpenAI's rules allow. Cached input counts in whole 128-token steps and at least one token is computed, so a child reads at most the largest multiple of 128 below its shared prefix; child 1 can read only the parent's own prompt (OpenAI charges no write: child 1 pays the fork's delta at 1×, and the others read it). Cost = uncached input + 0.1 × cached (GPT-5), in input-token equivalents, from the usage the simulator charged; output not counted. Every child sends the parent's prompt_cache_key (derived from the prefix's cache key hash), so all land on the machine that holds the parent's prefix.`,
         `No fork: each child's exact request under an API key of its own (a cold cache), so every token is paid at 1×.`,
@@ -230,11 +240,19 @@ export const openAiCostBenchmark: Benchmark = {
       return {
         figures,
         baseline,
-        target: "every child ≤ 1.05× its floor, on both APIs",
+        target:
+          "every child ≤ 1.05× its floor, on both OpenAI APIs; on Gemini, the fan-out (children and its explicit cache) ≤ 1.05× its floor",
         headline: headlines.join("; "),
         baselineHeadline: baselines.join("; "),
         pass,
-        params: { fixture: "48k", children: 5, daemons: 2, sim_ttft_ms: TTFT_MS, model: MODEL },
+        params: {
+          fixture: "48k",
+          children: 5,
+          daemons: 2,
+          sim_ttft_ms: TTFT_MS,
+          model: MODEL,
+          gemini_model: gemini.model,
+        },
         notes,
       };
     } finally {

@@ -1,0 +1,440 @@
+// The LlmClient on Gemini's generateContent API with the official `@google/genai` SDK: the canonical
+// conversation rendered in Gemini's format (or a native parent's request with the child's contents
+// after it), the parent's prefix held in one explicit cache per fan-out and named by every child,
+// streamed over SSE, our own retry policy around it, usage mapped to forkd's fields.
+//
+// The body goes out byte for byte as forkd rendered it: the SDK would rebuild every part in its own
+// key order and drop fields it does not know (a native parent's bytes would not survive), so each
+// call hands the SDK a fetch (its documented `httpOptions.fetch`) that sends the rendered body in
+// place of the SDK's. The SDK still makes the URL, the headers and the key, parses the SSE stream
+// and the errors, and pages the cache listing.
+import {
+  GEMINI_CACHE_RENEW_BELOW_SECONDS,
+  GEMINI_CACHE_TTL_SECONDS,
+  type GeminiCachedPrefix,
+  type GeminiPart,
+  type GeminiPrefixSource,
+  geminiCacheDisplayName,
+  geminiCachedPrefix,
+  geminiModelToAssistant,
+  type LlmCallOptions,
+  type LlmClient,
+  LlmError,
+  type LlmRequest,
+  type LlmResponse,
+  type LlmStreamEvent,
+  type Logger,
+  renderGeminiChildRequest,
+  silentLogger,
+} from "@forkd/core";
+import type { ProviderUsage } from "@forkd/protocol";
+import { ApiError, type GenerateContentResponse, GoogleGenAI } from "@google/genai";
+import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
+import { errorCodeForStatus, toLlmError } from "./errors.js";
+import { compileRetryPolicy, type RetryOptions } from "./retry.js";
+
+/** Options of {@link GeminiLlmClient}. */
+export interface GeminiClientOptions {
+  /** @default process.env.GEMINI_API_KEY */
+  apiKey?: string | undefined;
+  /** Base URL without `/v1beta`, e.g. the simulator's `http://127.0.0.1:PORT`. @default process.env.GOOGLE_GEMINI_BASE_URL, else Google's */
+  baseURL?: string | undefined;
+  /** Per attempt: the longest wait for the first byte, and then between two chunks. @default 600000 @unit ms */
+  timeout?: number;
+  /** Retry policy. @default { maxRetries: 4, baseDelayMs: 500, maxDelayMs: 30000 } */
+  retry?: RetryOptions;
+  /** @default a logger that writes nothing */
+  logger?: Logger;
+}
+
+/** What one child's requests carry besides the conversation. */
+export interface GeminiRequestOptions extends Partial<GeminiPrefixSource> {
+  /**
+   * The explicit cache of the prefix: a name the parent gave (`cachedContents/…`), `"auto"` to find
+   * the fan-out's cache or create it, or absent to send the whole prefix (implicit caching only).
+   */
+  cachedContent?: string | undefined;
+}
+
+/** Usage as Gemini reports it (`usageMetadata`). */
+export interface GeminiUsage {
+  promptTokenCount?: number;
+  cachedContentTokenCount?: number;
+  candidatesTokenCount?: number;
+  thoughtsTokenCount?: number;
+  toolUsePromptTokenCount?: number;
+}
+
+/**
+ * Gemini usage as forkd's: `input_tokens` the prompt less its cached tokens (`promptTokenCount`
+ * counts them), `cache_read_input_tokens` the cached ones (explicit or implicit), `output_tokens` the
+ * candidates' and the thoughts' tokens (both billed as output), and `written` tokens of an explicit
+ * cache this request created as `cache_creation_input_tokens` (billed as input plus storage).
+ */
+export function usageFromGemini(usage: GeminiUsage | null | undefined, written = 0): ProviderUsage {
+  const prompt = (usage?.promptTokenCount ?? 0) + (usage?.toolUsePromptTokenCount ?? 0);
+  const cached = usage?.cachedContentTokenCount ?? 0;
+  return {
+    input_tokens: prompt - cached,
+    output_tokens: (usage?.candidatesTokenCount ?? 0) + (usage?.thoughtsTokenCount ?? 0),
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: cached,
+  };
+}
+
+const STOP_REASONS: Record<string, string> = {
+  STOP: "end_turn",
+  MAX_TOKENS: "max_tokens",
+  SAFETY: "refusal",
+  RECITATION: "refusal",
+  BLOCKLIST: "refusal",
+  PROHIBITED_CONTENT: "refusal",
+  SPII: "refusal",
+};
+
+/** The explicit cache a request names, and the tokens written creating it that no request billed yet. */
+interface CacheUse {
+  name: string;
+  /** The memo's key, when found or created here. */
+  displayName?: string;
+  written: number;
+  /** When the cache expires, as last known (found, created or renewed here). @unit ms since epoch */
+  expiresAt?: number;
+  /** The renewal in flight, shared by the siblings that need it. */
+  renewing?: Promise<void> | undefined;
+}
+
+/**
+ * {@link LlmClient} on Gemini's generateContent API, streaming (`streamGenerateContent?alt=sse`).
+ * Use {@link GeminiLlmClient.forRun} for a child: it binds the native prefix and the explicit cache.
+ *
+ * - One explicit cache per prefix: its display name is a hash of what it holds, so the siblings of a
+ *   fan-out (released after the first child's response began) find the first one's cache by listing
+ *   instead of each creating one; on one daemon, concurrent siblings share one lookup. A prefix below
+ *   the model's minimum is sent whole. Caches live {@link GEMINI_CACHE_TTL_SECONDS} and are left to
+ *   expire; a child that finds its cache gone makes it again once.
+ * - The SDK's retries are off; 429, 5xx, resets and timeouts are retried with backoff, never once
+ *   output began (`stream_interrupted`).
+ * - The caller's signal aborts at any point; the rejection carries the text so far.
+ */
+export class GeminiLlmClient implements LlmClient {
+  readonly #sdk: GoogleGenAI;
+  readonly #timeoutMs: number;
+  readonly #retry: ReturnType<typeof compileRetryPolicy>;
+  readonly #logger: Logger;
+  /** display name → the cache found or created for it (null: the prefix is too small to cache). */
+  readonly #caches = new Map<string, Promise<CacheUse | null>>();
+
+  constructor(options: GeminiClientOptions = {}) {
+    this.#timeoutMs = options.timeout ?? 600_000;
+    this.#retry = compileRetryPolicy(options.retry);
+    this.#logger = options.logger ?? silentLogger;
+    const baseUrl = options.baseURL ?? process.env.GOOGLE_GEMINI_BASE_URL;
+    this.#sdk = new GoogleGenAI({
+      apiKey: options.apiKey ?? process.env.GEMINI_API_KEY ?? "",
+      httpOptions: {
+        ...(baseUrl === undefined || baseUrl === "" ? {} : { baseUrl }),
+        retryOptions: { attempts: 1 },
+      },
+    });
+  }
+
+  /** An {@link LlmClient} for one child: every request carries `options`' prefix and cache. */
+  forRun(options: GeminiRequestOptions): LlmClient {
+    return { createMessage: (request, callOptions) => this.send(request, options, callOptions) };
+  }
+
+  createMessage(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
+    return this.send(request, {}, options);
+  }
+
+  /** The generateContent body of `request` (streaming is the URL's, not the body's). */
+  body(
+    request: LlmRequest,
+    options: GeminiRequestOptions = {},
+    cachedContent?: string,
+  ): Record<string, unknown> {
+    return renderGeminiChildRequest(request, sourceOf(request, options), cachedContent);
+  }
+
+  /** Sends one request with retries. Rejects with {@link LlmError}. */
+  async send(
+    request: LlmRequest,
+    requestOptions: GeminiRequestOptions,
+    options: LlmCallOptions = {},
+  ): Promise<LlmResponse> {
+    const { signal } = options;
+    const emit = observerEmitter(options.onEvent, this.#logger);
+    if (signal?.aborted) throw new LlmError("aborted", "The model call was aborted before it started.");
+    let remade = false;
+    for (let attempt = 1; ; attempt++) {
+      let cache: CacheUse | null = null;
+      // The creation is billed once, to the first request that succeeds with it: claimed here, before
+      // any await, so that concurrent siblings on this daemon do not each report it.
+      let written = 0;
+      let result: Awaited<ReturnType<GeminiLlmClient["attempt"]>>;
+      try {
+        cache = await this.#cacheOf(request, requestOptions, signal);
+        written = cache?.written ?? 0;
+        if (cache !== null) cache.written = 0;
+        const body = this.body(request, requestOptions, cache?.name);
+        result = await this.attempt(request.model, body, signal, emit, written);
+      } catch (thrown) {
+        // The cache's lookup or creation failed: classified as a model call's failure would be.
+        result = {
+          ok: false,
+          error: toLlmError(asLlmError(thrown, signal), { aborted: signal?.aborted === true }),
+        };
+      }
+      if (result.ok) return result.response;
+      if (cache !== null) cache.written += written;
+      if (cache?.displayName !== undefined && !remade && isCacheGone(result.error)) {
+        // Expired, or deleted by someone else: make it again, once, and say so.
+        remade = true;
+        this.#caches.delete(cache.displayName);
+        this.#logger.warn({ cache: cache.name }, "gemini explicit cache gone; creating it again");
+        continue;
+      }
+      await retryOrThrow(result.error, attempt, undefined, {
+        policy: this.#retry,
+        model: request.model,
+        logger: this.#logger,
+        emit,
+        signal,
+      });
+    }
+  }
+
+  /** The explicit cache a request names: the parent's, the fan-out's (found or created), or none. */
+  async #cacheOf(
+    request: LlmRequest,
+    options: GeminiRequestOptions,
+    signal: AbortSignal | undefined,
+  ): Promise<CacheUse | null> {
+    const named = options.cachedContent;
+    if (named === undefined) return null;
+    if (named !== "auto") return { name: named, written: 0 };
+    const prefix = geminiCachedPrefix(request, sourceOf(request, options));
+    if (prefix.contents.length === 0) return null;
+    const displayName = geminiCacheDisplayName(request.model, prefix);
+    let pending = this.#caches.get(displayName);
+    if (pending === undefined) {
+      pending = this.#findOrCreate(request.model, displayName, prefix, signal);
+      this.#caches.set(displayName, pending);
+      // A failed lookup is not remembered: the next request tries again.
+      pending.catch(() => this.#caches.delete(displayName));
+    }
+    const use = await pending;
+    if (use?.expiresAt !== undefined && use.expiresAt - Date.now() < GEMINI_CACHE_RENEW_BELOW_SECONDS * 1000)
+      await this.#renew(use, signal);
+    return use;
+  }
+
+  /**
+   * Extends a cache a child still needs by another TTL (its storage is billed for as long as it
+   * lives: a short TTL renewed while the fan-out runs costs what the fan-out needs). Concurrent
+   * siblings on this daemon renew once.
+   */
+  async #renew(use: CacheUse, signal: AbortSignal | undefined): Promise<void> {
+    use.renewing ??= this.#sdk.caches
+      .update({
+        name: use.name,
+        config: {
+          ttl: `${GEMINI_CACHE_TTL_SECONDS}s`,
+          ...(signal === undefined ? {} : { abortSignal: signal }),
+        },
+      })
+      .then((updated) => {
+        use.expiresAt = Date.parse(updated.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000;
+        this.#logger.info(
+          { cache: use.name, ttlSeconds: GEMINI_CACHE_TTL_SECONDS },
+          "gemini explicit cache renewed",
+        );
+      })
+      .finally(() => {
+        use.renewing = undefined;
+      });
+    await use.renewing;
+  }
+
+  async #findOrCreate(
+    model: string,
+    displayName: string,
+    prefix: GeminiCachedPrefix,
+    signal: AbortSignal | undefined,
+  ): Promise<CacheUse | null> {
+    const modelName = `models/${model.replace(/^models\//, "")}`;
+    const pager = await this.#sdk.caches.list({
+      config: { pageSize: 1000, ...(signal === undefined ? {} : { abortSignal: signal }) },
+    });
+    // A cache about to expire may be gone before the request reaches it: make a fresh one instead.
+    const freshUntil = Date.now() + 5_000;
+    for await (const cached of pager) {
+      if (
+        cached.displayName === displayName &&
+        cached.model === modelName &&
+        cached.name !== undefined &&
+        Date.parse(cached.expireTime ?? "") > freshUntil
+      )
+        return { name: cached.name, displayName, written: 0, expiresAt: Date.parse(cached.expireTime ?? "") };
+    }
+    try {
+      const created = await this.#sdk.caches.create({
+        model: modelName,
+        config: {
+          ...(signal === undefined ? {} : { abortSignal: signal }),
+          // The prefix as rendered, not as the SDK would rebuild it (see the file's head).
+          httpOptions: {
+            fetch: sendingBody({
+              model: modelName,
+              displayName,
+              ...prefix,
+              ttl: `${GEMINI_CACHE_TTL_SECONDS}s`,
+            }),
+          },
+        },
+      });
+      if (created.name === undefined) throw new LlmError("unknown", "cachedContents.create returned no name");
+      return {
+        name: created.name,
+        displayName,
+        written: created.usageMetadata?.totalTokenCount ?? 0,
+        expiresAt: Date.parse(created.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000,
+      };
+    } catch (thrown) {
+      if (thrown instanceof ApiError && thrown.status === 400 && /too small/i.test(thrown.message)) {
+        this.#logger.info(
+          { model, displayName },
+          "prefix below the model's explicit-cache minimum; sent whole",
+        );
+        return null;
+      }
+      throw thrown;
+    }
+  }
+
+  /** One streamed attempt of `body`. */
+  async attempt(
+    model: string,
+    body: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+    emit: (event: LlmStreamEvent) => void,
+    written: number,
+  ): Promise<{ ok: true; response: LlmResponse } | { ok: false; error: LlmError }> {
+    const control = startAttempt(signal, this.#timeoutMs);
+    const startedAt = performance.now();
+    let ttftMs: number | undefined;
+    let text = "";
+    let outputBegan = false;
+    try {
+      control.arm();
+      const stream = await this.#sdk.models.generateContentStream({
+        model,
+        // What the SDK would send in place of `body` (see the file's head); it requires contents.
+        contents: [{ role: "user", parts: [{ text: "" }] }],
+        config: {
+          abortSignal: control.controller.signal,
+          httpOptions: { fetch: sendingBody(body) },
+        },
+      });
+      const parts: GeminiPart[] = [];
+      let finish: string | undefined;
+      let usage: GeminiUsage | undefined;
+      let id = "";
+      let modelVersion = model;
+      for await (const chunk of stream as AsyncGenerator<GenerateContentResponse>) {
+        control.arm();
+        if (ttftMs === undefined) {
+          ttftMs = performance.now() - startedAt;
+          emit({ type: "response_started", ttftMs, requestId: chunk.responseId });
+        }
+        if (chunk.responseId) id = chunk.responseId;
+        if (chunk.modelVersion) modelVersion = chunk.modelVersion;
+        if (chunk.usageMetadata) usage = chunk.usageMetadata as GeminiUsage;
+        const candidate = chunk.candidates?.[0];
+        for (const part of (candidate?.content?.parts ?? []) as GeminiPart[]) {
+          outputBegan = true;
+          if (typeof part.text === "string" && part.thought !== true) {
+            text += part.text;
+            emit({ type: "text_delta", text: part.text });
+          }
+          appendPart(parts, part);
+        }
+        if (candidate?.finishReason) finish = candidate.finishReason;
+      }
+      if (finish === undefined)
+        throw new LlmError("connection", "The response stream ended without a finishReason.", {
+          retryable: true,
+        });
+      const message = geminiModelToAssistant({ parts });
+      const calls = message.content.some((block) => block.type === "tool_use");
+      return {
+        ok: true,
+        response: {
+          id,
+          model: modelVersion,
+          message,
+          stop_reason:
+            finish === "STOP" && calls ? "tool_use" : (STOP_REASONS[finish] ?? finish.toLowerCase()),
+          usage: usageFromGemini(usage, written),
+          ttftMs: ttftMs ?? 0,
+          durationMs: performance.now() - startedAt,
+        },
+      };
+    } catch (thrown) {
+      control.controller.abort();
+      const error = toLlmError(asLlmError(thrown, signal), {
+        aborted: signal?.aborted === true,
+        timedOut: control.timedOut(),
+        outputBegan,
+        partialText: outputBegan ? text : undefined,
+      });
+      return { ok: false, error };
+    } finally {
+      control.close();
+    }
+  }
+}
+
+/** A fetch that sends `body`, serialised once, in place of the body the SDK made. */
+function sendingBody(body: Record<string, unknown>): typeof fetch {
+  const text = JSON.stringify(body);
+  return (input, init) => fetch(input, { ...init, body: text });
+}
+
+/** Where a request's prefix comes from: the options' native parent and count, else none. */
+function sourceOf(request: LlmRequest, options: GeminiRequestOptions): GeminiPrefixSource {
+  return { native: options.native, count: options.count ?? request.messages.length };
+}
+
+/**
+ * Adds a streamed part to the reply: a text chunk joins the text before it (the API streams one
+ * text part in pieces) unless either is a thought or carries a signature, which stay parts of their own.
+ */
+function appendPart(parts: GeminiPart[], part: GeminiPart): void {
+  const last = parts[parts.length - 1];
+  const plain = (p: GeminiPart | undefined) =>
+    p !== undefined &&
+    typeof p.text === "string" &&
+    p.thought === undefined &&
+    p.thoughtSignature === undefined;
+  if (plain(last) && plain(part) && Object.keys(part).length === 1) last!.text = `${last!.text}${part.text}`;
+  else parts.push({ ...part });
+}
+
+/** A cache the request named is gone (expired or deleted): the API answers 403 or 404 naming it. */
+function isCacheGone(error: LlmError): boolean {
+  return (error.status === 403 || error.status === 404) && /cachedcontent/i.test(error.message);
+}
+
+/** An SDK error as an {@link LlmError} with the code of its status (the rest is classified by `toLlmError`). */
+function asLlmError(thrown: unknown, signal: AbortSignal | undefined): unknown {
+  if (thrown instanceof LlmError) return thrown;
+  if (signal?.aborted) return new LlmError("aborted", "The model call was aborted.", { cause: thrown });
+  if (thrown instanceof ApiError)
+    return new LlmError(errorCodeForStatus(thrown.status), thrown.message, {
+      status: thrown.status,
+      cause: thrown,
+    });
+  return thrown;
+}
