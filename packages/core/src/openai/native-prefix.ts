@@ -76,17 +76,51 @@ export function renderNativeChildRequest(
   const body: Record<string, unknown> = { ...native.request };
   // The same key in the same place: a model override changes only its value.
   body.model = request.model;
+  // With no reply, the child's first blocks joined the parent's last user message in canonical form:
+  // on the wire they follow the parent's message, as one of their own.
+  const joined = joinedToLastParentMessage(native, request.messages, count);
   if (native.api === "openai-chat") {
     const messages = native.request.messages as unknown[];
     body.messages = [
       ...messages,
       ...native.reply.map(chatReplyForRequest),
+      ...(joined ? renderChatMessages([joined], 0) : []),
       ...renderChatMessages(request.messages, count),
     ];
   } else {
     const input = native.request.input;
     const items = typeof input === "string" ? [stringInputItem(input)] : (input as unknown[]);
-    body.input = [...items, ...native.reply, ...renderResponsesItems(request.messages, count)];
+    body.input = [
+      ...items,
+      ...native.reply,
+      ...(joined ? renderResponsesItems([joined], 0) : []),
+      ...renderResponsesItems(request.messages, count),
+    ];
   }
   return body;
+}
+
+/**
+ * The blocks a child added to the parent's last message (a user message: the parent's turn has no
+ * reply, so the child's directive joined it), as a user message of their own; none otherwise.
+ */
+function joinedToLastParentMessage(
+  native: NativePrefix,
+  messages: readonly MessageParam[],
+  count: number,
+): MessageParam | undefined {
+  const childLast = messages[count - 1];
+  if (native.reply.length > 0 || childLast?.role !== "user") return undefined;
+  const parent =
+    native.api === "openai-chat"
+      ? chatRequestToCanonical(native.request)
+      : responsesRequestToCanonical(native.request);
+  const parentLast = parent.messages[count - 1];
+  if (parentLast === undefined) return undefined;
+  const added = blocksOf(childLast).slice(blocksOf(parentLast).length);
+  return added.length > 0 ? { role: "user", content: added as MessageParam["content"] } : undefined;
+}
+
+function blocksOf(message: MessageParam): readonly unknown[] {
+  return typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content;
 }

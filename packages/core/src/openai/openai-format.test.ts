@@ -201,6 +201,40 @@ describe("native parents", () => {
     expect(Object.keys(body)).toEqual(Object.keys(parent));
   });
 
+  it("sends the child's directive after a parent turn that has no reply yet, on both APIs", () => {
+    const chat = forkPrefixFromNative({ api: "openai-chat", request: parent, reply: [] });
+    const chatPlan = prepareForkRun({
+      runId: "child-1",
+      prefix: chat,
+      cacheShared: true,
+      directive: "Check it.",
+    });
+    const chatBody = renderNativeChildRequest(chat.native!, chatPlan.request, nativeMessageCount(chat));
+    const messages = chatBody.messages as Record<string, unknown>[];
+    expect(messages.slice(0, 2)).toEqual(parent.messages);
+    expect(messages).toHaveLength(3);
+    expect(messages[2]).toMatchObject({ role: "user" });
+    expect(JSON.stringify(messages[2])).toContain("Check it.");
+
+    const codex = {
+      model: "gpt-5",
+      input: [{ type: "message", role: "user", content: "Audit." }],
+      stream: true,
+    };
+    const responses = forkPrefixFromNative({ api: "openai-responses", request: codex, reply: [] });
+    const plan = prepareForkRun({
+      runId: "child-2",
+      prefix: responses,
+      cacheShared: true,
+      directive: "Check it.",
+    });
+    const body = renderNativeChildRequest(responses.native!, plan.request, nativeMessageCount(responses));
+    const input = body.input as Record<string, unknown>[];
+    expect(input[0]).toBe(codex.input[0]);
+    expect(input).toHaveLength(2);
+    expect(JSON.stringify(input[1])).toContain("Check it.");
+  });
+
   it("is caught by the recursion guard when the native parent is itself a fork child", () => {
     const prefix = forkPrefixFromNative({ api: "openai-chat", request: parent, reply: [reply] });
     const child = prepareForkRun({ runId: "child-1", prefix, cacheShared: true, directive: "Check it." });
