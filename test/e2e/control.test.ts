@@ -312,6 +312,9 @@ describe("a budget shared by a group", () => {
     };
     const costs = await spend();
     const total = costs.reduce((sum, cost) => sum + cost, 0);
+    console.log(
+      `group budget: spent $${total.toFixed(6)} against a $${cap} cap in ${costs.length} calls (the dearest $${Math.max(...costs).toFixed(6)}); ${pausedAtCap.length} of 10 runs paused`,
+    );
     expect(total).toBeGreaterThanOrEqual(cap);
     expect(total).toBeLessThan(cap + Math.max(...costs));
     // The daemons' count agrees with the logs, and no call holds a reservation.
