@@ -101,26 +101,26 @@ export function renderNativeChildRequest(
 }
 
 /**
- * The blocks a child added to the parent's last message (a user message: the parent's turn has no
- * reply, so the child's directive joined it), as a user message of their own; none otherwise.
+ * The blocks a child added to the parent's last message (the parent's turn has no reply, so the
+ * child's directive joined its last user message in canonical form), as a user message of their own;
+ * none when the turn has a reply or nothing was added.
  */
 function joinedToLastParentMessage(
   native: NativePrefix,
   messages: readonly MessageParam[],
   count: number,
 ): MessageParam | undefined {
-  const childLast = messages[count - 1];
-  if (native.reply.length > 0 || childLast?.role !== "user") return undefined;
+  if (native.reply.length > 0) return undefined;
   const parent =
     native.api === "openai-chat"
       ? chatRequestToCanonical(native.request)
       : responsesRequestToCanonical(native.request);
-  const parentLast = parent.messages[count - 1];
-  if (parentLast === undefined) return undefined;
-  const added = blocksOf(childLast).slice(blocksOf(parentLast).length);
-  return added.length > 0 ? { role: "user", content: added as MessageParam["content"] } : undefined;
+  const parentBlocks = blocksOf(parent.messages[count - 1]!).length;
+  const added = blocksOf(messages[count - 1]!).slice(parentBlocks);
+  return added.length === 0 ? undefined : { role: "user", content: added as MessageParam["content"] };
 }
 
+/** A message's content blocks; a string is one text block. */
 function blocksOf(message: MessageParam): readonly unknown[] {
   return typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content;
 }

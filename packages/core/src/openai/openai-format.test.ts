@@ -213,8 +213,8 @@ describe("native parents", () => {
     const messages = chatBody.messages as Record<string, unknown>[];
     expect(messages.slice(0, 2)).toEqual(parent.messages);
     expect(messages).toHaveLength(3);
-    expect(messages[2]).toMatchObject({ role: "user" });
-    expect(JSON.stringify(messages[2])).toContain("Check it.");
+    expect(messages[2]).toEqual({ role: "user", content: expect.stringContaining("Check it.") });
+    expect(messages[2]!.content).not.toContain("Audit."); // the parent's own text is sent once
 
     const codex = {
       model: "gpt-5",
@@ -233,6 +233,48 @@ describe("native parents", () => {
     expect(input[0]).toBe(codex.input[0]);
     expect(input).toHaveLength(2);
     expect(JSON.stringify(input[1])).toContain("Check it.");
+  });
+
+  it("adds nothing after a reply, nor after a parent turn that ends on its own assistant message", () => {
+    // A reply of two blocks after a one-block user message: nothing of it is a joined directive.
+    const talkative = { ...reply, content: "Reading it.", annotations: undefined };
+    const withReply = forkPrefixFromNative({ api: "openai-chat", request: parent, reply: [talkative] });
+    const plan = prepareForkRun({
+      runId: "child-1",
+      prefix: withReply,
+      cacheShared: true,
+      directive: "Check it.",
+    });
+    const body = renderNativeChildRequest(withReply.native!, plan.request, nativeMessageCount(withReply));
+    const roles = (body.messages as { role: string }[]).map((message) => message.role);
+    expect(roles.slice(0, 4)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(roles.filter((role) => role === "assistant")).toHaveLength(1);
+
+    const prefilled = {
+      ...parent,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Audit." },
+            { type: "text", text: "Both files." },
+          ],
+        },
+        { role: "assistant", content: "Sure:" },
+      ],
+    };
+    const prefill = forkPrefixFromNative({ api: "openai-chat", request: prefilled, reply: [] });
+    const next = prepareForkRun({
+      runId: "child-2",
+      prefix: prefill,
+      cacheShared: true,
+      directive: "Check it.",
+    });
+    const prefillBody = renderNativeChildRequest(prefill.native!, next.request, nativeMessageCount(prefill));
+    const messages = prefillBody.messages as Record<string, unknown>[];
+    expect(messages.slice(0, 2)).toEqual(prefilled.messages);
+    expect(messages.slice(2).map((message) => message.role)).toEqual(["user"]);
+    expect(messages[2]).toEqual({ role: "user", content: expect.stringContaining("Check it.") });
   });
 
   it("is caught by the recursion guard when the native parent is itself a fork child", () => {
