@@ -28,10 +28,26 @@ import {
   silentLogger,
 } from "@forkd/core";
 import type { ProviderUsage } from "@forkd/protocol";
-import { ApiError, type GenerateContentResponse, GoogleGenAI } from "@google/genai";
+import type { GenerateContentResponse, GoogleGenAI } from "@google/genai";
 import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
 import { compileRetryPolicy, type RetryOptions } from "./retry.js";
+
+type GenAiSdk = typeof import("@google/genai");
+let genAiModule: Promise<GenAiSdk> | undefined;
+/** The SDK once loaded: errors are told apart with its classes. */
+let loadedGenAi: GenAiSdk | undefined;
+/**
+ * `@google/genai`, imported once, when a client first needs it: a daemon that never calls Gemini
+ * does not hold it in memory (bench #8's idle and peak RSS).
+ */
+function genAiSdk(): Promise<GenAiSdk> {
+  genAiModule ??= import("@google/genai").then((sdk) => {
+    loadedGenAi = sdk;
+    return sdk;
+  });
+  return genAiModule;
+}
 
 /** Options of {@link GeminiLlmClient}. */
 export interface GeminiClientOptions {
@@ -118,7 +134,8 @@ interface CacheUse {
  * - The caller's signal aborts at any point; the rejection carries the text so far.
  */
 export class GeminiLlmClient implements LlmClient {
-  readonly #sdk: GoogleGenAI;
+  #sdk: Promise<GoogleGenAI> | undefined;
+  readonly #sdkOptions: ConstructorParameters<typeof GoogleGenAI>[0];
   readonly #timeoutMs: number;
   readonly #retry: ReturnType<typeof compileRetryPolicy>;
   readonly #logger: Logger;
@@ -130,13 +147,19 @@ export class GeminiLlmClient implements LlmClient {
     this.#retry = compileRetryPolicy(options.retry);
     this.#logger = options.logger ?? silentLogger;
     const baseUrl = options.baseURL ?? process.env.GOOGLE_GEMINI_BASE_URL;
-    this.#sdk = new GoogleGenAI({
+    this.#sdkOptions = {
       apiKey: options.apiKey ?? process.env.GEMINI_API_KEY ?? "",
       httpOptions: {
         ...(baseUrl === undefined || baseUrl === "" ? {} : { baseUrl }),
         retryOptions: { attempts: 1 },
       },
-    });
+    };
+  }
+
+  // The SDK is loaded at the first request (see genAiSdk).
+  #client(): Promise<GoogleGenAI> {
+    this.#sdk ??= genAiSdk().then((sdk) => new sdk.GoogleGenAI(this.#sdkOptions));
+    return this.#sdk;
   }
 
   /** An {@link LlmClient} for one child: every request carries `options`' prefix and cache. */
@@ -236,14 +259,16 @@ export class GeminiLlmClient implements LlmClient {
    * siblings on this daemon renew once.
    */
   async #renew(use: CacheUse, signal: AbortSignal | undefined): Promise<void> {
-    use.renewing ??= this.#sdk.caches
-      .update({
-        name: use.name,
-        config: {
-          ttl: `${GEMINI_CACHE_TTL_SECONDS}s`,
-          ...(signal === undefined ? {} : { abortSignal: signal }),
-        },
-      })
+    use.renewing ??= this.#client()
+      .then((sdk) =>
+        sdk.caches.update({
+          name: use.name,
+          config: {
+            ttl: `${GEMINI_CACHE_TTL_SECONDS}s`,
+            ...(signal === undefined ? {} : { abortSignal: signal }),
+          },
+        }),
+      )
       .then((updated) => {
         use.expiresAt = Date.parse(updated.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000;
         this.#logger.info(
@@ -264,7 +289,7 @@ export class GeminiLlmClient implements LlmClient {
     signal: AbortSignal | undefined,
   ): Promise<CacheUse | null> {
     const modelName = `models/${model.replace(/^models\//, "")}`;
-    const pager = await this.#sdk.caches.list({
+    const pager = await (await this.#client()).caches.list({
       config: { pageSize: 1000, ...(signal === undefined ? {} : { abortSignal: signal }) },
     });
     // A cache about to expire may be gone before the request reaches it: make a fresh one instead.
@@ -279,7 +304,7 @@ export class GeminiLlmClient implements LlmClient {
         return { name: cached.name, displayName, written: 0, expiresAt: Date.parse(cached.expireTime ?? "") };
     }
     try {
-      const created = await this.#sdk.caches.create({
+      const created = await (await this.#client()).caches.create({
         model: modelName,
         config: {
           ...(signal === undefined ? {} : { abortSignal: signal }),
@@ -302,6 +327,7 @@ export class GeminiLlmClient implements LlmClient {
         expiresAt: Date.parse(created.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000,
       };
     } catch (thrown) {
+      const { ApiError } = await genAiSdk();
       if (thrown instanceof ApiError && thrown.status === 400 && /too small/i.test(thrown.message)) {
         this.#logger.info(
           { model, displayName },
@@ -328,7 +354,7 @@ export class GeminiLlmClient implements LlmClient {
     let outputBegan = false;
     try {
       control.arm();
-      const stream = await this.#sdk.models.generateContentStream({
+      const stream = await (await this.#client()).models.generateContentStream({
         model,
         // What the SDK would send in place of `body` (see the file's head); it requires contents.
         contents: [{ role: "user", parts: [{ text: "" }] }],
@@ -431,7 +457,7 @@ function isCacheGone(error: LlmError): boolean {
 function asLlmError(thrown: unknown, signal: AbortSignal | undefined): unknown {
   if (thrown instanceof LlmError) return thrown;
   if (signal?.aborted) return new LlmError("aborted", "The model call was aborted.", { cause: thrown });
-  if (thrown instanceof ApiError)
+  if (loadedGenAi !== undefined && thrown instanceof loadedGenAi.ApiError)
     return new LlmError(errorCodeForStatus(thrown.status), thrown.message, {
       status: thrown.status,
       cause: thrown,
