@@ -123,7 +123,9 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
       : { type: "aborted", reason: request.reason, usage: emptyUsageTotals() };
   const event = await publisher.publish(terminal);
   await Promise.all([
-    recordTerminal(resources, runId, event, attempt),
+    // The claim's own write is the entry to change: no read before it (a cascade's many small
+    // JetStream API requests queue behind each other on the server).
+    recordTerminal(resources, runId, event, attempt, undefined, claimed),
     resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, specSeq).catch(() => false),
   ]);
   deps.metrics?.runsEnded.inc({ outcome: event.type });

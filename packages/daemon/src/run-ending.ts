@@ -1,6 +1,6 @@
 // Ending a run in the registry, and failing a run that no attempt has claimed (a spec that cannot
 // be decoded, a spec that exhausted max_deliver): both the executor and the advisory handler do it.
-import { type ForkResources, getRunState, lastLoggedEvent } from "@forkd/client";
+import { type ForkResources, getRunState, lastLoggedEvent, type RunStateEntry } from "@forkd/client";
 import { updateRunState } from "@forkd/client/internal";
 import {
   emptyUsageTotals,
@@ -19,24 +19,31 @@ export async function recordTerminal(
   event: ForkEvent,
   attempt: number,
   specSeq?: number,
+  /** The run's registry entry as this daemon last wrote it, to save the first read. */
+  known?: RunStateEntry,
 ): Promise<void> {
   if (!isTerminalEvent(event)) return;
   const now = Date.now();
   const usage = event.type === "completed" ? event.result.usage : event.usage;
-  await updateRunState(resources, runId, (current) => {
-    if (current && current.attempt > attempt) return "unchanged";
-    const next: RunState = {
-      ...(current ?? queuedRunState({ runId, createdAt: now, now, specSeq })),
-      status: event.type,
-      attempt: Math.max(current?.attempt ?? 0, attempt),
-      last_seq: event.seq,
-      updated_at: now,
-      ended_at: now,
-      usage,
-    };
-    if (event.type === "failed") next.error = event.error;
-    return next;
-  });
+  await updateRunState(
+    resources,
+    runId,
+    (current) => {
+      if (current && current.attempt > attempt) return "unchanged";
+      const next: RunState = {
+        ...(current ?? queuedRunState({ runId, createdAt: now, now, specSeq })),
+        status: event.type,
+        attempt: Math.max(current?.attempt ?? 0, attempt),
+        last_seq: event.seq,
+        updated_at: now,
+        ended_at: now,
+        usage,
+      };
+      if (event.type === "failed") next.error = event.error;
+      return next;
+    },
+    known === undefined ? {} : { known },
+  );
 }
 
 /**
