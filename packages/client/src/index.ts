@@ -27,6 +27,7 @@ export type {
 } from "./nats-fork-subagent.js";
 export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
 export {
+  bucketKeys,
   groupIndexKey,
   liveRunIds,
   liveRuns,

@@ -116,9 +116,28 @@ export async function newestRuns(resources: ForkResources, count: number): Promi
   return found.slice(0, count).map(({ state }) => state);
 }
 
+/**
+ * The keys of a bucket that match `filter` (a KV key filter: `*` one token, `>` the rest), read from
+ * the bucket stream's list of subjects in one request. Not `kv.keys()`: that reads through a consumer,
+ * which can wait for entries rewritten or expired before it delivers them (the daemons bucket is
+ * rewritten several times a second) — the hang `forkd ps` had with its own scans (#23). A key whose
+ * last message is a delete marker is listed too: a get tells it apart.
+ */
+export async function bucketKeys(
+  resources: ForkResources,
+  bucket: "runs" | "daemons",
+  filter: string,
+): Promise<string[]> {
+  const prefix = `$KV.${resources.subjects.buckets[bucket]}.`;
+  const info = await resources.jsm.streams.info(resources.subjects.bucketStreams[bucket], {
+    subjects_filter: `${prefix}${filter}`,
+  });
+  return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+}
+
 async function indexedRunIds(resources: ForkResources, filter: string): Promise<string[]> {
   const runIds: string[] = [];
-  for await (const key of await resources.runs.keys(filter)) {
+  for (const key of await bucketKeys(resources, "runs", filter)) {
     const runId = key.split(".").at(-1);
     if (runId) runIds.push(runId);
   }

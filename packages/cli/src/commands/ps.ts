@@ -2,6 +2,7 @@
 // reads what the registry index answers without a scan (every queued and running run, the newest
 // written, one parent's); `--all` reads every stored run.
 import {
+  bucketKeys,
   type ForkResources,
   getRunState,
   liveRuns,
@@ -25,7 +26,6 @@ import {
   type RunState,
   RunStatusSchema,
 } from "@forkd/protocol";
-import type { KV } from "@nats-io/kv";
 import { describeBudget } from "../budget-text.js";
 import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
@@ -46,17 +46,11 @@ const OPTIONS = {
 
 const DEFAULT_LIMIT = 50;
 
-/** Keys of `kv` with one token (`*`): daemons and runs, not the lease or the parent index keys. */
-async function keysOf(kv: KV): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const key of await kv.keys("*")) keys.push(key);
-  return keys;
-}
-
 /** Every daemon entry of the registry; malformed entries are skipped. */
 export async function listDaemons(resources: ForkResources): Promise<DaemonInfo[]> {
   const daemons: DaemonInfo[] = [];
-  for (const key of await keysOf(resources.daemons)) {
+  // Keys of one token: the daemons, not the leases or the call limits.
+  for (const key of await bucketKeys(resources, "daemons", "*")) {
     const entry = await resources.daemons.get(key);
     if (entry?.operation !== "PUT" || entry.length === 0) continue;
     try {
@@ -123,7 +117,7 @@ async function readEntry<T>(
 /** The cluster-wide call limits (`limit.>` in the daemons bucket): who holds slots, who waits. */
 export async function listCallLimits(resources: ForkResources): Promise<(CallSlots & { scope: string })[]> {
   const limits: (CallSlots & { scope: string })[] = [];
-  for await (const key of await resources.daemons.keys("limit.>")) {
+  for (const key of await bucketKeys(resources, "daemons", "limit.>")) {
     const entry = await resources.daemons.get(key);
     if (entry?.operation !== "PUT" || entry.length === 0) continue;
     try {
@@ -154,7 +148,8 @@ export function runsWaitingForSlots(
 
 /** Every run entry of the registry, newest first; malformed entries are skipped. Reads them all. */
 export async function listRuns(resources: ForkResources): Promise<RunState[]> {
-  const keys = await keysOf(resources.runs);
+  // Keys of one token: the runs, not the group, parent, budget or spend keys.
+  const keys = await bucketKeys(resources, "runs", "*");
   const states = await Promise.all(
     keys.map((key) =>
       getRunState(resources, key).then(
