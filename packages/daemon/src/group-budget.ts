@@ -106,7 +106,14 @@ export class GroupBudgetGate {
   /** See {@link TurnBoundary.admitTurn}. */
   async admitTurn(turn: TurnAdmission, signal: AbortSignal): Promise<"go" | "stop"> {
     const { runId, attempt, groupId, groupToken } = this.#options;
-    const call = { groupId, runId, attempt, turn: turn.turn, bound: estimateCall(turn.request, turn.model) };
+    let bound: ReturnType<typeof estimateCall> | undefined;
+    const call = {
+      groupId,
+      runId,
+      attempt,
+      turn: turn.turn,
+      bound: () => (bound ??= estimateCall(turn.request, turn.model)),
+    };
     for (;;) {
       signal.throwIfAborted();
       const entries = await this.#read();

@@ -48,12 +48,24 @@ const call: CallToAdmit = {
   runId: "run",
   attempt: 2,
   turn: 3,
-  bound: { usd: 0.5, tokens: 100 },
+  bound: () => ({ usd: 0.5, tokens: 100 }),
 };
 
 describe("admit", () => {
   it("a group with neither a cap nor a spend entry has no budget", () => {
     expect(admit(null, null, TOKEN, call, NOW)).toEqual({ kind: "unbudgeted" });
+  });
+
+  it("estimates the call's bound only to reserve it (it serialises the whole request)", () => {
+    const unestimated = {
+      ...call,
+      bound: () => {
+        throw new Error("estimated");
+      },
+    };
+    expect(admit(null, null, TOKEN, unestimated, NOW)).toEqual({ kind: "unbudgeted" });
+    expect(admit(cap({ max_cost_usd: 0 }), null, TOKEN, unestimated, NOW).kind).toBe("pause");
+    expect(() => admit(cap({ max_cost_usd: 1 }), null, TOKEN, unestimated, NOW)).toThrow("estimated");
   });
 
   it("pauses when the cap entry is gone but the group spent under one (a parent deleted it)", () => {

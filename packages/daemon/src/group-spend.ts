@@ -25,7 +25,11 @@ export interface CallToAdmit {
   runId: string;
   attempt: number;
   turn: number;
-  bound: Amount;
+  /**
+   * An upper bound of its cost. A function: it serialises the whole request, which only a call of a
+   * group with a budget needs (every fan-out is a group; few have budgets).
+   */
+  bound: () => Amount;
 }
 
 /** What the group's entries say of a call about to start. */
@@ -183,6 +187,7 @@ export function admit(
     (max_tokens !== undefined && reservedTokens >= max_tokens)
   )
     return { kind: "wait", ...(record ? { record } : {}) };
+  const bound = call.bound();
   const others = spend.reservations.filter(
     (reservation) =>
       !(
@@ -202,8 +207,8 @@ export function admit(
           run_id: call.runId,
           attempt: call.attempt,
           turn: call.turn,
-          cost_usd: roundUsd(call.bound.usd),
-          tokens: call.bound.tokens,
+          cost_usd: roundUsd(bound.usd),
+          tokens: bound.tokens,
           at: now,
         },
       ],
