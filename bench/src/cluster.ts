@@ -1,5 +1,6 @@
-// The benchmark cluster: one nats-server (loopback), the simulator, N daemons running in this
-// process, and the parent's own NATS connection; plus an observer that sees every run's events.
+// The benchmark cluster: one nats-server (loopback), the simulator (in this process, or in its own
+// with startClusterWithSimProcess), N daemons running in this process, and the parent's own NATS
+// connection; plus an observer that sees every run's events.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +17,7 @@ import {
   spawnDaemon,
   startSimDaemon,
 } from "../../test/harness/daemons.js";
+import { SimProcess, type SimProcessEvents } from "./sim-process.js";
 import { now } from "./stats.js";
 
 /** The API key every daemon and the parent use: one cache scope, as one Anthropic workspace. */
@@ -39,10 +41,16 @@ export interface ClusterOptions {
   simLogLimit?: number;
 }
 
-/** A running benchmark cluster. */
-export interface Cluster {
+/** What a cluster needs of its simulator: where it listens, and how to stop it. */
+export interface SimEndpoint {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** A running benchmark cluster; `S` is its simulator (in this process by default). */
+export interface Cluster<S extends SimEndpoint = Sim> {
   readonly server: NatsServerHandle;
-  readonly sim: Sim;
+  readonly sim: S;
   readonly workspace: string;
   readonly daemons: RunningDaemon[];
   /** The parent's connection, named `bench-parent` (so `/connz` can tell it apart). */
@@ -61,18 +69,40 @@ export interface Cluster {
 }
 
 /** An LLM client for the simulator, without retries (a retry would hide a failure in the figures). */
-export function simLlm(sim: Sim, apiKey = SIM_API_KEY): AnthropicLlmClient {
+export function simLlm(sim: SimEndpoint, apiKey = SIM_API_KEY): AnthropicLlmClient {
   return new AnthropicLlmClient({ baseURL: sim.url, apiKey, retry: { maxRetries: 0 } });
 }
 
-/** Starts nats-server, the simulator and the daemons; stop everything with {@link Cluster.stop}. */
-export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+/** Starts nats-server, the simulator (in this process) and the daemons; stop everything with {@link Cluster.stop}. */
+export function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  return buildCluster(options, () =>
+    startSim({ latency: options.latency, logLimit: options.simLogLimit ?? 0 }),
+  );
+}
+
+/**
+ * The same cluster with the simulator in a process of its own (bench/src/sim-process.ts), so that
+ * the provider's CPU is not spent on the measured process's event loop; `simEvents` are the
+ * simulator events the benchmark listens to (each costs an IPC message).
+ */
+export function startClusterWithSimProcess(
+  options: Omit<ClusterOptions, "simLogLimit"> & { simEvents?: (keyof SimProcessEvents)[] },
+): Promise<Cluster<SimProcess>> {
+  return buildCluster(options, () =>
+    SimProcess.start({ latency: options.latency, events: options.simEvents ?? [] }),
+  );
+}
+
+async function buildCluster<S extends SimEndpoint>(
+  options: ClusterOptions,
+  startSimulator: () => Promise<S>,
+): Promise<Cluster<S>> {
   const workspace = await mkdtemp(join(tmpdir(), "forkd-bench-"));
   await writeFile(join(workspace, "README.md"), "forkd benchmark workspace\n");
   const server = await startNatsServer({ name: "forkd-bench" });
-  const sim = await startSim({
-    latency: options.latency,
-    logLimit: options.simLogLimit ?? 0,
+  const sim = await startSimulator().catch(async (error: unknown) => {
+    await server.stop();
+    throw error;
   });
   const daemons: RunningDaemon[] = [];
   let started = 0;
