@@ -21,6 +21,7 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { CallLimits, limitsAnything } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
 import { type HeldRun, handOffRun } from "./failover.js";
+import { InlinePrefixCache } from "./inline-prefixes.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
@@ -36,7 +37,7 @@ export type DaemonState = "starting" | "running" | "draining" | "stopped";
 
 /** What the daemon needs from outside: a connection, a model client, a logger. */
 export interface ForkDaemonOptions
-  extends Omit<RunExecutorDeps, "resources" | "prefixCache" | "config" | "logger"> {
+  extends Omit<RunExecutorDeps, "resources" | "prefixCache" | "inlinePrefixes" | "config" | "logger"> {
   config: DaemonConfig;
   nc: NatsConnection;
   logger: DaemonLogger;
@@ -154,6 +155,7 @@ export class ForkDaemon {
       ...(this.#callLimits ? { callLimits: this.#callLimits } : {}),
       resources,
       prefixCache: new PrefixCache(),
+      inlinePrefixes: new InlinePrefixCache(),
       config,
       logger: this.#logger,
       storage: this.#storage,

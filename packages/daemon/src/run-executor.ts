@@ -25,7 +25,6 @@ import {
   type ForkEventBody,
   type ForkPrefix,
   type ForkSpec,
-  forkSpecCodec,
   isTerminalEvent,
   isTerminalEventType,
   isTerminalRunStatus,
@@ -49,6 +48,7 @@ import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import type { HeldRun } from "./failover.js";
 import { executeForkRun, type RunToolsFactory } from "./fork-run.js";
 import { GroupBudgetGate } from "./group-budget.js";
+import type { InlinePrefixCache } from "./inline-prefixes.js";
 import type { OpenAiClients } from "./llm-providers.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
@@ -67,6 +67,8 @@ const PREFIX_WAIT_MS = 30_000;
 export interface RunExecutorDeps {
   resources: ForkResources;
   prefixCache: PrefixCache;
+  /** Decodes specs, sharing one sealed copy of each inline prefix between the specs that carry it. */
+  inlinePrefixes: InlinePrefixCache;
   config: DaemonConfig;
   logger: DaemonLogger;
   llm: LlmClient;
@@ -383,7 +385,8 @@ export class RunExecutor {
     let spec: ForkSpec;
     let last: LoggedEvent | null = null;
     let claim: { claimed: RunStateEntry; now: number } | null;
-    const firstSpec = delivery === 1 ? decodeSpecQuietly(runId, message) : undefined;
+    const firstSpec =
+      delivery === 1 ? decodeSpecQuietly(runId, message, this.#deps.inlinePrefixes) : undefined;
     const firstClaim = firstSpec ? await this.#claimUnregistered(runId, message, firstSpec) : undefined;
     if (firstSpec && firstClaim?.claimed) {
       spec = firstSpec;
@@ -767,7 +770,7 @@ export class RunExecutor {
     // 2. Validate. A malformed spec fails its own run, never the daemon.
     let spec: ForkSpec;
     try {
-      spec = decoded ?? forkSpecCodec.decode(message.data);
+      spec = decoded ?? this.#deps.inlinePrefixes.decodeSpec(message.data);
       if (spec.run_id !== runId) {
         throw new ProtocolError(
           "invalid_spec",
@@ -870,10 +873,14 @@ export class RunExecutor {
  * The spec of a delivery when it decodes and names its subject's run; undefined otherwise (the full
  * path then refuses or fails it, after checking which spec owns the run).
  */
-function decodeSpecQuietly(runId: string, message: JsMsg): ForkSpec | undefined {
+function decodeSpecQuietly(
+  runId: string,
+  message: JsMsg,
+  inlinePrefixes: InlinePrefixCache,
+): ForkSpec | undefined {
   if (!isValidRunId(runId)) return undefined;
   try {
-    const spec = forkSpecCodec.decode(message.data);
+    const spec = inlinePrefixes.decodeSpec(message.data);
     return spec.run_id === runId ? spec : undefined;
   } catch {
     return undefined;
