@@ -61,6 +61,7 @@ import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { ForkGroup } from "./fork-group.js";
+import { InlineSpecWriter } from "./inline-spec.js";
 import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
@@ -91,7 +92,8 @@ const MAX_KNOWN_RUNS = 10_000;
 export interface NatsForkSubagentOptions extends ForkResourceOptions {
   /**
    * How the prefix travels. `ref` stores it once in the object store and sends its hash; `inline`
-   * puts it in every spec; `auto` uses `ref` above `inlineThresholdBytes`.
+   * puts it in every spec (its bytes encoded and validated once per prefix object); `auto` uses
+   * `ref` above `inlineThresholdBytes`.
    * @default "auto"
    */
   prefixTransport?: "auto" | "inline" | "ref";
@@ -159,6 +161,8 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #logger: Logger;
   // Encoded prefixes by object identity: N forks of one parent encode, hash and upload once.
   readonly #encodedPrefixes = new WeakMap<ForkPrefix, { bytes: Uint8Array; ref: StoredPrefixRef }>();
+  /** Inline specs: each prefix's bytes checked once, spliced into every spec that carries it. */
+  readonly #inlineSpecs = new InlineSpecWriter();
   // Uploads by prefix hash, with when they were made: past half the store's TTL the object may be
   // gone by the time a daemon reads it, so the next fork checks (and uploads) again.
   readonly #uploads = new Map<string, { done: Promise<void>; at: number }>();
@@ -397,7 +401,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       await Promise.resolve();
       const { prefixSource, upload } = this.#prefixSource(params.prefix);
       const spec = { ...withoutPrefix, prefix: prefixSource };
-      const bytes = forkSpecCodec.encode(spec);
+      const bytes =
+        prefixSource.kind === "inline"
+          ? this.#inlineSpecs.write(withoutPrefix, this.#encoded(prefixSource.prefix).bytes)
+          : forkSpecCodec.encode(spec);
       await Promise.all([upload, releaseAfter]);
       const h = natsHeaders();
       if (spec.trace) h.set("traceparent", spec.trace.traceparent);
@@ -474,11 +481,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     const transport = this.#options.prefixTransport ?? "auto";
     if (transport === "inline")
       return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
-    let encoded = this.#encodedPrefixes.get(prefix);
-    if (!encoded) {
-      encoded = encodeStoredPrefix(prefix);
-      this.#encodedPrefixes.set(prefix, encoded);
-    }
+    const encoded = this.#encoded(prefix);
     if (
       transport === "auto" &&
       encoded.ref.size <= (this.#options.inlineThresholdBytes ?? INLINE_PREFIX_THRESHOLD_BYTES)
@@ -497,6 +500,16 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       });
     }
     return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done };
+  }
+
+  /** The prefix's bytes as stored (and as spliced into inline specs), encoded and validated once per prefix object. */
+  #encoded(prefix: ForkPrefix): { bytes: Uint8Array; ref: StoredPrefixRef } {
+    let encoded = this.#encodedPrefixes.get(prefix);
+    if (!encoded) {
+      encoded = encodeStoredPrefix(prefix);
+      this.#encodedPrefixes.set(prefix, encoded);
+    }
+    return encoded;
   }
 
   /**
@@ -526,7 +539,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
    * being collected); upload it again then, so the run finds it (prefix-collection.ts).
    */
   async #confirmPrefix(prefix: ForkPrefix, ref: StoredPrefixRef): Promise<void> {
-    const encoded = this.#encodedPrefixes.get(prefix) ?? encodeStoredPrefix(prefix);
+    const encoded = this.#encoded(prefix);
     try {
       await confirmPrefix(this.resources, ref, {
         touchAfterMs: this.resources.options.prefixRetentionMs / 4,

@@ -17,7 +17,11 @@ import type {
 
 /** What the parent asks for when it forks one child. */
 export interface ForkParams {
-  /** The parent's last request and reply. `null` for a parent on its first turn: nothing can be shared. */
+  /**
+   * The parent's last request and reply. `null` for a parent on its first turn: nothing can be shared.
+   * Not changed once forked from: what is derived from it (its bytes, its cache key) is computed once
+   * per prefix object and reused by its siblings (`createForkPrefix` makes a new one per turn).
+   */
   prefix: ForkPrefix | null;
   /** What the child is asked to do. */
   directive: string;
