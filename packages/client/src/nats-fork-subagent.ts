@@ -403,7 +403,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       const spec = { ...withoutPrefix, prefix: prefixSource };
       const bytes =
         prefixSource.kind === "inline"
-          ? this.#inlineSpecs.write(withoutPrefix, this.#encoded(prefixSource.prefix).bytes)
+          ? this.#inlineSpecBytes(withoutPrefix, prefixSource.prefix)
           : forkSpecCodec.encode(spec);
       await Promise.all([upload, releaseAfter]);
       const h = natsHeaders();
@@ -500,6 +500,18 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       });
     }
     return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done };
+  }
+
+  /** A spec with `prefix` inline: its checked bytes spliced into the spec's own (see {@link InlineSpecWriter}). */
+  #inlineSpecBytes(withoutPrefix: ForkSpecInput, prefix: ForkPrefix): Uint8Array {
+    let prefixBytes: Uint8Array;
+    try {
+      prefixBytes = this.#encoded(prefix).bytes;
+    } catch {
+      // A prefix that does not validate: the spec codec says why, at the field's path in the spec.
+      return forkSpecCodec.encode({ ...withoutPrefix, prefix: { kind: "inline", prefix } });
+    }
+    return this.#inlineSpecs.write(withoutPrefix, prefixBytes);
   }
 
   /** The prefix's bytes as stored (and as spliced into inline specs), encoded and validated once per prefix object. */
