@@ -8,24 +8,13 @@
 // entry is short-lived: the bucket's TTL drops it (a later sibling then finds the cache by listing).
 import { isWrongLastSequence } from "@forkd/client/internal";
 import type { GeminiCacheCoordinator, GeminiCacheRecord } from "@forkd/llm";
+import { type GeminiCacheEntry, geminiCacheEntryCodec, PROTOCOL_VERSION } from "@forkd/protocol";
 import type { KV, KvEntry } from "@nats-io/kv";
-import { z } from "zod";
 import { limitKeyToken } from "./call-limits.js";
 import type { DaemonLogger } from "./logger.js";
 
 /** How long a daemon may hold a cache's entry before a sibling takes over. @unit ms */
 export const GEMINI_CACHE_LEASE_MS = 15_000;
-
-const EntrySchema = z.discriminatedUnion("state", [
-  z.object({ state: z.literal("held"), holder: z.string(), lease_until: z.number() }),
-  z.object({
-    state: z.literal("ready"),
-    name: z.string().nullable(),
-    expires_at: z.number(),
-    tokens: z.number().nonnegative(),
-  }),
-]);
-type CacheEntry = z.infer<typeof EntrySchema>;
 
 /** Options of {@link KvGeminiCacheLock}. */
 export interface KvGeminiCacheLockOptions {
@@ -74,13 +63,18 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
         continue;
       }
       // Absent, ready but not acceptable, or a lease that ended: take it, unless another daemon did first.
-      const lease: CacheEntry = { state: "held", holder: daemonId, lease_until: Date.now() + this.#leaseMs };
+      const lease: GeminiCacheEntry = {
+        v: PROTOCOL_VERSION,
+        state: "held",
+        holder: daemonId,
+        lease_until: Date.now() + this.#leaseMs,
+      };
       let revision: number;
       try {
         revision =
           entry === null || entry.operation !== "PUT"
-            ? await kv.create(key, JSON.stringify(lease))
-            : await kv.update(key, JSON.stringify(lease), entry.revision);
+            ? await kv.create(key, geminiCacheEntryCodec.encode(lease))
+            : await kv.update(key, geminiCacheEntryCodec.encode(lease), entry.revision);
       } catch (error) {
         if (isWrongLastSequence(error)) continue;
         throw error;
@@ -95,14 +89,15 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
         await kv.delete(key, { previousSeq: revision }).catch(() => undefined);
         throw error;
       }
-      const ready: CacheEntry = {
+      const ready: GeminiCacheEntry = {
+        v: PROTOCOL_VERSION,
         state: "ready",
         name: record.name,
         expires_at: record.expiresAt,
         tokens: record.tokens,
       };
       // Only over its own lease: a holder that outlived it lost the entry to the one that took over.
-      await kv.update(key, JSON.stringify(ready), revision).catch((error: unknown) => {
+      await kv.update(key, geminiCacheEntryCodec.encode(ready), revision).catch((error: unknown) => {
         logger.warn(
           { err: error, key },
           "gemini cache: the entry was taken over before the record was written",
@@ -133,10 +128,10 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
 }
 
 /** The entry as written, or null (absent, deleted, or not one of ours). */
-function decode(entry: KvEntry | null): CacheEntry | null {
+function decode(entry: KvEntry | null): GeminiCacheEntry | null {
   if (entry === null || entry.operation !== "PUT" || entry.length === 0) return null;
   try {
-    return EntrySchema.parse(JSON.parse(entry.string()));
+    return geminiCacheEntryCodec.decode(entry.value);
   } catch {
     return null;
   }
