@@ -56,6 +56,11 @@ export interface OpenAiRequestOptions {
   /** Sent as `prompt_cache_key`: the routing key every child of one fan-out shard shares. */
   promptCacheKey?: string | undefined;
   /**
+   * Sent as `prompt_cache_retention` (`in_memory` or `24h`, as the SDK's types document it), in place
+   * of a native parent's own; absent: the native parent's own, else none (the provider's default).
+   */
+  promptCacheRetention?: "in_memory" | "24h" | undefined;
+  /**
    * The native parent: the body starts with its request and reply, and only the canonical messages
    * from `nativeCount` on are rendered.
    */
@@ -179,6 +184,8 @@ export class OpenAiLlmClient implements LlmClient {
           ? renderChatRequest(request)
           : renderResponsesRequest(request);
     if (options.promptCacheKey !== undefined) body.prompt_cache_key = options.promptCacheKey;
+    if (options.promptCacheRetention !== undefined)
+      body.prompt_cache_retention = options.promptCacheRetention;
     body.stream = true;
     if (this.#api === "chat") body.stream_options = { include_usage: true };
     return body;
