@@ -106,10 +106,10 @@ describe("runLlmClient", () => {
     );
     const retained = spec({ api: "openai-responses", prompt_cache_retention: "24h" });
     expect((await bodySent(retained, canonical)).body.prompt_cache_retention).toBe("24h");
-    // A native parent's own field, and the GPT-5.6 caching options and explicit breakpoint its
-    // client wrote, come back byte for byte.
+    // A native parent's own field, and the caching options and explicit breakpoint a client writes
+    // for GPT-5.6 and later (fields of the pinned SDK's types), come back byte for byte.
     const request = {
-      model: "gpt-5.6",
+      model: "gpt-5",
       messages: [
         {
           role: "user",
