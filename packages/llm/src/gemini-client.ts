@@ -146,7 +146,11 @@ interface CacheUse {
  *   fan-out (released after the first child's response began) find the first one's cache by listing
  *   instead of each creating one; on one daemon, concurrent siblings share one lookup. A prefix below
  *   the model's minimum is sent whole. Caches live {@link GEMINI_CACHE_TTL_SECONDS} and are left to
- *   expire; a child that finds its cache gone makes it again once.
+ *   expire; a child that finds its cache gone makes it again once. With a
+ *   {@link GeminiCacheCoordinator} ({@link GeminiLlmClient.coordinate}) one daemon creates (and
+ *   renews) the cache while its siblings' daemons wait for it.
+ * - Billed once: a creation's tokens as `cache_creation_input_tokens`, a renewal's storage as
+ *   `cache_storage_token_seconds`, each on the first response that succeeds after it.
  * - The SDK's retries are off; 429, 5xx, resets and timeouts are retried with backoff, never once
  *   output began (`stream_interrupted`).
  * - The caller's signal aborts at any point; the rejection carries the text so far.
