@@ -1,6 +1,7 @@
 // The Gemini cache lock of several daemons on one real nats-server: concurrent callers run the work
-// once and all get its record; a holder that stops holds its waiters only until its lease ends; one
-// whose work fails frees the entry at once; a caller that will not wait gives up while it is held.
+// once and all get its record; a holder that dies holds its waiters only until its lease ends, one
+// whose work is slow keeps its lease, one whose work hangs loses it after its last term; one whose
+// work fails frees the entry at once; a caller that will not wait gives up while it is held.
 import { ensureForkResources } from "@forkd/client";
 import { GEMINI_CACHE_RENEW_BELOW_SECONDS, GEMINI_CACHE_TTL_SECONDS, type LlmRequest } from "@forkd/core";
 import { type GeminiCacheRecord, GeminiLlmClient } from "@forkd/llm";
@@ -8,7 +9,7 @@ import { ManualClock, startSim } from "@forkd/sim";
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KvGeminiCacheLock } from "./gemini-cache-lock.js";
+import { GEMINI_CACHE_MAX_LEASE_TERMS, KvGeminiCacheLock } from "./gemini-cache-lock.js";
 import { createDaemonLogger } from "./logger.js";
 
 let server: NatsServerHandle;
@@ -23,18 +24,23 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** Each lock's connection: a test closes it to stop its daemon dead. */
+const connectionOf = new Map<KvGeminiCacheLock, NatsConnection>();
+
 /** A daemon's lock, on a connection of its own. */
 async function daemonLock(daemonId: string, leaseMs?: number): Promise<KvGeminiCacheLock> {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
   const { daemons } = await ensureForkResources(nc, { prefix: "geminilock" });
-  return new KvGeminiCacheLock({
+  const lock = new KvGeminiCacheLock({
     kv: daemons,
     daemonId,
     keyId: "key-1",
     logger: createDaemonLogger({ level: "silent", format: "json", daemonId }),
     leaseMs,
   });
+  connectionOf.set(lock, nc);
+  return lock;
 }
 
 const record = (name: string): GeminiCacheRecord => ({
@@ -56,17 +62,36 @@ function heldWork() {
   return { work, finish: (r: GeminiCacheRecord) => finish(r), fail: (e: Error) => fail(e) };
 }
 
-/** Resolves once the entry of `displayName` is held (read through `lock`'s bucket). */
-async function heldEntry(lock: KvGeminiCacheLock, displayName: string) {
+/** `lock` waits for the entry of `displayName` and runs the work itself: when it took over. */
+async function takeOver(lock: KvGeminiCacheLock, displayName: string) {
+  let tookOverAt = 0;
+  const outcome = await lock.exclusive(
+    displayName,
+    async () => {
+      tookOverAt = Date.now();
+      return record("cachedContents/taken-over");
+    },
+    { wait: true, accept: fresh },
+  );
+  return { outcome, tookOverAt };
+}
+
+/** Resolves once the entry of `displayName` is held (and `match`es), read through a bucket of its own. */
+async function heldEntry(
+  lock: KvGeminiCacheLock,
+  displayName: string,
+  match: (lease: { holder: string; lease_until: number }) => boolean = () => true,
+) {
   const nc = await connect({ servers: server.url });
   connections.push(nc);
   const { daemons } = await ensureForkResources(nc, { prefix: "geminilock" });
   const watch = await daemons.watch({ key: lock.keyOf(displayName) });
   for await (const entry of watch) {
     const value = entry.operation === "PUT" ? (JSON.parse(entry.string()) as Record<string, unknown>) : {};
-    if (value.state === "held") {
+    const lease = value as { holder: string; lease_until: number };
+    if (value.state === "held" && match(lease)) {
       watch.stop();
-      return value as { holder: string; lease_until: number };
+      return lease;
     }
   }
   throw new Error("the watch ended");
@@ -94,31 +119,62 @@ describe("the Gemini cache lock across daemons", () => {
     expect(outcomes.filter((o) => o?.ran)).toHaveLength(1);
   });
 
-  it("holds waiters no longer than the lease of a holder that stopped; one of them takes over", async () => {
-    const stuck = await daemonLock("stuck", 400);
+  it("holds waiters no longer than the lease of a holder that died; one of them takes over", async () => {
+    const dying = await daemonLock("dying", 400);
     const waiter = await daemonLock("waiter");
-    const stopped = heldWork();
-    const stuckWork = stuck.exclusive("forkd-stuck", stopped.work, { wait: true, accept: fresh });
-    const held = await heldEntry(stuck, "forkd-stuck");
-    expect(held.holder).toBe("stuck");
-    let tookOverAt = 0;
-    const outcome = await waiter.exclusive(
-      "forkd-stuck",
-      async () => {
-        tookOverAt = Date.now();
-        return record("cachedContents/taken-over");
-      },
-      { wait: true, accept: fresh },
-    );
+    void dying.exclusive("forkd-dead", heldWork().work, { wait: true, accept: fresh }).catch(() => undefined);
+    const held = await heldEntry(dying, "forkd-dead");
+    expect(held.holder).toBe("dying");
+    // Its daemon is gone: no renewal, no record.
+    await connectionOf.get(dying)!.close();
+    const { outcome, tookOverAt } = await takeOver(waiter, "forkd-dead");
     expect(outcome).toEqual({
       record: expect.objectContaining({ name: "cachedContents/taken-over" }),
       ran: true,
     });
     expect(tookOverAt).toBeGreaterThanOrEqual(held.lease_until);
-    // The stopped holder coming back late does not write over the record of the one that took over.
-    stopped.finish(record("cachedContents/late"));
-    await stuckWork;
-    const again = await waiter.exclusive("forkd-stuck", async () => record("cachedContents/third"), {
+  });
+
+  it("keeps the lease of a holder whose work outlasts it, and its waiter gets its record", async () => {
+    const slow = await daemonLock("slow", 1_000);
+    const waiter = await daemonLock("waiter-slow");
+    const work = heldWork();
+    const holding = slow.exclusive("forkd-slow", work.work, { wait: true, accept: fresh });
+    const first = await heldEntry(slow, "forkd-slow");
+    let ran = false;
+    const waited = waiter.exclusive(
+      "forkd-slow",
+      async () => {
+        ran = true;
+        return record("cachedContents/not-this");
+      },
+      { wait: true, accept: fresh },
+    );
+    // The holder renews past its first term before its work ends.
+    await heldEntry(slow, "forkd-slow", (lease) => lease.lease_until > first.lease_until + 1_000);
+    work.finish(record("cachedContents/slow"));
+    await holding;
+    expect(await waited).toEqual({
+      record: expect.objectContaining({ name: "cachedContents/slow" }),
+      ran: false,
+    });
+    expect(ran).toBe(false);
+  });
+
+  it("loses the entry after its last term when its work hangs; a late record does not write over the next", async () => {
+    const lease = 1_000;
+    const hung = await daemonLock("hung", lease);
+    const waiter = await daemonLock("waiter-hung");
+    const work = heldWork();
+    const hanging = hung.exclusive("forkd-hung", work.work, { wait: true, accept: fresh });
+    const held = await heldEntry(hung, "forkd-hung");
+    const { outcome, tookOverAt } = await takeOver(waiter, "forkd-hung");
+    expect(outcome?.ran).toBe(true);
+    // Renewed up to GEMINI_CACHE_MAX_LEASE_TERMS terms from the first, not beyond.
+    expect(tookOverAt).toBeGreaterThanOrEqual(held.lease_until + (GEMINI_CACHE_MAX_LEASE_TERMS - 1) * lease);
+    work.finish(record("cachedContents/late"));
+    await hanging;
+    const again = await waiter.exclusive("forkd-hung", async () => record("cachedContents/third"), {
       wait: true,
       accept: fresh,
     });

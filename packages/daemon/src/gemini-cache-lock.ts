@@ -2,8 +2,8 @@
 // entry of the daemons bucket per cache, keyed by the provider key and the cache's display name (a
 // hash of what it holds, which every sibling computes). A daemon takes the entry with a
 // compare-and-set (`create` when absent, `update` at the revision it read) as a lease, does the work
-// (list the caches and create the missing one; or read the expiry and renew), and writes the cache's
-// name and expiry there. Siblings that find the entry held wait on a KV watch for that write; a holder
+// (list the caches and create the missing one; or read the expiry and renew), renewing its lease
+// while the work runs, and writes the cache's name and expiry there. Siblings that find the entry held wait on a KV watch for that write; a holder
 // that dies writes nothing, so they also wake when its lease ends and one of them takes over. The
 // entry is short-lived: the bucket's TTL drops it (a later sibling then finds the cache by listing).
 import { isWrongLastSequence } from "@forkd/client/internal";
@@ -15,6 +15,11 @@ import type { DaemonLogger } from "./logger.js";
 
 /** How long a daemon may hold a cache's entry before a sibling takes over. @unit ms */
 export const GEMINI_CACHE_LEASE_MS = 15_000;
+/**
+ * A holder renews its lease while its work runs (a slow creation keeps the entry), for at most this
+ * many terms: a holder whose work hangs loses the entry to a sibling after them.
+ */
+export const GEMINI_CACHE_MAX_LEASE_TERMS = 4;
 
 /** Options of {@link KvGeminiCacheLock}. */
 export interface KvGeminiCacheLockOptions {
@@ -81,14 +86,16 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
       }
       if (stored?.state === "held")
         logger.warn({ key, holder: stored.holder }, "gemini cache: a holder's lease ended; taking over");
+      const held = this.#keepLease(key, revision);
       let record: GeminiCacheRecord;
       try {
         record = await work();
       } catch (error) {
         // Free the entry at once: a waiter takes it and tries for itself.
-        await kv.delete(key, { previousSeq: revision }).catch(() => undefined);
+        await kv.delete(key, { previousSeq: await held.stop() }).catch(() => undefined);
         throw error;
       }
+      revision = await held.stop();
       const ready: GeminiCacheEntry = {
         v: PROTOCOL_VERSION,
         state: "ready",
@@ -105,6 +112,41 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
       });
       return { record, ran: true };
     }
+  }
+
+  /**
+   * Renews the lease on `key` (taken at `revision`) every third of its term, for at most
+   * {@link GEMINI_CACHE_MAX_LEASE_TERMS} terms, until `stop()`, which resolves with the entry's
+   * revision after the last renewal (a renewal that lost the entry leaves the revision it had: the
+   * holder's final write then fails, as it must).
+   */
+  #keepLease(key: string, revision: number): { stop(): Promise<number> } {
+    const { kv, daemonId } = this.#options;
+    let current = revision;
+    let renewing: Promise<void> = Promise.resolve();
+    const lastUntil = Date.now() + this.#leaseMs * GEMINI_CACHE_MAX_LEASE_TERMS;
+    const timer = setInterval(() => {
+      const until = Math.min(Date.now() + this.#leaseMs, lastUntil);
+      renewing = renewing
+        .then(async () => {
+          const lease: GeminiCacheEntry = {
+            v: PROTOCOL_VERSION,
+            state: "held",
+            holder: daemonId,
+            lease_until: until,
+          };
+          current = await kv.update(key, geminiCacheEntryCodec.encode(lease), current);
+        })
+        .catch(() => clearInterval(timer));
+      if (until >= lastUntil) clearInterval(timer);
+    }, this.#leaseMs / 3);
+    return {
+      stop: async () => {
+        clearInterval(timer);
+        await renewing;
+        return current;
+      },
+    };
   }
 
   /**
