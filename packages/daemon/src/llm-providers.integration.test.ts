@@ -129,6 +129,19 @@ describe("runLlmClient", () => {
     const overridden = await bodySent(spec({ api: "openai-chat", prompt_cache_retention: "24h" }), native);
     expect(overridden.raw).toContain('"prompt_cache_retention":"24h"');
     expect(overridden.body.prompt_cache_options).toEqual({ mode: "explicit", ttl: "30m" });
+    // And on Responses: an input item's breakpoint and the request's options as the parent sent them.
+    const item = {
+      role: "user",
+      content: [{ type: "input_text", text: "hi", prompt_cache_breakpoint: { mode: "explicit" } }],
+    };
+    const responses = forkPrefixFromNative({
+      api: "openai-responses",
+      request: { model: "gpt-5", input: [item], prompt_cache_options: { mode: "implicit" } },
+      reply: [],
+    });
+    const sentResponses = await bodySent(spec(), responses);
+    expect(sentResponses.raw).toContain(`"input":[${JSON.stringify(item)}`);
+    expect(sentResponses.raw).toContain('"prompt_cache_options":{"mode":"implicit"}');
   });
 
   it("fails with provider_unavailable for an API without a client, or one the native prefix was not sent to", () => {
