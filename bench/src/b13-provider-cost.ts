@@ -126,13 +126,14 @@ export const providerCostBenchmark: Benchmark = {
               throw new Error(`${api}: child ${tag} ended ${outcome.status}: ${JSON.stringify(outcome)}`);
           }
         });
-        const fanOut = (warmFirst: boolean) => (tags: string[]) =>
-          fanOutCompleted(
+        const fanOut = (warmFirst: boolean) => async (tags: string[]) => {
+          await fanOutCompleted(
             forks,
             base,
             tags.map((tag, i) => params(tag, i)),
             { warmFirst, what: api },
           );
+        };
         context.log(`${api}: all at once (warm-first)`);
         const warm = await scenario("warm", fanOut(true));
         context.log(`${api}: naive parallel`);

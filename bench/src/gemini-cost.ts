@@ -1,9 +1,10 @@
 // #13's Gemini row: five children of the 48k parent on daemons, the parent's prefix in one explicit
 // `cachedContents` resource per fan-out (made by the first child, found by its siblings, named by
 // every request), priced at Gemini 2.5 Flash's rates: input 1×, cached input 0.1×, the cache's
-// creation 1× plus its storage for as long as it lives (60 s, the TTL forkd gives it).
+// creation 1× plus its storage for as long as it lives (60 s, the TTL forkd gives it, plus what each
+// renewal adds: the storage the children's runs were billed, `cache_storage_token_seconds`).
 import type { NatsForkSubagent } from "@forkd/client";
-import type { LlmRequest } from "@forkd/core";
+import type { ForkOutcome, LlmRequest } from "@forkd/core";
 import { GeminiLlmClient } from "@forkd/llm";
 import { type ForkPrefix, modelFacts } from "@forkd/protocol";
 import type { RequestLogEntry } from "@forkd/sim";
@@ -44,8 +45,17 @@ interface Scenario {
   /** The explicit caches made during the scenario: their tokens. */
   creations: number[];
   renewals: number;
+  /** Storage bought by renewals, as the children's runs were billed it. @unit token-seconds */
+  stored: number;
   wallMs: number;
 }
+
+/** Storage the runs of `outcomes` were billed for renewing their cache. @unit token-seconds */
+const storedBy = (outcomes: ForkOutcome[]) =>
+  outcomes.reduce(
+    (t, o) => t + ((o.status === "completed" ? o.result.usage : o.usage).cache_storage_token_seconds ?? 0),
+    0,
+  );
 
 /** What #13 reports for Gemini. */
 export interface GeminiCosts {
@@ -89,14 +99,17 @@ export async function geminiCosts(options: {
   cluster.sim.on("request", (entry) => {
     if (entry.path.startsWith(CACHES)) cacheCalls.push(entry);
   });
-  const scenario = async (name: string, launch: (tags: string[]) => Promise<void>): Promise<Scenario> => {
+  const scenario = async (
+    name: string,
+    launch: (tags: string[]) => Promise<ForkOutcome[]>,
+  ): Promise<Scenario> => {
     cluster.sim.reset();
     cacheCalls.length = 0;
     // The parent's own turn, as its client sent it (the whole prompt: the parent has no cache).
     await llm.createMessage(parentRequest);
     const tags = DIRECTIVES.map((_, i) => `gemini-${name}-${i + 1}`);
     const started = now();
-    await launch(tags);
+    const outcomes = await launch(tags);
     const wallMs = round(now() - started, 0);
     const children = tags.map((tag) => {
       const child = seen.get(tag);
@@ -109,7 +122,7 @@ export async function geminiCosts(options: {
       .map((e) => e.usage?.cache_creation_input_tokens ?? 0);
     const renewals = cacheCalls.filter((e) => e.path.startsWith(`${CACHES}/`) && e.method === "PATCH").length;
     cacheCalls.length = 0;
-    return { children, creations, renewals, wallMs };
+    return { children, creations, renewals, stored: storedBy(outcomes), wallMs };
   };
   const fanOut = (warmFirst: boolean) => (tags: string[]) =>
     fanOutCompleted(
@@ -120,11 +133,14 @@ export async function geminiCosts(options: {
     );
   options.log("gemini: one by one");
   const oneByOne = await scenario("seq", async (tags) => {
+    const outcomes: ForkOutcome[] = [];
     for (const [i, tag] of tags.entries()) {
       const outcome = await forks.fork({ ...base, ...params(tag, i) }).result();
       if (outcome.status !== "completed")
         throw new Error(`gemini: child ${tag} ended ${outcome.status}: ${JSON.stringify(outcome)}`);
+      outcomes.push(outcome);
     }
+    return outcomes;
   });
   options.log("gemini: all at once (warm-first)");
   const warm = await scenario("warm", fanOut(true));
@@ -151,8 +167,9 @@ export async function geminiCosts(options: {
         ratioToFloor: round(cost / floor, 4),
       };
     });
+    // The creations (1× and their first TTL of storage) and what renewals added, as the runs were billed.
     const cacheCost =
-      s.creations.reduce((t, tokens) => t + tokens * rate.write, 0) + s.renewals * shared * (rate.write - 1);
+      s.creations.reduce((t, tokens) => t + tokens * rate.write, 0) + s.stored * rate.storagePerSecond;
     const cacheFloor = shared * (1 + rate.storagePerSecond * (s.wallMs / 1000));
     const noCache = children.reduce((t, c) => t + c.prompt, 0);
     const groupFloor = Math.min(cacheFloor + total(children.map((c) => ({ cost: c.floor }))), noCache);
@@ -162,6 +179,7 @@ export async function geminiCosts(options: {
       caches_created: s.creations.length,
       cache_tokens: shared,
       renewals: s.renewals,
+      renewal_storage_token_seconds: round(s.stored, 1),
       cache_cost: round(cacheCost, 1),
       cache_floor: round(cacheFloor, 1),
       total: round(groupCost, 1),
@@ -178,7 +196,7 @@ export async function geminiCosts(options: {
   const ok = seq.ratioToFloor <= RATIO_TARGET && all.ratioToFloor <= RATIO_TARGET && worst <= RATIO_TARGET;
   const notes = [
     `gemini (${MODEL}): shared prefix ${all.cache_tokens} tokens in one explicit cache; fan-out totals with the cache's creation and storage: one by one ${seq.total} (floor ${seq.floor}, ${seq.caches_created} cache), all at once ${all.total} (floor ${all.floor}, ${all.caches_created} cache), naive parallel ${naiveCosts.total} (${naiveCosts.caches_created} caches); no fork ${total(noFork)} input-token equivalents. Wall time one by one ${oneByOne.wallMs} ms, all at once ${warm.wallMs} ms.`,
-    `Gemini floor: the prefix written once at 1× and stored only for the scenario's wall time (${rate.storagePerSecond.toExponential(3)} input-token equivalents per token-second at ${MODEL}'s $1.00/MTok-hour storage and $0.30/MTok input), each child reading it at 0.1× and paying its own delta at 1× (or every prompt at 1× if that were cheaper); implicit caching is not counted (Google promises no hit). forkd pays the creation and 60 s of storage (its TTL; ${rate.write.toFixed(4)}× a token written) plus any renewal, so its excess over the floor is the storage of the unused rest of the TTL.`,
+    `Gemini floor: the prefix written once at 1× and stored only for the scenario's wall time (${rate.storagePerSecond.toExponential(3)} input-token equivalents per token-second at ${MODEL}'s $1.00/MTok-hour storage and $0.30/MTok input), each child reading it at 0.1× and paying its own delta at 1× (or every prompt at 1× if that were cheaper); implicit caching is not counted (Google promises no hit). forkd pays the creation and 60 s of storage (its TTL; ${rate.write.toFixed(4)}× a token written) plus the storage each renewal adds (billed once, to the run whose request renewed, as cache_storage_token_seconds in its usage: ${seq.renewal_storage_token_seconds} / ${all.renewal_storage_token_seconds} / ${naiveCosts.renewal_storage_token_seconds} token-seconds here, one by one / all at once / naive), so its excess over the floor is the storage of the unused rest of the TTL. Naive parallel (no warm-first): the daemons agree on one cache through their bucket.`,
   ];
   if (!ok)
     notes.push(

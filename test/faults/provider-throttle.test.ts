@@ -1,28 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons.js";
-import { useFaultParent } from "../harness/fault-parent.js";
+import { describe, expect, it } from "vitest";
+import { useFaultDaemons, useFaultParent } from "../harness/fault-parent.js";
 
 const stack = useFaultParent("throttle");
-const daemons: DaemonProcess[] = [];
-
-beforeAll(async () => {
-  // One slot each: while the first run waits out its 429, the second can only go to the other daemon.
-  for (const id of ["throttle-1", "throttle-2"]) {
-    const { server, sim, workspace } = stack();
-    daemons.push(
-      await spawnDaemon({
-        id,
-        natsUrls: [server.url],
-        simUrl: sim.url,
-        workspace,
-        concurrency: 1,
-        extraEnv: { FORKD_LLM_MAX_RETRIES: "2" },
-      }),
-    );
-  }
+// One slot each: while the first run waits out its 429, the second can only go to the other daemon.
+const daemons = useFaultDaemons(stack, ["throttle-1", "throttle-2"], {
+  concurrency: 1,
+  extraEnv: { FORKD_LLM_MAX_RETRIES: "2" },
 });
-
-afterAll(() => stopDaemons(daemons));
 
 describe("a 429 with retry-after seen by one daemon", () => {
   it("holds the other daemon's request for the same model until the time it named", async () => {

@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
-import { AnthropicLlmClient } from "@forkd/llm";
+import { AnthropicLlmClient, type GeminiLlmClient } from "@forkd/llm";
 
 /** Options of {@link startSimDaemon}. */
 export interface SimDaemonOptions {
@@ -17,6 +17,8 @@ export interface SimDaemonOptions {
   workspace: string;
   /** Daemon configuration on top of the above (concurrency, tools, timings…). */
   config?: Record<string, unknown>;
+  /** The Gemini client in place of the configured one (e.g. on the simulator's manual clock). */
+  gemini?: GeminiLlmClient;
 }
 
 /** Starts a daemon in this process whose model is the simulator, logging nothing. */
@@ -45,6 +47,7 @@ export async function startSimDaemon(options: SimDaemonOptions): Promise<Running
       apiKey: options.apiKey,
       retry: { maxRetries: 0 },
     }),
+    ...(options.gemini === undefined ? {} : { gemini: options.gemini }),
   });
 }
 

@@ -11,6 +11,7 @@ import { type Sim, type SimOptions, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll } from "vitest";
+import { type DaemonProcess, type SpawnDaemonOptions, spawnDaemon, stopDaemons } from "./daemons.js";
 import { useNatsServer } from "./nats.js";
 
 /** The parent's side of a fault test. */
@@ -54,4 +55,24 @@ export function useFaultParent(name: string, options: { sim?: SimOptions } = {})
     if (!parent) throw new Error("the fault parent is only available inside tests (after beforeAll)");
     return parent;
   };
+}
+
+/**
+ * Daemon processes `ids` on `parent`'s server, simulator and workspace, one after another, started
+ * in beforeAll and killed in afterAll (register after {@link useFaultParent}).
+ */
+export function useFaultDaemons(
+  parent: () => FaultParent,
+  ids: readonly string[],
+  options: Omit<SpawnDaemonOptions, "id" | "natsUrls" | "simUrl" | "workspace"> = {},
+): DaemonProcess[] {
+  const daemons: DaemonProcess[] = [];
+  beforeAll(async () => {
+    for (const id of ids) {
+      const { server, sim, workspace } = parent();
+      daemons.push(await spawnDaemon({ ...options, id, natsUrls: [server.url], simUrl: sim.url, workspace }));
+    }
+  });
+  afterAll(() => stopDaemons(daemons));
+  return daemons;
 }

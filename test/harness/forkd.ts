@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
 import type { RunningDaemon } from "@forkd/daemon";
+import type { GeminiLlmClient } from "@forkd/llm";
 import { type Sim, type SimOptions, startSim } from "@forkd/sim";
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -37,6 +38,8 @@ export interface ForkdStackOptions {
   /** Prepares the workspace before the daemons start (e.g. `git init`). */
   prepareWorkspace?: (workspace: string) => Promise<void>;
   apiKey?: string;
+  /** Each daemon's Gemini client, made from the simulator and the key (e.g. on the simulator's clock). */
+  gemini?: (sim: Sim, apiKey: string) => GeminiLlmClient;
 }
 
 /** Registers the stack's lifecycle in the current test file and returns its accessor. */
@@ -59,6 +62,7 @@ export function useForkdStack(options: ForkdStackOptions = {}): () => ForkdStack
         apiKey,
         workspace,
         config: { ...options.daemonConfig, ...overrides },
+        ...(options.gemini === undefined ? {} : { gemini: options.gemini(sim, apiKey) }),
       });
       daemons.push(daemon);
       return daemon;

@@ -10,6 +10,7 @@ import {
   costOfTokens,
   createPricingTable,
   defaultPricingTable,
+  pricesAll,
   readPricingFile,
 } from "./pricing.js";
 
@@ -24,6 +25,22 @@ const none = {
 };
 
 describe("pricing", () => {
+  it("prices explicit-cache storage per token-second at the model's hourly storage price", () => {
+    const pro = defaultPricingTable.lookup("gemini-2.5-pro")!;
+    expect(pro.cacheStorageUsdPerMTokHour).toBe(4.5);
+    // A million tokens for an hour: the hourly price, and nothing else.
+    expect(costOfTokens(pro, { ...none, cache_storage_token_seconds: million * 3600 })).toBeCloseTo(4.5, 12);
+    expect(
+      costOfTokens(pro, { ...none, input_tokens: million, cache_storage_token_seconds: 1800 }),
+    ).toBeCloseTo(1.25 + (1800 * 4.5) / 3600 / million, 12);
+    expect(pricesAll(pro, { ...none, cache_storage_token_seconds: 1 })).toBe(true);
+    // A row without a storage price prices everything but storage.
+    const { cacheStorageUsdPerMTokHour: _storage, ...bare } = pro;
+    expect(pricesAll(bare, { ...none, cache_storage_token_seconds: 1 })).toBe(false);
+    expect(pricesAll(bare, { ...none, cache_storage_token_seconds: 0 })).toBe(true);
+    expect(pricesAll(bare, none)).toBe(true);
+  });
+
   it("finds a family by the longest id prefix, provider qualifiers removed", () => {
     const family = (model: string) => defaultPricingTable.lookup(model)?.family;
     expect(family("claude-sonnet-4-5")).toBe("claude-sonnet-4-5");

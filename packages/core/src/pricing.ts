@@ -21,6 +21,7 @@ export type ModelPricing = Pick<
   | "outputUsdPerMTok"
   | "cacheReadMultiplier"
   | "cacheWriteMultiplier"
+  | "cacheStorageUsdPerMTokHour"
 >;
 
 /**
@@ -38,6 +39,8 @@ export interface TokenCounts {
   cache_write_1h_tokens: number;
   cache_read_tokens: number;
   output_tokens: number;
+  /** Explicit-cache storage bought by renewals (Gemini), priced at `cacheStorageUsdPerMTokHour`. @unit token-seconds */
+  cache_storage_token_seconds?: number;
 }
 
 /** A pricing table: finds a model's family. */
@@ -98,14 +101,26 @@ export const defaultPricingTable: PricingTable = createPricingTable(
     : DEFAULT_MODEL_PRICING,
 );
 
-/** The price of `tokens` at `pricing`. @unit USD */
+/**
+ * Whether `pricing` can price every kind of `tokens`: storage needs the model's storage price (a
+ * price-file row has none), and is never priced at zero.
+ */
+export function pricesAll(pricing: ModelPricing, tokens: TokenCounts): boolean {
+  return (tokens.cache_storage_token_seconds ?? 0) === 0 || pricing.cacheStorageUsdPerMTokHour !== undefined;
+}
+
+/** The price of `tokens` at `pricing` (storage without a storage price: see {@link pricesAll}). @unit USD */
 export function costOfTokens(pricing: ModelPricing, tokens: TokenCounts): number {
   const input = pricing.inputUsdPerMTok;
+  // Storage is priced per million tokens per hour: a token-second is an hour's 3,600th.
+  const storage =
+    ((tokens.cache_storage_token_seconds ?? 0) * (pricing.cacheStorageUsdPerMTokHour ?? 0)) / 3600;
   const micro =
     tokens.input_tokens * input +
     tokens.cache_write_5m_tokens * input * (pricing.cacheWriteMultiplier ?? CACHE_WRITE_5M_MULTIPLIER) +
     tokens.cache_write_1h_tokens * input * CACHE_WRITE_1H_MULTIPLIER +
     tokens.cache_read_tokens * input * (pricing.cacheReadMultiplier ?? CACHE_READ_MULTIPLIER) +
-    tokens.output_tokens * pricing.outputUsdPerMTok;
+    tokens.output_tokens * pricing.outputUsdPerMTok +
+    storage;
   return micro / 1_000_000;
 }

@@ -10,6 +10,56 @@ import {
 } from "./usage.js";
 
 describe("usage", () => {
+  it("counts a renewal's storage, sums it, and prices it at the model's storage price", () => {
+    const renewal = { input_tokens: 10, output_tokens: 0, cache_storage_token_seconds: 3600 * 1000 };
+    expect(tokenCountsOf(renewal).cache_storage_token_seconds).toBe(3_600_000);
+    expect(tokenCountsOf({ ...renewal, cache_storage_token_seconds: 0 })).not.toHaveProperty(
+      "cache_storage_token_seconds",
+    );
+    expect(tokenCountsOf({ ...renewal, cache_storage_token_seconds: null })).not.toHaveProperty(
+      "cache_storage_token_seconds",
+    );
+    const accumulator = new UsageAccumulator();
+    accumulator.add("gemini-2.5-flash", renewal);
+    accumulator.add("gemini-2.5-flash", renewal);
+    accumulator.add("gemini-2.5-flash", { input_tokens: 5, output_tokens: 0 });
+    const totals = accumulator.totals;
+    expect(totals.cache_storage_token_seconds).toBe(7_200_000);
+    // 25 input tokens at 0.30 and 7.2M token-seconds (2,000 token-hours) at 1.00 per MTok-hour.
+    expect(totals.cost_usd).toBeCloseTo((25 * 0.3 + 2000 * 1) / 1_000_000, 10);
+    expect(usagePricer()("gemini-2.5-flash", renewal)).toBeCloseTo((10 * 0.3 + 1000) / 1_000_000, 12);
+    // Nothing stored: the field stays absent.
+    const plain = new UsageAccumulator();
+    plain.add("gemini-2.5-flash", { input_tokens: 5, output_tokens: 0 });
+    expect(plain.totals).not.toHaveProperty("cache_storage_token_seconds");
+  });
+
+  it("leaves storage unpriced (never at zero) for a model without a storage price", () => {
+    const table = {
+      entries: [],
+      lookup: () => ({ family: "x", prefixes: ["x"], inputUsdPerMTok: 1, outputUsdPerMTok: 1 }),
+    };
+    const accumulator = new UsageAccumulator(table);
+    accumulator.add("x", { input_tokens: 1, output_tokens: 0, cache_storage_token_seconds: 5 });
+    expect(accumulator.totals.cost_usd).toBeNull();
+    expect(accumulator.totals.unpriced_models).toEqual(["x"]);
+    expect(
+      usagePricer(table)("x", { input_tokens: 1, output_tokens: 0, cache_storage_token_seconds: 5 }),
+    ).toBeNull();
+    expect(usagePricer(table)("x", { input_tokens: 1, output_tokens: 0 })).toBeCloseTo(1e-6, 12);
+  });
+
+  it("adds storage of sibling totals, absent only when neither has any", () => {
+    const a = { ...emptyUsageTotals(), cache_storage_token_seconds: 7 };
+    const b = { ...emptyUsageTotals(), cache_storage_token_seconds: 5 };
+    expect(addUsageTotals(a, b).cache_storage_token_seconds).toBe(12);
+    expect(addUsageTotals(a, emptyUsageTotals()).cache_storage_token_seconds).toBe(7);
+    expect(addUsageTotals(emptyUsageTotals(), b).cache_storage_token_seconds).toBe(5);
+    expect(addUsageTotals(emptyUsageTotals(), emptyUsageTotals())).not.toHaveProperty(
+      "cache_storage_token_seconds",
+    );
+  });
+
   it("splits cache writes by TTL, counting what the split leaves out as 5m", () => {
     expect(
       tokenCountsOf({ input_tokens: 1, output_tokens: 2, cache_creation_input_tokens: 100 }),

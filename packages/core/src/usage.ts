@@ -1,7 +1,13 @@
 // Token usage summed over a run's turns, priced per model; a model the table does not know makes the
 // cost unknown (null) and is named, never priced at zero.
 import { emptyUsageTotals, type ProviderUsage, type UsageTotals } from "@forkd/protocol";
-import { costOfTokens, defaultPricingTable, type PricingTable, type TokenCounts } from "./pricing.js";
+import {
+  costOfTokens,
+  defaultPricingTable,
+  type PricingTable,
+  pricesAll,
+  type TokenCounts,
+} from "./pricing.js";
 
 /**
  * The provider's usage of one response by price class. Cache writes are split by TTL when the provider
@@ -12,12 +18,15 @@ export function tokenCountsOf(usage: ProviderUsage): TokenCounts {
   const split = usage.cache_creation;
   const oneHour = split?.ephemeral_1h_input_tokens ?? 0;
   const fiveMinutes = split ? Math.max(split.ephemeral_5m_input_tokens, written - oneHour) : written;
+  const stored = usage.cache_storage_token_seconds ?? 0;
   return {
     input_tokens: usage.input_tokens,
     cache_write_5m_tokens: fiveMinutes,
     cache_write_1h_tokens: oneHour,
     cache_read_tokens: usage.cache_read_input_tokens ?? 0,
     output_tokens: usage.output_tokens,
+    // Only Gemini's renewals report storage: the field stays absent everywhere else.
+    ...(stored > 0 ? { cache_storage_token_seconds: stored } : {}),
   };
 }
 
@@ -52,9 +61,12 @@ export class UsageAccumulator {
     t.cache_write_1h_tokens += tokens.cache_write_1h_tokens;
     t.cache_read_tokens += tokens.cache_read_tokens;
     t.output_tokens += tokens.output_tokens;
+    if (tokens.cache_storage_token_seconds !== undefined)
+      t.cache_storage_token_seconds =
+        (t.cache_storage_token_seconds ?? 0) + tokens.cache_storage_token_seconds;
     t.llm_calls += 1;
     const pricing = this.#pricing.lookup(model);
-    if (pricing === undefined) this.#unpriced.add(model);
+    if (pricing === undefined || !pricesAll(pricing, tokens)) this.#unpriced.add(model);
     else this.#cost += costOfTokens(pricing, tokens);
   }
 
@@ -79,6 +91,9 @@ export function addUsageTotals(a: UsageTotals, b: UsageTotals): UsageTotals {
     llm_calls: a.llm_calls + b.llm_calls,
     cost_usd: a.cost_usd === null || b.cost_usd === null ? null : roundUsd(a.cost_usd + b.cost_usd),
   };
+  if (a.cache_storage_token_seconds !== undefined || b.cache_storage_token_seconds !== undefined)
+    sum.cache_storage_token_seconds =
+      (a.cache_storage_token_seconds ?? 0) + (b.cache_storage_token_seconds ?? 0);
   if (unpriced.length > 0) sum.unpriced_models = unpriced;
   return sum;
 }
@@ -104,6 +119,7 @@ export function usagePricer(
 ): (model: string, usage: ProviderUsage) => number | null {
   return (model, usage) => {
     const entry = pricing.lookup(model);
-    return entry === undefined ? null : costOfTokens(entry, tokenCountsOf(usage));
+    const tokens = tokenCountsOf(usage);
+    return entry === undefined || !pricesAll(entry, tokens) ? null : costOfTokens(entry, tokens);
   };
 }

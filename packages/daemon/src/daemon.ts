@@ -21,6 +21,7 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { CallLimits, limitsAnything } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
 import { type HeldRun, handOffRun } from "./failover.js";
+import { KvGeminiCacheLock } from "./gemini-cache-lock.js";
 import { InlinePrefixCache } from "./inline-prefixes.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
@@ -140,6 +141,15 @@ export class ForkDaemon {
       leaseMs: config.callLimitLeaseMs,
     };
     const keyIds = this.#options.providerKeyIds ?? {};
+    // Siblings on several daemons make one explicit cache per fan-out, and renew it once per TTL.
+    this.#options.gemini?.coordinate(
+      new KvGeminiCacheLock({
+        kv: resources.daemons,
+        daemonId: this.id,
+        keyId: keyIds.gemini ?? "gemini",
+        logger: this.#logger,
+      }),
+    );
     this.#callLimits = limitsAnything(settings)
       ? new CallLimits({
           kv: resources.daemons,

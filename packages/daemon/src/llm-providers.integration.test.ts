@@ -1,6 +1,7 @@
 // The provider a run's requests go to, and the prompt_cache_key they carry, seen on the simulator's
 // log: the spec's shard key wins, a native parent keeps its own key, any other child gets the key
-// derived from its prefix; a spec naming an API the daemon has no client for fails with its code.
+// derived from its prefix; the retention is the spec's, else a native parent's own; a spec naming an
+// API the daemon has no client for fails with its code.
 import { createForkPrefix, derivedPromptCacheKey, forkPrefixFromNative, type LlmClient } from "@forkd/core";
 import { prepareForkRun } from "@forkd/core/internal";
 import { GeminiLlmClient, OpenAiLlmClient } from "@forkd/llm";
@@ -42,8 +43,11 @@ const canonical: ForkPrefix = createForkPrefix({
   messages: [{ role: "user", content: "hello" }],
 });
 
-/** The prompt_cache_key of the request `spec`'s run sends for `prefix`. */
-async function keySent(runSpec: ForkSpec, prefix: ForkPrefix): Promise<unknown> {
+/** The body (as sent, and parsed) of the request `spec`'s run sends for `prefix`. */
+async function bodySent(
+  runSpec: ForkSpec,
+  prefix: ForkPrefix,
+): Promise<{ raw: string; body: Record<string, unknown> }> {
   const plan = prepareForkRun({
     runId: runSpec.run_id,
     prefix,
@@ -62,7 +66,12 @@ async function keySent(runSpec: ForkSpec, prefix: ForkPrefix): Promise<unknown> 
   sim.reset();
   await llm.createMessage(plan.request);
   const [entry] = sim.requests();
-  return (JSON.parse(entry!.body) as { prompt_cache_key?: unknown }).prompt_cache_key;
+  return { raw: entry!.body, body: JSON.parse(entry!.body) as Record<string, unknown> };
+}
+
+/** The prompt_cache_key of the request `spec`'s run sends for `prefix`. */
+async function keySent(runSpec: ForkSpec, prefix: ForkPrefix): Promise<unknown> {
+  return (await bodySent(runSpec, prefix)).body.prompt_cache_key;
 }
 
 describe("runLlmClient", () => {
@@ -89,6 +98,50 @@ describe("runLlmClient", () => {
     expect(
       await keySent(spec(), forkPrefixFromNative({ api: "openai-chat", request: keyless, reply: [] })),
     ).toBeUndefined();
+  });
+
+  it("sends the spec's prompt_cache_retention, else a native parent's own as it was, else none", async () => {
+    expect((await bodySent(spec({ api: "openai-chat" }), canonical)).body).not.toHaveProperty(
+      "prompt_cache_retention",
+    );
+    const retained = spec({ api: "openai-responses", prompt_cache_retention: "24h" });
+    expect((await bodySent(retained, canonical)).body.prompt_cache_retention).toBe("24h");
+    // A native parent's own field, and the caching options and explicit breakpoint a client writes
+    // for GPT-5.6 and later (fields of the pinned SDK's types), come back byte for byte.
+    const request = {
+      model: "gpt-5",
+      messages: [
+        {
+          role: "user",
+          content: [{ type: "text", text: "hi", prompt_cache_breakpoint: { mode: "explicit" } }],
+        },
+      ],
+      prompt_cache_options: { mode: "explicit", ttl: "30m" },
+      prompt_cache_retention: "in_memory",
+    };
+    const native = forkPrefixFromNative({ api: "openai-chat", request, reply: [] });
+    const sent = await bodySent(spec(), native);
+    expect(sent.raw).toContain(JSON.stringify(request.messages[0]));
+    expect(sent.raw).toContain(
+      '"prompt_cache_options":{"mode":"explicit","ttl":"30m"},"prompt_cache_retention":"in_memory"',
+    );
+    // The spec's wins, in the same place.
+    const overridden = await bodySent(spec({ api: "openai-chat", prompt_cache_retention: "24h" }), native);
+    expect(overridden.raw).toContain('"prompt_cache_retention":"24h"');
+    expect(overridden.body.prompt_cache_options).toEqual({ mode: "explicit", ttl: "30m" });
+    // And on Responses: an input item's breakpoint and the request's options as the parent sent them.
+    const item = {
+      role: "user",
+      content: [{ type: "input_text", text: "hi", prompt_cache_breakpoint: { mode: "explicit" } }],
+    };
+    const responses = forkPrefixFromNative({
+      api: "openai-responses",
+      request: { model: "gpt-5", input: [item], prompt_cache_options: { mode: "implicit" } },
+      reply: [],
+    });
+    const sentResponses = await bodySent(spec(), responses);
+    expect(sentResponses.raw).toContain(`"input":[${JSON.stringify(item)}`);
+    expect(sentResponses.raw).toContain('"prompt_cache_options":{"mode":"implicit"}');
   });
 
   it("fails with provider_unavailable for an API without a client, or one the native prefix was not sent to", () => {

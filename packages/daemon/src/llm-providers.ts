@@ -32,7 +32,8 @@ export function runApi(spec: ForkSpec, prefix: ForkPrefix | null): LlmApi {
  * - `anthropic`: the daemon's Messages client.
  * - `openai-chat` / `openai-responses`: the OpenAI client, with `prompt_cache_key` = the spec's (a
  *   fan-out's shard key), else for a native parent the key its own request carried (kept in the
- *   bytes), else one derived from the prefix's cache key hash, shared by every sibling.
+ *   bytes), else one derived from the prefix's cache key hash, shared by every sibling; and the spec's
+ *   `prompt_cache_retention`, else a native parent's own (in its bytes).
  * - `gemini`: the Gemini client, naming the spec's `cached_content`, else (for a parent's prefix,
  *   not the daemon's default) the fan-out's explicit cache, found or created once.
  * @throws {@link DaemonError} `provider_unavailable` when the daemon has no client for the API.
@@ -77,5 +78,9 @@ export function runLlmClient(options: {
     (native !== undefined || options.prefixHash === null
       ? undefined
       : derivedPromptCacheKey(options.prefixHash));
-  return client.forRun({ promptCacheKey, native });
+  return client.forRun({
+    promptCacheKey,
+    promptCacheRetention: spec.provider?.prompt_cache_retention,
+    native,
+  });
 }

@@ -29,7 +29,16 @@ export interface RunningDaemon {
  */
 export async function startDaemon(
   config: DaemonConfig,
-  options: { llm?: LlmClient; logger?: DaemonLogger; version?: string } = {},
+  options: {
+    llm?: LlmClient;
+    /**
+     * The Gemini client in place of the one the configuration makes (its key still names the key
+     * id the calls count under): tests give one on the simulator's clock.
+     */
+    gemini?: GeminiLlmClient;
+    logger?: DaemonLogger;
+    version?: string;
+  } = {},
 ): Promise<RunningDaemon> {
   const logger =
     options.logger ??
@@ -72,7 +81,7 @@ export async function startDaemon(
       throttle,
     });
   const openai = openAiClients(config, logger);
-  const gemini = geminiClient(config, logger);
+  const gemini = geminiClient(config, logger, options.gemini);
   const daemon = new ForkDaemon({
     config,
     nc,
@@ -188,17 +197,20 @@ function openAiClients(
 function geminiClient(
   config: DaemonConfig,
   logger: DaemonLogger,
+  given?: GeminiLlmClient,
 ): { client: GeminiLlmClient; keyId: string } | undefined {
   const apiKey = config.llm.geminiApiKey ?? process.env.GEMINI_API_KEY;
   if (apiKey === undefined || apiKey === "") return undefined;
   const baseURL = config.llm.geminiBaseURL ?? process.env.GOOGLE_GEMINI_BASE_URL;
-  const client = new GeminiLlmClient({
-    apiKey,
-    baseURL,
-    timeout: config.llm.timeoutMs,
-    retry: { maxRetries: config.llm.maxRetries },
-    logger,
-  });
+  const client =
+    given ??
+    new GeminiLlmClient({
+      apiKey,
+      baseURL,
+      timeout: config.llm.timeoutMs,
+      retry: { maxRetries: config.llm.maxRetries },
+      logger,
+    });
   // The scope of a call limit per provider key (call-limits.ts).
   return { client, keyId: providerKeyId(baseURL ?? "https://generativelanguage.googleapis.com", apiKey) };
 }

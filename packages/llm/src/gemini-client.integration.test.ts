@@ -1,11 +1,17 @@
 // The Gemini client against the real simulator over real HTTP: streamed text and function calls,
 // usage with cachedContentTokenCount, one explicit cache per prefix (created once, found by its
 // siblings, its creation billed once), the API's refusals as typed errors, and aborts.
-import { GEMINI_CACHE_TTL_SECONDS, type LlmError, type LlmRequest } from "@forkd/core";
+import {
+  GEMINI_CACHE_RENEW_BELOW_SECONDS,
+  GEMINI_CACHE_TTL_SECONDS,
+  type LlmError,
+  type LlmRequest,
+} from "@forkd/core";
 import { ManualClock, type Sim, startSim } from "@forkd/sim";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { GeminiLlmClient } from "./gemini-client.js";
 import { reviewConversation } from "./test-support/conversation.js";
+import { costOfUsage } from "./usage.js";
 
 let sim: Sim;
 beforeAll(async () => {
@@ -204,5 +210,74 @@ describe("Gemini generateContent", () => {
     } finally {
       await late.close();
     }
+  });
+
+  describe("renewal storage", () => {
+    // The simulator and the client read one manual clock: the boundary is exact, not a race.
+    const start = 1_800_000_000_000;
+    let clock: ManualClock;
+    let timed: Sim;
+    beforeEach(async () => {
+      clock = new ManualClock(start);
+      timed = await startSim({ port: 0, clock });
+    });
+    afterEach(async () => {
+      await timed.close();
+    });
+    const timedClient = () =>
+      new GeminiLlmClient({
+        baseURL: timed.url,
+        apiKey: "gemini-test-key",
+        retry: { maxRetries: 0 },
+        now: () => clock.now(),
+      });
+    const patches = () => timed.requests().filter((e) => e.method === "PATCH" && e.status === 200);
+    const margin = GEMINI_CACHE_RENEW_BELOW_SECONDS * 1000;
+    /** A child of `parent` saying `text`, naming the fan-out's cache. */
+    const sendChild = (llm: GeminiLlmClient, parent: LlmRequest, text: string) =>
+      llm.send(childOf(parent, "parent", `@sim say ${text}`), {
+        count: parent.messages.length + 1,
+        cachedContent: "auto",
+      });
+
+    it("renews nothing and bills no storage for a fan-out that ends just before the renewal margin", async () => {
+      const llm = timedClient();
+      const parent = conversation(3000, "@sim say parent");
+      const first = await sendChild(llm, parent, "one");
+      // The last child starts with 1 ms more than the margin left.
+      clock.advance(GEMINI_CACHE_TTL_SECONDS * 1000 - margin - 1);
+      const last = await sendChild(llm, parent, "two");
+      expect(patches()).toHaveLength(0);
+      for (const response of [first, last])
+        expect(response.usage.cache_storage_token_seconds).toBeUndefined();
+    });
+
+    it("renews once just past it, and bills the seconds it added × the tokens, once, at the documented price", async () => {
+      const llm = timedClient();
+      const parent = conversation(3000, "@sim say parent");
+      const first = await sendChild(llm, parent, "one");
+      const tokens = first.usage.cache_creation_input_tokens ?? 0;
+      expect(tokens).toBeGreaterThan(3000);
+      // 1 ms less than the margin left: the next children renew it (once between them) first.
+      const elapsed = GEMINI_CACHE_TTL_SECONDS * 1000 - margin + 1;
+      clock.advance(elapsed);
+      const later = await Promise.all(["two", "three"].map((n) => sendChild(llm, parent, n)));
+      expect(patches()).toHaveLength(1);
+      // The expiry moved from start + TTL to now + TTL: by the time elapsed since the creation.
+      const stored = later.map((r) => r.usage.cache_storage_token_seconds ?? 0);
+      expect(stored.filter((s) => s > 0)).toHaveLength(1);
+      const seconds = elapsed / 1000;
+      expect(Math.max(...stored)).toBeCloseTo(tokens * seconds, 6);
+      // Priced at Gemini 2.5 Flash's storage: 1.00 USD per million tokens per hour.
+      const renewing = later.find((r) => (r.usage.cache_storage_token_seconds ?? 0) > 0)!;
+      const withoutStorage = { ...renewing.usage, cache_storage_token_seconds: undefined };
+      const storageUsd =
+        (costOfUsage("gemini-2.5-flash", renewing.usage) ?? 0) -
+        (costOfUsage("gemini-2.5-flash", withoutStorage) ?? 0);
+      expect(storageUsd).toBeCloseTo((tokens * seconds * 1.0) / 3600 / 1_000_000, 12);
+      // Nothing is billed again by a child after it.
+      const after = await sendChild(llm, parent, "four");
+      expect(after.usage.cache_storage_token_seconds).toBeUndefined();
+    });
   });
 });

@@ -31,6 +31,7 @@ import type { ProviderUsage } from "@forkd/protocol";
 import type { GenerateContentResponse, GoogleGenAI } from "@google/genai";
 import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
+import type { GeminiCacheCoordinator, GeminiCacheRecord } from "./gemini-cache-coordinator.js";
 import { compileRetryPolicy, type RetryOptions } from "./retry.js";
 
 type GenAiSdk = typeof import("@google/genai");
@@ -61,6 +62,13 @@ export interface GeminiClientOptions {
   retry?: RetryOptions;
   /** @default a logger that writes nothing */
   logger?: Logger;
+  /**
+   * How the client's fan-out caches are made and renewed once across daemons (see
+   * {@link GeminiLlmClient.coordinate}). @default none: this client alone (siblings on one daemon share one lookup)
+   */
+  coordinator?: GeminiCacheCoordinator | undefined;
+  /** The clock the caches' expiry is read by (tests move it with the simulator's). @default Date.now */
+  now?: () => number;
 }
 
 /** What one child's requests carry besides the conversation. */
@@ -87,7 +95,11 @@ export interface GeminiUsage {
  * candidates' and the thoughts' tokens (both billed as output), and `written` tokens of an explicit
  * cache this request created as `cache_creation_input_tokens` (billed as input plus storage).
  */
-export function usageFromGemini(usage: GeminiUsage | null | undefined, written = 0): ProviderUsage {
+export function usageFromGemini(
+  usage: GeminiUsage | null | undefined,
+  written = 0,
+  stored = 0,
+): ProviderUsage {
   const prompt = (usage?.promptTokenCount ?? 0) + (usage?.toolUsePromptTokenCount ?? 0);
   const cached = usage?.cachedContentTokenCount ?? 0;
   return {
@@ -95,6 +107,8 @@ export function usageFromGemini(usage: GeminiUsage | null | undefined, written =
     output_tokens: (usage?.candidatesTokenCount ?? 0) + (usage?.thoughtsTokenCount ?? 0),
     cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
+    // A renewal's storage, on the one response that reports it (`stored` token-seconds).
+    ...(stored > 0 ? { cache_storage_token_seconds: stored } : {}),
   };
 }
 
@@ -114,6 +128,10 @@ interface CacheUse {
   /** The memo's key, when found or created here. */
   displayName?: string;
   written: number;
+  /** The tokens it holds (0 when unknown: a cache the parent named). */
+  tokens: number;
+  /** Storage bought by renewals that no request billed yet. @unit token-seconds */
+  stored: number;
   /** When the cache expires, as last known (found, created or renewed here). @unit ms since epoch */
   expiresAt?: number;
   /** The renewal in flight, shared by the siblings that need it. */
@@ -128,7 +146,11 @@ interface CacheUse {
  *   fan-out (released after the first child's response began) find the first one's cache by listing
  *   instead of each creating one; on one daemon, concurrent siblings share one lookup. A prefix below
  *   the model's minimum is sent whole. Caches live {@link GEMINI_CACHE_TTL_SECONDS} and are left to
- *   expire; a child that finds its cache gone makes it again once.
+ *   expire; a child that finds its cache gone makes it again once. With a
+ *   {@link GeminiCacheCoordinator} ({@link GeminiLlmClient.coordinate}) one daemon creates (and
+ *   renews) the cache while its siblings' daemons wait for it.
+ * - Billed once: a creation's tokens as `cache_creation_input_tokens`, a renewal's storage as
+ *   `cache_storage_token_seconds`, each on the first response that succeeds after it.
  * - The SDK's retries are off; 429, 5xx, resets and timeouts are retried with backoff, never once
  *   output began (`stream_interrupted`).
  * - The caller's signal aborts at any point; the rejection carries the text so far.
@@ -141,8 +163,14 @@ export class GeminiLlmClient implements LlmClient {
   readonly #logger: Logger;
   /** display name → the cache found or created for it (null: the prefix is too small to cache). */
   readonly #caches = new Map<string, Promise<CacheUse | null>>();
+  #coordinator: GeminiCacheCoordinator | undefined;
+  readonly #now: () => number;
+  /** Caches found gone: a coordinator's record still naming one is not taken (the cache is made again). */
+  readonly #gone = new Set<string>();
 
   constructor(options: GeminiClientOptions = {}) {
+    this.#coordinator = options.coordinator;
+    this.#now = options.now ?? Date.now;
     this.#timeoutMs = options.timeout ?? 600_000;
     this.#retry = compileRetryPolicy(options.retry);
     this.#logger = options.logger ?? silentLogger;
@@ -160,6 +188,15 @@ export class GeminiLlmClient implements LlmClient {
   #client(): Promise<GoogleGenAI> {
     this.#sdk ??= genAiSdk().then((sdk) => new sdk.GoogleGenAI(this.#sdkOptions));
     return this.#sdk;
+  }
+
+  /**
+   * Makes and renews the fan-out caches through `coordinator` from now on: one creation per cache
+   * across the daemons that share it (siblings launched at once on several daemons), and one
+   * renewal per TTL, its storage billed by the one request that renewed.
+   */
+  coordinate(coordinator: GeminiCacheCoordinator): void {
+    this.#coordinator = coordinator;
   }
 
   /** An {@link LlmClient} for one child: every request carries `options`' prefix and cache. */
@@ -194,14 +231,20 @@ export class GeminiLlmClient implements LlmClient {
       let cache: CacheUse | null = null;
       // The creation is billed once, to the first request that succeeds with it: claimed here, before
       // any await, so that concurrent siblings on this daemon do not each report it.
+      // A renewal's storage likewise.
       let written = 0;
+      let stored = 0;
       let result: Awaited<ReturnType<GeminiLlmClient["attempt"]>>;
       try {
         cache = await this.#cacheOf(request, requestOptions, signal);
         written = cache?.written ?? 0;
-        if (cache !== null) cache.written = 0;
+        stored = cache?.stored ?? 0;
+        if (cache !== null) {
+          cache.written = 0;
+          cache.stored = 0;
+        }
         const body = this.body(request, requestOptions, cache?.name);
-        result = await this.attempt(request.model, body, signal, emit, written);
+        result = await this.attempt(request.model, body, signal, emit, written, stored);
       } catch (thrown) {
         // The cache's lookup or creation failed: classified as a model call's failure would be.
         result = {
@@ -210,10 +253,14 @@ export class GeminiLlmClient implements LlmClient {
         };
       }
       if (result.ok) return result.response;
-      if (cache !== null) cache.written += written;
+      if (cache !== null) {
+        cache.written += written;
+        cache.stored += stored;
+      }
       if (cache?.displayName !== undefined && !remade && isCacheGone(result.error)) {
         // Expired, or deleted by someone else: make it again, once, and say so.
         remade = true;
+        this.#gone.add(cache.name);
         this.#caches.delete(cache.displayName);
         this.#logger.warn({ cache: cache.name }, "gemini explicit cache gone; creating it again");
         continue;
@@ -236,7 +283,7 @@ export class GeminiLlmClient implements LlmClient {
   ): Promise<CacheUse | null> {
     const named = options.cachedContent;
     if (named === undefined) return null;
-    if (named !== "auto") return { name: named, written: 0 };
+    if (named !== "auto") return { name: named, written: 0, tokens: 0, stored: 0 };
     const prefix = geminiCachedPrefix(request, sourceOf(request, options));
     if (prefix.contents.length === 0) return null;
     const displayName = geminiCacheDisplayName(request.model, prefix);
@@ -248,41 +295,122 @@ export class GeminiLlmClient implements LlmClient {
       pending.catch(() => this.#caches.delete(displayName));
     }
     const use = await pending;
-    if (use?.expiresAt !== undefined && use.expiresAt - Date.now() < GEMINI_CACHE_RENEW_BELOW_SECONDS * 1000)
-      await this.#renew(use, signal);
+    if (use?.expiresAt !== undefined && this.#needsRenewal(use.expiresAt)) await this.#renew(use, signal);
     return use;
+  }
+
+  /** Whether a cache expiring at `expiresAt` is renewed before a request names it. */
+  #needsRenewal(expiresAt: number): boolean {
+    return expiresAt - this.#now() < GEMINI_CACHE_RENEW_BELOW_SECONDS * 1000;
   }
 
   /**
    * Extends a cache a child still needs by another TTL (its storage is billed for as long as it
    * lives: a short TTL renewed while the fan-out runs costs what the fan-out needs). Concurrent
-   * siblings on this daemon renew once.
+   * siblings on this daemon renew once; with a coordinator, one daemon renews while the others go
+   * on naming the cache (it still has up to {@link GEMINI_CACHE_RENEW_BELOW_SECONDS} to live).
+   * The storage a renewal adds (tokens × the seconds it moves the expiry) is left on `use` for the
+   * next request to bill.
    */
   async #renew(use: CacheUse, signal: AbortSignal | undefined): Promise<void> {
-    use.renewing ??= this.#client()
-      .then((sdk) =>
-        sdk.caches.update({
-          name: use.name,
-          config: {
-            ttl: `${GEMINI_CACHE_TTL_SECONDS}s`,
-            ...(signal === undefined ? {} : { abortSignal: signal }),
-          },
-        }),
-      )
-      .then((updated) => {
-        use.expiresAt = Date.parse(updated.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000;
-        this.#logger.info(
-          { cache: use.name, ttlSeconds: GEMINI_CACHE_TTL_SECONDS },
-          "gemini explicit cache renewed",
-        );
-      })
-      .finally(() => {
-        use.renewing = undefined;
-      });
+    use.renewing ??= this.#renewOnce(use, signal).finally(() => {
+      use.renewing = undefined;
+    });
     await use.renewing;
   }
 
+  async #renewOnce(use: CacheUse, signal: AbortSignal | undefined): Promise<void> {
+    const sdk = await this.#client();
+    const abort = signal === undefined ? {} : { abortSignal: signal };
+    const extend = async (expiresBefore: number): Promise<GeminiCacheRecord> => {
+      const updated = await sdk.caches.update({
+        name: use.name,
+        config: { ttl: `${GEMINI_CACHE_TTL_SECONDS}s`, ...abort },
+      });
+      const expiresAt = Date.parse(updated.expireTime ?? "") || this.#now() + GEMINI_CACHE_TTL_SECONDS * 1000;
+      const tokens = updated.usageMetadata?.totalTokenCount ?? use.tokens;
+      // Only what the renewal added: the storage up to `expiresBefore` was paid already.
+      const seconds = Math.max(0, expiresAt - expiresBefore) / 1000;
+      use.stored += tokens * seconds;
+      this.#logger.info(
+        { cache: use.name, ttlSeconds: GEMINI_CACHE_TTL_SECONDS, storedSeconds: seconds, tokens },
+        "gemini explicit cache renewed",
+      );
+      return { name: use.name, expiresAt, tokens };
+    };
+    const coordinator = this.#coordinator;
+    if (coordinator === undefined || use.displayName === undefined) {
+      use.expiresAt = (await extend(use.expiresAt ?? this.#now())).expiresAt;
+      return;
+    }
+    const outcome = await coordinator.exclusive(
+      use.displayName,
+      async () => {
+        // The expiry as it is now (another daemon may have renewed since this one last looked):
+        // the storage billed is what this renewal adds to it, so each second is billed once.
+        const current = await sdk.caches.get({ name: use.name, config: abort });
+        const expiresAt = Date.parse(current.expireTime ?? "");
+        if (Number.isFinite(expiresAt) && !this.#needsRenewal(expiresAt))
+          return { name: use.name, expiresAt, tokens: use.tokens };
+        return extend(Number.isFinite(expiresAt) ? expiresAt : this.#now());
+      },
+      {
+        wait: false,
+        accept: (record) => record.name === use.name && !this.#needsRenewal(record.expiresAt),
+      },
+    );
+    // Held by another daemon: it renews; the cache lives long enough for this request.
+    if (outcome !== undefined) use.expiresAt = outcome.record.expiresAt;
+  }
+
+  /**
+   * The fan-out's cache, found by listing or created. With a coordinator, one daemon looks (and
+   * creates) while its siblings' daemons wait for the cache it names; without, siblings on other
+   * daemons may each create one unless warm-first released them after the first child's request.
+   */
   async #findOrCreate(
+    model: string,
+    displayName: string,
+    prefix: GeminiCachedPrefix,
+    signal: AbortSignal | undefined,
+  ): Promise<CacheUse | null> {
+    const coordinator = this.#coordinator;
+    if (coordinator === undefined) return this.#listOrCreate(model, displayName, prefix, signal);
+    let made: CacheUse | null = null;
+    const outcome = await coordinator.exclusive(
+      displayName,
+      async () => {
+        made = await this.#listOrCreate(model, displayName, prefix, signal);
+        return made === null
+          ? { name: null, expiresAt: 0, tokens: 0 }
+          : { name: made.name, expiresAt: made.expiresAt ?? 0, tokens: made.tokens };
+      },
+      {
+        wait: true,
+        accept: (record) =>
+          record.name === null || (!this.#gone.has(record.name) && this.#fresh(record.expiresAt)),
+      },
+    );
+    // `wait: true` always ends with a record; this daemon's own work keeps what it created to bill.
+    if (outcome === undefined || outcome.ran) return made;
+    const { record } = outcome;
+    if (record.name === null) return null;
+    return {
+      name: record.name,
+      displayName,
+      written: 0,
+      tokens: record.tokens,
+      stored: 0,
+      expiresAt: record.expiresAt,
+    };
+  }
+
+  /** Whether a cache expiring at `expiresAt` lives long enough to be named (not about to expire on the way). */
+  #fresh(expiresAt: number): boolean {
+    return expiresAt > this.#now() + 5_000;
+  }
+
+  async #listOrCreate(
     model: string,
     displayName: string,
     prefix: GeminiCachedPrefix,
@@ -293,15 +421,21 @@ export class GeminiLlmClient implements LlmClient {
       config: { pageSize: 1000, ...(signal === undefined ? {} : { abortSignal: signal }) },
     });
     // A cache about to expire may be gone before the request reaches it: make a fresh one instead.
-    const freshUntil = Date.now() + 5_000;
     for await (const cached of pager) {
       if (
         cached.displayName === displayName &&
         cached.model === modelName &&
         cached.name !== undefined &&
-        Date.parse(cached.expireTime ?? "") > freshUntil
+        this.#fresh(Date.parse(cached.expireTime ?? ""))
       )
-        return { name: cached.name, displayName, written: 0, expiresAt: Date.parse(cached.expireTime ?? "") };
+        return {
+          name: cached.name,
+          displayName,
+          written: 0,
+          tokens: cached.usageMetadata?.totalTokenCount ?? 0,
+          stored: 0,
+          expiresAt: Date.parse(cached.expireTime ?? ""),
+        };
     }
     try {
       const created = await (await this.#client()).caches.create({
@@ -320,11 +454,14 @@ export class GeminiLlmClient implements LlmClient {
         },
       });
       if (created.name === undefined) throw new LlmError("unknown", "cachedContents.create returned no name");
+      const tokens = created.usageMetadata?.totalTokenCount ?? 0;
       return {
         name: created.name,
         displayName,
-        written: created.usageMetadata?.totalTokenCount ?? 0,
-        expiresAt: Date.parse(created.expireTime ?? "") || Date.now() + GEMINI_CACHE_TTL_SECONDS * 1000,
+        written: tokens,
+        tokens,
+        stored: 0,
+        expiresAt: Date.parse(created.expireTime ?? "") || this.#now() + GEMINI_CACHE_TTL_SECONDS * 1000,
       };
     } catch (thrown) {
       const { ApiError } = await genAiSdk();
@@ -346,6 +483,7 @@ export class GeminiLlmClient implements LlmClient {
     signal: AbortSignal | undefined,
     emit: (event: LlmStreamEvent) => void,
     written: number,
+    stored = 0,
   ): Promise<{ ok: true; response: LlmResponse } | { ok: false; error: LlmError }> {
     const control = startAttempt(signal, this.#timeoutMs);
     const startedAt = performance.now();
@@ -402,7 +540,7 @@ export class GeminiLlmClient implements LlmClient {
           message,
           stop_reason:
             finish === "STOP" && calls ? "tool_use" : (STOP_REASONS[finish] ?? finish.toLowerCase()),
-          usage: usageFromGemini(usage, written),
+          usage: usageFromGemini(usage, written, stored),
           ttftMs: ttftMs ?? 0,
           durationMs: performance.now() - startedAt,
         },

@@ -18,6 +18,11 @@ export type { AnthropicClientOptions } from "./anthropic-client.js";
 export { AnthropicLlmClient, anthropicClient, DEFAULT_TIMEOUT_MS } from "./anthropic-client.js";
 export type { FailureContext } from "./errors.js";
 export { errorCodeForStatus, errorCodeForType, isRetryableCode, toLlmError } from "./errors.js";
+export type {
+  ExclusiveOptions,
+  GeminiCacheCoordinator,
+  GeminiCacheRecord,
+} from "./gemini-cache-coordinator.js";
 export type { GeminiClientOptions, GeminiRequestOptions, GeminiUsage } from "./gemini-client.js";
 export { GeminiLlmClient, usageFromGemini } from "./gemini-client.js";
 export type { OpenAiApi, OpenAiClientOptions, OpenAiRequestOptions } from "./openai-client.js";

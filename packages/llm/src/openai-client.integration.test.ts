@@ -3,7 +3,7 @@
 // by prompt start and prompt_cache_key), the API's refusals as typed errors, and aborts.
 import { forkPrefixFromNative, type LlmError, type LlmRequest, nativeMessageCount } from "@forkd/core";
 import { prepareForkRun } from "@forkd/core/internal";
-import { type Sim, startSim } from "@forkd/sim";
+import { ManualClock, type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type OpenAiApi, OpenAiLlmClient } from "./openai-client.js";
 import { reviewConversation } from "./test-support/conversation.js";
@@ -23,6 +23,16 @@ const client = (api: OpenAiApi) =>
 /** A conversation of about `tokens` tokens whose last user text is the simulator's script. */
 const conversation = (tokens: number, ...script: string[]): LlmRequest =>
   reviewConversation("gpt-5", tokens, ...script);
+
+/** `parent` answered "first", then the user's next turn. */
+const secondTurn = (parent: LlmRequest): LlmRequest => ({
+  ...parent,
+  messages: [
+    ...parent.messages,
+    { role: "assistant", content: "first" },
+    { role: "user", content: "@sim say second" },
+  ],
+});
 
 describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
   it("streams text and reports the prompt's tokens, none cached on a cold cache", async () => {
@@ -56,14 +66,7 @@ describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
     const parent = conversation(3000, "@sim say first");
     const first = await llm.send(parent, { promptCacheKey: "k1" });
     const prompt = first.usage.input_tokens;
-    const child: LlmRequest = {
-      ...parent,
-      messages: [
-        ...parent.messages,
-        { role: "assistant", content: "first" },
-        { role: "user", content: "@sim say second" },
-      ],
-    };
+    const child = secondTurn(parent);
     const same = await llm.send(child, { promptCacheKey: "k1" });
     const read = same.usage.cache_read_input_tokens ?? 0;
     expect(read % 128).toBe(0);
@@ -71,6 +74,40 @@ describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
     expect(read).toBeLessThanOrEqual(prompt);
     const other = await llm.send(child, { promptCacheKey: "k2" });
     expect(other.usage.cache_read_input_tokens).toBe(0);
+  });
+
+  it("keeps a prefix sent with prompt_cache_retention 24h past in-memory's hour, and refuses a retention it does not know", async () => {
+    const clock = new ManualClock(1_800_000_000_000);
+    const timed = await startSim({ port: 0, clock });
+    try {
+      const llm = new OpenAiLlmClient({
+        api,
+        baseURL: `${timed.url}/v1`,
+        apiKey: "sk-test-openai",
+        retry: { maxRetries: 0 },
+      });
+      const parent = conversation(3000, "@sim say first");
+      const child = secondTurn(parent);
+      // In memory (gpt-5's default here): gone after five minutes unused.
+      await llm.send(parent, { promptCacheKey: "mem" });
+      clock.advance(5 * 60_000);
+      expect((await llm.send(child, { promptCacheKey: "mem" })).usage.cache_read_input_tokens).toBe(0);
+      // 24h: still read two hours later.
+      await llm.send(parent, { promptCacheKey: "long", promptCacheRetention: "24h" });
+      expect(JSON.parse(timed.requests().at(-1)!.body).prompt_cache_retention).toBe("24h");
+      clock.advance(2 * 60 * 60_000);
+      const later = await llm.send(child, { promptCacheKey: "long", promptCacheRetention: "24h" });
+      expect(later.usage.cache_read_input_tokens).toBeGreaterThan(2048);
+      const res = await fetch(`${timed.url}/v1/${api === "chat" ? "chat/completions" : "responses"}`, {
+        method: "POST",
+        headers: { authorization: "Bearer sk-test-openai", "content-type": "application/json" },
+        body: JSON.stringify({ ...llm.body(parent), prompt_cache_retention: "1h" }),
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { param: string } }).error.param).toBe("prompt_cache_retention");
+    } finally {
+      await timed.close();
+    }
   });
 
   it("caches nothing below 1,024 tokens", async () => {

@@ -56,6 +56,11 @@ export interface OpenAiRequestOptions {
   /** Sent as `prompt_cache_key`: the routing key every child of one fan-out shard shares. */
   promptCacheKey?: string | undefined;
   /**
+   * Sent as `prompt_cache_retention` (`in_memory` or `24h`, as the SDK's types document it), in place
+   * of a native parent's own; absent: the native parent's own, else none (the provider's default).
+   */
+  promptCacheRetention?: "in_memory" | "24h" | undefined;
+  /**
    * The native parent: the body starts with its request and reply, and only the canonical messages
    * from `nativeCount` on are rendered.
    */
@@ -63,27 +68,30 @@ export interface OpenAiRequestOptions {
 }
 
 /** Usage as OpenAI reports it: Chat (`prompt_tokens`…) or Responses (`input_tokens`…). */
-interface OpenAiUsage {
+export interface OpenAiUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
-  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  prompt_tokens_details?: { cached_tokens?: number | null; cache_write_tokens?: number | null } | null;
   input_tokens?: number;
   output_tokens?: number;
-  input_tokens_details?: { cached_tokens?: number | null } | null;
+  input_tokens_details?: { cached_tokens?: number | null; cache_write_tokens?: number | null } | null;
 }
 
 /**
- * OpenAI usage as forkd's: `input_tokens` the uncached prompt tokens, `cache_read_input_tokens` the
- * cached ones, no cache writes (OpenAI charges none on the models priced here), output as reported.
+ * OpenAI usage as forkd's: `input_tokens` the prompt tokens neither read from nor written to the
+ * cache, `cache_read_input_tokens` the cached ones, `cache_creation_input_tokens` the ones written
+ * (`cache_write_tokens`, which the SDK's types give as a breakdown of the prompt's tokens: reported
+ * for the GPT-5.6 family's breakpoints, absent, so 0, before it), output as reported.
  */
 export function usageFromOpenAi(usage: OpenAiUsage | null | undefined): ProviderUsage {
   const prompt = usage?.prompt_tokens ?? usage?.input_tokens ?? 0;
-  const cached =
-    usage?.prompt_tokens_details?.cached_tokens ?? usage?.input_tokens_details?.cached_tokens ?? 0;
+  const details = usage?.prompt_tokens_details ?? usage?.input_tokens_details;
+  const cached = details?.cached_tokens ?? 0;
+  const written = details?.cache_write_tokens ?? 0;
   return {
-    input_tokens: prompt - cached,
+    input_tokens: prompt - cached - written,
     output_tokens: usage?.completion_tokens ?? usage?.output_tokens ?? 0,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
   };
 }
@@ -179,6 +187,8 @@ export class OpenAiLlmClient implements LlmClient {
           ? renderChatRequest(request)
           : renderResponsesRequest(request);
     if (options.promptCacheKey !== undefined) body.prompt_cache_key = options.promptCacheKey;
+    if (options.promptCacheRetention !== undefined)
+      body.prompt_cache_retention = options.promptCacheRetention;
     body.stream = true;
     if (this.#api === "chat") body.stream_options = { include_usage: true };
     return body;

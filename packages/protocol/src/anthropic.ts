@@ -58,6 +58,13 @@ export const ProviderUsageSchema = z.looseObject({
   output_tokens: z.number().int().nonnegative(),
   cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
   cache_read_input_tokens: z.number().int().nonnegative().nullish(),
+  /**
+   * Gemini: storage of an explicit cache that this response's client bought by renewing it (tokens
+   * held × seconds added to its life), beyond the TTL its creation paid for. forkd's own field: the
+   * provider bills storage by the hour, not per response; each renewal is reported by exactly one
+   * response. @unit token-seconds
+   */
+  cache_storage_token_seconds: z.number().nonnegative().nullish(),
   cache_creation: z
     .looseObject({
       ephemeral_5m_input_tokens: z.number().int().nonnegative(),

@@ -345,6 +345,7 @@ export const usageTotalsArb: fc.Arbitrary<UsageTotals> = record<UsageTotals>(
     cache_write_1h_tokens: nonNegInt,
     cache_read_tokens: nonNegInt,
     output_tokens: nonNegInt,
+    cache_storage_token_seconds: nonNegNumber,
     llm_calls: nonNegInt,
     cost_usd: fc.option(nonNegNumber, { nil: null }),
     unpriced_models: fc.array(nonEmpty(), { maxLength: 2 }),
@@ -377,6 +378,7 @@ const providerUsageArb: fc.Arbitrary<ProviderUsage> = withUnknownFields(
       output_tokens: nonNegInt,
       cache_creation_input_tokens: fc.option(nonNegInt, { nil: null }),
       cache_read_input_tokens: fc.option(nonNegInt, { nil: null }),
+      cache_storage_token_seconds: fc.option(nonNegNumber, { nil: null }),
       cache_creation: fc.option(
         record({ ephemeral_5m_input_tokens: nonNegInt, ephemeral_1h_input_tokens: nonNegInt }),
         { nil: null },

@@ -10,6 +10,7 @@ import {
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
+  geminiCacheEntryCodec,
   parseWireJson,
   permissionResponseCodec,
   runStateCodec,
@@ -346,5 +347,28 @@ describe("decodeEventLenient", () => {
     for (const text of ["null", "7", '"heartbeat"']) {
       expect(thrown(() => decodeEventLenient(text))).toMatchObject({ code: "invalid_event", path: [] });
     }
+  });
+});
+
+describe("gemini cache entries", () => {
+  it("round-trips both states and names itself when an entry is not one", () => {
+    const held = { v: 1, state: "held", holder: "daemon-a", lease_until: 1_763_776_871_000 } as const;
+    const ready = {
+      v: 1,
+      state: "ready",
+      name: "cachedContents/abc",
+      expires_at: 1_763_776_931_000,
+      tokens: 46_222,
+    } as const;
+    expect(geminiCacheEntryCodec.decode(geminiCacheEntryCodec.encode(held))).toEqual(held);
+    expect(geminiCacheEntryCodec.decode(geminiCacheEntryCodec.encode(ready))).toEqual(ready);
+    expect(geminiCacheEntryCodec.decode(geminiCacheEntryCodec.encode({ ...ready, name: null }))).toEqual({
+      ...ready,
+      name: null,
+    });
+    expect(() => geminiCacheEntryCodec.decode('{"v":1,"state":"ready","name":"x"}')).toThrow(
+      /^invalid gemini cache entry/,
+    );
+    expect(() => geminiCacheEntryCodec.decode('{"v":1,"state":"gone"}')).toThrow(ProtocolError);
   });
 });

@@ -29,6 +29,7 @@ import {
   CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GeminiCacheEntrySchema,
   GroupBudgetSchema,
   GroupSpendSchema,
   ProviderThrottleSchema,
@@ -406,6 +407,8 @@ export const groupBudgetCodec = createCodec(GroupBudgetSchema, message("group bu
 export const groupSpendCodec = createCodec(GroupSpendSchema, message("group spend"));
 /** Shared call limits (`limit.<scope>` in the daemons KV bucket). */
 export const callSlotsCodec = createCodec(CallSlotsSchema, message("call slots"));
+/** A Gemini fan-out cache's entry (`gemini_cache.<key id>.<name>` in the daemons KV bucket). */
+export const geminiCacheEntryCodec = createCodec(GeminiCacheEntrySchema, message("gemini cache entry"));
 /** Entries of the daemons KV bucket. */
 export const daemonInfoCodec = createCodec(DaemonInfoSchema, message("daemon info"));
 /** The retention lease in the daemons KV bucket. */

@@ -21,6 +21,7 @@ import {
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
+  geminiCacheEntryCodec,
   groupBudgetCodec,
   groupSpendCodec,
   permissionRequestCodec,
@@ -74,6 +75,7 @@ describe("docs/schema", () => {
       "daemon-info",
       "retention-lease",
       "call-slots",
+      "gemini-cache-entry",
       "daemon-presence",
       "provider-throttle",
     ]);
@@ -137,6 +139,7 @@ describe("docs/protocol.md", () => {
     "daemon-info": daemonInfoCodec,
     "retention-lease": retentionLeaseCodec,
     "call-slots": callSlotsCodec,
+    "gemini-cache-entry": geminiCacheEntryCodec,
     "daemon-presence": daemonPresenceCodec,
     "provider-throttle": providerThrottleCodec,
   };

@@ -15,6 +15,7 @@ import {
   CallSlotsSchema,
   DaemonInfoSchema,
   DaemonPresenceSchema,
+  GeminiCacheEntrySchema,
   GroupBudgetSchema,
   GroupSpendSchema,
   ProviderThrottleSchema,
@@ -212,6 +213,15 @@ function entries(): [string, Entry][] {
         title: "forkd call slots",
         description:
           "Key `limit.<kind>.<token>` in the daemons KV bucket: the model calls holding a slot of one cluster-wide limit, and those waiting.",
+      },
+    ],
+    [
+      "gemini-cache-entry",
+      {
+        schema: GeminiCacheEntrySchema,
+        title: "forkd Gemini cache entry",
+        description:
+          "Key `gemini_cache.<key id>.<display name>` in the daemons KV bucket: one creation (and one renewal per TTL) of a Gemini fan-out's explicit cache across daemons.",
       },
     ],
     [

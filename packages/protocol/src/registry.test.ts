@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { TERMINAL_EVENT_TYPES } from "./events.js";
 import {
+  groupBudgetKey,
+  groupSpendKey,
   isTerminalRunStatus,
   queuedRunState,
   RunStateSchema,
@@ -10,6 +12,11 @@ import {
 } from "./registry.js";
 
 describe("queuedRunState", () => {
+  it("names the run's group only when it has one", () => {
+    expect(queuedRunState({ runId: "r1", createdAt: 1, now: 1, groupId: "g-7" }).group_id).toBe("g-7");
+    expect(queuedRunState({ runId: "r1", createdAt: 1, now: 1 })).not.toHaveProperty("group_id");
+  });
+
   it("is a valid entry: queued, never claimed, nothing published", () => {
     const state = queuedRunState({ runId: "r1", createdAt: 1000, now: 2000 });
     expect(state).toEqual({
@@ -47,5 +54,12 @@ describe("terminal run statuses", () => {
     expect(RunStatusSchema.options.filter(isTerminalRunStatus)).toEqual(["completed", "failed", "aborted"]);
     expect(isTerminalRunStatus("queued")).toBe(false);
     expect(isTerminalRunStatus("running")).toBe(false);
+  });
+});
+
+describe("group keys in the runs bucket", () => {
+  it("keeps a group's budget and spend apart from every run id, and from each other", () => {
+    expect(groupBudgetKey("g-7")).toBe("budget.g-7");
+    expect(groupSpendKey("g-7")).toBe("spend.g-7");
   });
 });

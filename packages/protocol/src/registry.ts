@@ -297,6 +297,34 @@ export const RetentionLeaseSchema = z.object({
     .describe("What the holder's last sweep did."),
 });
 
+/**
+ * Key `gemini_cache.<key id>.<display name>` in the daemons bucket: how the daemons sharing a Gemini
+ * API key make a fan-out's explicit cache once, and renew it once per TTL (docs/fork-semantics.md,
+ * "Gemini"). `held`: a daemon is creating or renewing it, until its lease ends; `ready`: the cache,
+ * as its creation or last renewal left it. Taken by compare-and-set; written by daemons only.
+ */
+export const GeminiCacheEntrySchema = z.discriminatedUnion("state", [
+  z.object({
+    v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+    state: z.literal("held").describe("A daemon is creating or renewing the cache."),
+    holder: z.string().min(1).max(256).describe("The daemon holding the entry."),
+    lease_until: EpochMsSchema.describe("Its lease: another daemon may take the entry after."),
+  }),
+  z.object({
+    v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
+    state: z.literal("ready").describe("The cache is made."),
+    name: z
+      .string()
+      .min(1)
+      .nullable()
+      .describe(
+        "Its resource name (`cachedContents/…`); null: the prefix is below the model's cache minimum.",
+      ),
+    expires_at: EpochMsSchema.describe("When it expires, as its creation or last renewal said."),
+    tokens: z.number().int().nonnegative().describe("The tokens it holds."),
+  }),
+]);
+
 /** Where a run is. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 export type RunState = z.infer<typeof RunStateSchema>;
@@ -306,6 +334,7 @@ export type RetentionLease = z.infer<typeof RetentionLeaseSchema>;
 export type GroupBudget = z.infer<typeof GroupBudgetSchema>;
 export type GroupSpend = z.infer<typeof GroupSpendSchema>;
 export type CallSlots = z.infer<typeof CallSlotsSchema>;
+export type GeminiCacheEntry = z.infer<typeof GeminiCacheEntrySchema>;
 export type ProviderThrottleNotice = z.infer<typeof ProviderThrottleSchema>;
 
 /** What {@link queuedRunState} needs: the run, when its spec was made, and what the spec says of it. */

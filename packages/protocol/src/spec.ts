@@ -44,6 +44,18 @@ export const ProviderSpecSchema = z.object({
       "OpenAI: the `prompt_cache_key` the child sends (one per fan-out shard; the parent's own for the first). Absent: the parent's, else none.",
     ),
   /**
+   * OpenAI: the `prompt_cache_retention` every child sends (`in_memory`: dropped after 5–10 minutes
+   * unused, within an hour; `24h`: kept up to 24 hours; only `24h` on gpt-5.5 and later). Give the
+   * parent's own, so the children's prefix lives as long as the parent's. Absent: a native parent's
+   * own (kept in its bytes), else none (the provider's default).
+   */
+  prompt_cache_retention: z
+    .enum(["in_memory", "24h"])
+    .optional()
+    .describe(
+      "OpenAI: the `prompt_cache_retention` the child sends (give the parent's). Absent: a native parent's own, else the provider's default.",
+    ),
+  /**
    * Gemini: the explicit cache (`cachedContents/…`) that holds the parent's prefix, when the parent
    * made one itself. Absent: the children's daemons find or create one per fan-out.
    */

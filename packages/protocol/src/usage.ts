@@ -24,6 +24,17 @@ export const UsageTotalsSchema = z.object({
   /** Tokens read from the cache. */
   cache_read_tokens: z.number().int().nonnegative().describe("Tokens read from the cache."),
   output_tokens: z.number().int().nonnegative().describe("Output tokens."),
+  /**
+   * Storage of explicit caches bought by renewals (Gemini), beyond what their creation paid for;
+   * absent when there was none. @unit token-seconds
+   */
+  cache_storage_token_seconds: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe(
+      "Storage of explicit caches bought by renewals (Gemini), beyond what their creation paid for, in token-seconds; absent when none.",
+    ),
   /** Number of LLM responses summed. */
   llm_calls: z.number().int().nonnegative().describe("Number of LLM responses summed."),
   /** Price in US dollars; `null` when a model had no entry in the pricing table (see `unpriced_models`). */

@@ -1,9 +1,16 @@
 // OpenAI's caching rules as the simulator applies them: nothing below 1,024 tokens, hits in 128-token
 // steps of the longest cached prefix, readable only once the writing response began, one machine per
-// scope + prompt start + prompt_cache_key, spill past 15 requests a minute, 5 minutes idle at most.
+// scope + prompt start + prompt_cache_key, spill past 15 requests a minute, 5 minutes idle at most
+// (in-memory retention) or 24 hours (extended), the retention each model gets.
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../clock.js";
-import { OPENAI_IDLE_TTL_MS, OpenAiPromptCache } from "./openai-cache.js";
+import {
+  OPENAI_EXTENDED_TTL_MS,
+  OPENAI_IDLE_TTL_MS,
+  OPENAI_MAX_TTL_MS,
+  OpenAiPromptCache,
+  openAiRetentionOf,
+} from "./openai-cache.js";
 
 /** A prompt of `tokens` tokens (4 characters each) that starts like every other one here. */
 const prompt = (tokens: number, tail = "") => `${"x".repeat(tokens * 4 - tail.length)}${tail}`;
@@ -74,5 +81,41 @@ describe("OpenAiPromptCache", () => {
     expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBe(1920);
     clock.advance(OPENAI_IDLE_TTL_MS);
     expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBe(0);
+  });
+
+  it("keeps an entry written under 24h retention past the idle and in-memory limits, until 24 hours", () => {
+    const clock = new ManualClock();
+    const cache = new OpenAiPromptCache(clock);
+    cache.commit(cache.plan("org", prompt(2000), undefined, "24h"));
+    clock.advance(OPENAI_MAX_TTL_MS + OPENAI_IDLE_TTL_MS);
+    expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBeGreaterThan(1024);
+    clock.set(OPENAI_EXTENDED_TTL_MS - 1);
+    expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBeGreaterThan(1024);
+    clock.set(OPENAI_EXTENDED_TTL_MS);
+    expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBe(0);
+  });
+
+  it("extends an in-memory entry that a 24h request reads, from that read", () => {
+    const clock = new ManualClock();
+    const cache = new OpenAiPromptCache(clock);
+    warm(cache, prompt(2000));
+    clock.advance(OPENAI_IDLE_TTL_MS - 1);
+    cache.commit(cache.plan("org", prompt(2000), undefined, "24h"));
+    clock.advance(OPENAI_EXTENDED_TTL_MS - 1);
+    expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBeGreaterThan(1024);
+    clock.advance(1);
+    expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBe(0);
+  });
+
+  it("gives each model the retention its SDK documents: only 24h from gpt-5.5 on, else the one asked, else in-memory", () => {
+    expect(openAiRetentionOf("gpt-5", undefined)).toBe("in_memory");
+    expect(openAiRetentionOf("gpt-5", "24h")).toBe("24h");
+    expect(openAiRetentionOf("gpt-5.1-codex", "in_memory")).toBe("in_memory");
+    expect(openAiRetentionOf("gpt-4.1", "24h")).toBe("24h");
+    expect(openAiRetentionOf("gpt-5.4", null)).toBe("in_memory");
+    expect(openAiRetentionOf("gpt-5.5", undefined)).toBe("24h");
+    expect(openAiRetentionOf("gpt-5.5-pro", "in_memory")).toBe("24h");
+    expect(openAiRetentionOf("gpt-5.6", undefined)).toBe("24h");
+    expect(openAiRetentionOf("gpt-6", undefined)).toBe("24h");
   });
 });

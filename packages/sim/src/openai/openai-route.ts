@@ -9,7 +9,7 @@ import { type Exchange, parseJson, readBody, sleep } from "../exchange.js";
 import { runScriptedModel } from "../model.js";
 import type { MessagesRouteContext } from "../routes/messages.js";
 import type { MessagesRequest } from "../types.js";
-import type { OpenAiPromptCache } from "./openai-cache.js";
+import { type OpenAiPromptCache, openAiRetentionOf } from "./openai-cache.js";
 import { OpenAiApiError, sendOpenAiError } from "./openai-errors.js";
 import { validateChatRequest, validateResponsesRequest } from "./openai-validate.js";
 
@@ -116,7 +116,8 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   }
   const scope = cacheScopeOf(context, ex, apiKey);
   const key = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
-  const plan = context.openAiCache.plan(scope, renderOpenAiPrompt(api, body), key);
+  const retention = openAiRetentionOf(model, body.prompt_cache_retention);
+  const plan = context.openAiCache.plan(scope, renderOpenAiPrompt(api, body), key, retention);
   acceptWithUsage(context, ex, { ...plan, outputTokens: reply.outputTokens, stream });
   // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
   const calls = reply.content.flatMap((b) =>

@@ -51,6 +51,12 @@ function common(body: unknown, fields: Set<string>): Record<string, unknown> {
     typeof record.prompt_cache_key !== "string"
   )
     throw badRequest("Invalid type for 'prompt_cache_key': expected a string.", "prompt_cache_key");
+  const retention = record.prompt_cache_retention;
+  if (retention !== undefined && retention !== null && retention !== "in_memory" && retention !== "24h")
+    throw badRequest(
+      `Invalid value: '${String(retention)}'. Supported values are: 'in_memory' and '24h'.`,
+      "prompt_cache_retention",
+    );
   return record;
 }
 
