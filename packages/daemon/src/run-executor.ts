@@ -201,6 +201,9 @@ export class RunExecutor {
     let attempt = 0;
     let turn = 0;
     let ownerToken: string | null | undefined;
+    // The run's registry entry as this attempt last wrote it (claim, heartbeats): the ending's
+    // compare-and-set starts from it instead of a read; were it stale, the write reads and retries.
+    let entry: RunStateEntry | undefined;
     let refusedAborts = 0;
     // A graceful stop's reason, once one was accepted; the turn loop ends at its next boundary.
     let gracefulStop: string | undefined;
@@ -273,9 +276,10 @@ export class RunExecutor {
           onPriorSteers: (ids) => {
             for (const id of ids) steerIds.add(id);
           },
-          onClaimed: (claimedAttempt, claimedPublisher) => {
+          onClaimed: (claimedAttempt, claimedPublisher, claimedEntry) => {
             attempt = claimedAttempt;
             publisher = claimedPublisher;
+            entry = claimedEntry;
             context.onClaimed?.();
           },
           onTurn: (current) => {
@@ -294,6 +298,7 @@ export class RunExecutor {
             stopWith({ kind: "fenced" });
           },
           stopReason: () => stop,
+          registryEntry: () => entry,
           logger,
         });
       } catch (error) {
@@ -342,6 +347,7 @@ export class RunExecutor {
               return "unchanged";
             return { ...current, heartbeat_at: now, updated_at: now, last_seq: publisher!.lastSeq, turn };
           });
+          if (seen?.state.attempt === attempt) entry = seen;
           if (seen && seen.state.attempt > attempt) stopWith({ kind: "fenced" });
           if (seen?.state.abort && !isTerminalRunStatus(seen.state.status)) requestAbort(seen.state.abort);
         } catch (error) {
@@ -367,10 +373,12 @@ export class RunExecutor {
       handOff: () => void;
       /** Ids of the steering messages an earlier attempt already added (a replayed request is ignored). */
       onPriorSteers: (ids: string[]) => void;
-      onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
+      onClaimed: (attempt: number, publisher: RunEventPublisher, claimed: RunStateEntry) => void;
       onTurn: (turn: number) => void;
       onPublishError: (error: unknown) => void;
       stopReason: () => StopReason | undefined;
+      /** The run's registry entry as this attempt last wrote it. */
+      registryEntry: () => RunStateEntry | undefined;
       logger: DaemonLogger;
     },
   ): Promise<void> {
@@ -419,7 +427,7 @@ export class RunExecutor {
       secrets: this.#secrets,
       ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
-    hooks.onClaimed(attempt, publisher);
+    hooks.onClaimed(attempt, publisher, claimed);
     const priorEvents: ForkEvent[] =
       position.lastSeq > 0 ? (await readStoredEvents(resources, runId)).map((l) => l.event) : [];
     const resumed = priorEvents.length > 0;
@@ -462,6 +470,7 @@ export class RunExecutor {
           attempt,
           message,
           logger,
+          hooks.registryEntry(),
         );
         return;
       }
@@ -529,7 +538,7 @@ export class RunExecutor {
       await publisher.flush();
       const stop = hooks.stopReason();
       if (stop && stop.kind !== "abort") throw new RunStopped(stop);
-      await this.#end(publish, runId, result, attempt, message, logger);
+      await this.#end(publish, runId, result, attempt, message, logger, hooks.registryEntry());
       if (stop?.requestedAt !== undefined)
         metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
     } catch (error) {
@@ -560,6 +569,7 @@ export class RunExecutor {
           attempt,
           message,
           logger,
+          hooks.registryEntry(),
         ).catch((endError) => logger.error({ err: endError }, "could not publish the run's failure"));
         return;
       }
@@ -571,6 +581,7 @@ export class RunExecutor {
           attempt,
           message,
           logger,
+          hooks.registryEntry(),
         );
         if (stop.requestedAt !== undefined)
           metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
@@ -578,9 +589,15 @@ export class RunExecutor {
       }
       const wire = toWireError(error);
       logger.error({ err: error }, "run failed");
-      await this.#end(publish, runId, { type: "failed", error: wire, usage }, attempt, message, logger).catch(
-        (endError) => logger.error({ err: endError }, "could not publish the run's failure"),
-      );
+      await this.#end(
+        publish,
+        runId,
+        { type: "failed", error: wire, usage },
+        attempt,
+        message,
+        logger,
+        hooks.registryEntry(),
+      ).catch((endError) => logger.error({ err: endError }, "could not publish the run's failure"));
     } finally {
       tracing.end(traced, tracedError);
     }
@@ -857,9 +874,10 @@ export class RunExecutor {
     attempt: number,
     message: JsMsg,
     logger: DaemonLogger,
+    known?: RunStateEntry,
   ): Promise<void> {
     const event = await publish(terminal);
-    await recordTerminal(this.#deps.resources, runId, event, attempt);
+    await recordTerminal(this.#deps.resources, runId, event, attempt, undefined, known);
     await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
     this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
     logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
