@@ -22,6 +22,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { CallLimits, limitsAnything } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
+import { EndingOrder } from "./ending-order.js";
 import { type HeldRun, handOffRun } from "./failover.js";
 import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
@@ -78,6 +79,8 @@ export class ForkDaemon {
   #peers: PeerPresence | undefined;
   /** Controls heard for runs not held here: a run that starts here meets them at once. */
   readonly #recentControls = new RecentControls();
+  /** Terminal events in flight: bookkeeping of runs that ended waits for them (ending-order.ts). */
+  readonly #endings = new EndingOrder();
   /** What ending a queued run needs; built at the first (the secrets are registered by then). */
   #queuedControlDeps: QueuedControlDeps | undefined;
   // Runs paused at a turn boundary by their group's budget: they hold no slot while they wait.
@@ -164,6 +167,7 @@ export class ForkDaemon {
       : undefined;
     this.#executor = new RunExecutor({
       ...this.#options,
+      endings: this.#endings,
       ...(this.#callLimits ? { callLimits: this.#callLimits } : {}),
       resources,
       prefixCache: new PrefixCache(),
@@ -206,6 +210,7 @@ export class ForkDaemon {
             logger: this.#logger,
             metrics: this.#options.metrics,
             secrets: daemonSecrets(),
+            endings: this.#endings,
           };
           void endQueuedRun(this.#queuedControlDeps, request).catch((failure: unknown) =>
             this.#logger.warn({ err: failure, runId: request.run_id }, "could not end a queued run"),

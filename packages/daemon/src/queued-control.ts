@@ -15,6 +15,7 @@ import {
   type ForkSpecOwnership,
   isTerminalEvent,
 } from "@forkd/protocol";
+import type { EndingOrder } from "./ending-order.js";
 import { DaemonError } from "./errors.js";
 import { RunEventPublisher } from "./event-publisher.js";
 import type { DaemonLogger } from "./logger.js";
@@ -38,6 +39,8 @@ export interface QueuedControlDeps {
   logger: DaemonLogger;
   /** The daemon's secrets, scrubbed from the event (read once per daemon, not per run). */
   secrets: readonly NamedSecret[];
+  /** The daemon's terminal events in flight: the ending's bookkeeping waits for them. */
+  endings?: EndingOrder;
   metrics?: DaemonMetrics | undefined;
 }
 
@@ -120,12 +123,15 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
       : { type: "aborted", reason: request.reason, usage: emptyUsageTotals() };
   let event: Awaited<ReturnType<RunEventPublisher["publish"]>>;
   try {
-    event = await publisher.publish(terminal);
+    event = deps.endings
+      ? await deps.endings.ending(() => publisher.publish(terminal))
+      : await publisher.publish(terminal);
   } catch (error) {
     // A daemon claimed the run and published first: it runs the run, and obeys the control itself.
     if (error instanceof DaemonError && error.code === "fenced") return false;
     throw error;
   }
+  await deps.endings?.quiet();
   await Promise.all([
     // From the entry read above: a daemon that claimed the run since is fenced, and its claim is
     // overwritten by the ending (same attempt); the parent's flag, if written meanwhile, is kept.

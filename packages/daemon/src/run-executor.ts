@@ -44,6 +44,7 @@ import { controlProof, proofMatches, steerProof } from "@forkd/protocol/internal
 import type { JsMsg } from "@nats-io/jetstream";
 import type { CallLimits } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
+import type { EndingOrder } from "./ending-order.js";
 import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import type { HeldRun } from "./failover.js";
@@ -81,6 +82,8 @@ export interface RunExecutorDeps {
   storage?: StorageHealth;
   /** The cluster-wide limits on concurrent model calls (per key, model, tenant), when configured. */
   callLimits?: CallLimits;
+  /** The daemon's terminal events in flight: a run's bookkeeping waits for them (ending-order.ts). */
+  endings?: EndingOrder;
 }
 
 /** One delivery of a spec. */
@@ -876,12 +879,21 @@ export class RunExecutor {
     logger: DaemonLogger,
     known?: RunStateEntry,
   ): Promise<void> {
-    const event = await publish(terminal);
+    const endings = this.#deps.endings;
+    const event = endings ? await endings.ending(() => publish(terminal)) : await publish(terminal);
+    // Endings by a control come in bursts (a cascade): theirs waits for the burst's events. A run that
+    // completed or failed frees its slot at once.
+    if (endedByControl(terminal)) await endings?.quiet();
     await recordTerminal(this.#deps.resources, runId, event, attempt, undefined, known);
     await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
     this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
     logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
   }
+}
+
+/** Whether an ending is an abort's or a graceful stop's. */
+function endedByControl(terminal: ForkEventBody): boolean {
+  return terminal.type === "aborted" || (terminal.type === "completed" && terminal.result.stop === "stopped");
 }
 
 /**
