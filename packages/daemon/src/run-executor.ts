@@ -208,8 +208,10 @@ export class RunExecutor {
     // compare-and-set starts from it instead of a read; were it stale, the write reads and retries.
     let entry: RunStateEntry | undefined;
     let refusedAborts = 0;
-    // A graceful stop's reason, once one was accepted; the turn loop ends at its next boundary.
+    // A graceful stop's reason, once one was accepted; the turn loop ends at its next boundary, and a
+    // call still waiting for a cluster-wide slot is not sent (`stopping`).
     let gracefulStop: string | undefined;
+    const stopping = new AbortController();
     const steering: SteeringMessage[] = [];
     const steerIds = new Set<string>();
     const boundary: TurnBoundary = {
@@ -231,8 +233,10 @@ export class RunExecutor {
         deps.metrics?.refusedControls.inc({ kind: mode });
         return false;
       }
-      if (mode === "stop") gracefulStop ??= request.reason;
-      else stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
+      if (mode === "stop") {
+        gracefulStop ??= request.reason;
+        stopping.abort(request.reason);
+      } else stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
       return true;
     };
     const requestSteer = (request: SteerRequest): Omit<SteerReply, "v"> => {
@@ -302,6 +306,7 @@ export class RunExecutor {
           },
           stopReason: () => stop,
           registryEntry: () => entry,
+          stopping: stopping.signal,
           logger,
         });
       } catch (error) {
@@ -382,6 +387,8 @@ export class RunExecutor {
       stopReason: () => StopReason | undefined;
       /** The run's registry entry as this attempt last wrote it. */
       registryEntry: () => RunStateEntry | undefined;
+      /** Aborts when a graceful stop is accepted: a call waiting for a slot is then not sent. */
+      stopping: AbortSignal;
       logger: DaemonLogger;
     },
   ): Promise<void> {
@@ -518,7 +525,13 @@ export class RunExecutor {
         llm: deps.llm,
         openai: deps.openai,
         limitCalls: deps.callLimits
-          ? (llm, api) => deps.callLimits!.wrap(llm, { api, parent: spec.parent.agent_id, runId })
+          ? (llm, api) =>
+              deps.callLimits!.wrap(llm, {
+                api,
+                parent: spec.parent.agent_id,
+                runId,
+                stopSignal: hooks.stopping,
+              })
           : undefined,
         gemini: deps.gemini,
         tools: deps.tools,
