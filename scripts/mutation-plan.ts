@@ -14,6 +14,7 @@ export const MUTATION_SOURCES: Readonly<Record<string, readonly string[]>> = {
   protocol: ["src/**/*.ts", "!src/**/*.test.ts", "!src/arbitraries.ts"],
   daemon: [
     "src/config-secrets.ts",
+    "src/ending-order.ts",
     "src/group-spend.ts",
     "src/recent-controls.ts",
     "src/redact.ts",

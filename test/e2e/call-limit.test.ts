@@ -210,9 +210,9 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
     expect(scopes).toHaveLength(1);
     return limits.get(scopes[0]!)!;
   };
-
-  it("an aborted run waiting for a slot leaves the queue; `forkd ps` showed it waiting; an aborted holder frees its slot", async () => {
-    const { forks, nc, server } = cluster();
+  /** A run that holds the one slot (its answer two minutes away) and one that waits for it. */
+  const holderAndWaiter = async () => {
+    const { forks, nc } = cluster();
     const holder = forks.fork({
       prefix: null,
       parent: { agent_id: "p" },
@@ -229,6 +229,12 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
     await waitFor(async () => keyScope(await readLimits(nc)).waiters.some((w) => w.run_id === waiter.runId), {
       timeoutMs: 20_000,
     });
+    return { holder, waiter };
+  };
+
+  it("an aborted run waiting for a slot leaves the queue; `forkd ps` showed it waiting; an aborted holder frees its slot", async () => {
+    const { nc, server } = cluster();
+    const { holder, waiter } = await holderAndWaiter();
     const ps = await runCli(["ps"], { env: cleanEnv({ NATS_URL: server.url, NO_COLOR: "1" }) });
     expect(ps.stdout).toMatch(new RegExp(`${waiter.runId}\\s+running, waits for a call slot \\(key:`));
     expect(ps.stdout).toMatch(/key:[0-9a-f]{16}\s+1\/1\s+1/);
@@ -246,6 +252,26 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
     expect((await holder.result()).status).toBe("killed");
     await waitFor(async () => keyScope(await readLimits(nc)).holders.length === 0, { timeoutMs: 5_000 });
     expect(Date.now()).toBeLessThan(holderLease);
+  }, 60_000);
+
+  it("a graceful stop of a run waiting for a slot ends it stopped, its call never sent", async () => {
+    const { nc, sim } = cluster();
+    const { holder, waiter } = await holderAndWaiter();
+    const sent = () => sim.requests().filter((entry) => entry.path === "/v1/messages").length;
+    const before = sent();
+    await waiter.stop("enough");
+    // Not after the holder's call (two minutes away): at once, with no turn.
+    const outcome = await Promise.race([
+      waiter.result(),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error("the stopped run still waits for its slot")), 15_000),
+      ),
+    ]);
+    expect(outcome).toMatchObject({ status: "completed", result: { stop: "stopped", turns: 0 } });
+    await waitFor(async () => keyScope(await readLimits(nc)).waiters.length === 0, { timeoutMs: 5_000 });
+    expect(sent()).toBe(before);
+    await holder.abort("done");
+    await waitFor(async () => keyScope(await readLimits(nc)).holders.length === 0, { timeoutMs: 5_000 });
   }, 60_000);
 
   it("the slot of a daemon SIGKILLed while calling comes back after its lease", async () => {

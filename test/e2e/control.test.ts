@@ -15,6 +15,8 @@ import { type DaemonProcess, spawnDaemon, stopDaemons } from "../harness/daemons
 import { contiguousLog } from "../harness/event-log.js";
 
 const ACK_WAIT_MS = 2_000;
+/** What a daemon logs when it puts back the spec of a run its owner is ending where it waits. */
+const PUT_BACK = "spec put back: its owner is ending the queued run";
 /** A run that streams for about 20 s unless stopped. */
 const SLOW = "Write at length.\n@sim tps 20\n@sim text 400";
 
@@ -125,7 +127,7 @@ describe("groups and cascades", () => {
   });
 
   it("an abort a daemon heard before it claimed the run ends the run at its claim, with no registry flag", async () => {
-    await daemon("heard-1", 1);
+    const heard = await daemon("heard-1", 1);
     const busy = forks.fork({ prefix, parent: { agent_id: "parent-heard" }, directive: SLOW });
     await eventOf(busy, (event) => event.type === "llm.delta");
     const waiting = forks.fork({
@@ -144,6 +146,64 @@ describe("groups and cascades", () => {
     const events = await contiguousLog(forks.resources, waiting.runId);
     expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
     expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "heard before the claim" });
+    // Pulled in the freed slot, the spec was put back once for the queue group's member to end; with
+    // no registry entry the member could not, so the next delivery started it and met the abort.
+    expect(heard.logs.filter((line) => line.msg === PUT_BACK && line.runId === waiting.runId)).toHaveLength(
+      1,
+    );
+  });
+
+  it("a forged abort heard before a run is pulled does not hold the run back", async () => {
+    const pulling = await daemon("forged-1", 1);
+    const busy = forks.fork({ prefix, parent: { agent_id: "parent-forged" }, directive: SLOW });
+    await eventOf(busy, (event) => event.type === "llm.delta");
+    const victim = forks.fork({
+      prefix,
+      parent: { agent_id: "parent-forged" },
+      directive: "Say it.\n@sim say ok",
+    });
+    await victim.published();
+    const hostile = await NatsForkSubagent.create(nc); // its own random owner key
+    try {
+      hostile.attach(victim.runId).publishControl("abort", "forged", Date.now());
+      await nc.flush();
+      await busy.abort("free the slot");
+      expect(await victim.result()).toMatchObject({ status: "completed", result: { final_text: "ok" } });
+      expect(pulling.logs.some((line) => line.msg === PUT_BACK)).toBe(false);
+    } finally {
+      await hostile.close();
+    }
+  });
+
+  it("a cascade flags in the registry only the runs that did not end on its fast path", async () => {
+    await daemon("flags-1", 1);
+    const running = forks.fork({ prefix, parent: { agent_id: "parent-flags-a" }, directive: SLOW });
+    await eventOf(running, (event) => event.type === "llm.delta");
+    await forks.abortParent("parent-flags-a", { reason: "heard at once" });
+    expect(await running.result()).toMatchObject({ status: "killed" });
+    // Its daemon ended it within the bound: no flag was written (a read and a compare-and-set saved).
+    // (The registry records the ending just after the event.)
+    const ended = await waitFor(
+      async () => {
+        const state = await forks.state(running.runId);
+        return state?.status === "aborted" ? state : undefined;
+      },
+      { timeoutMs: 10_000, message: "the ending recorded" },
+    );
+    expect(ended.abort).toBeUndefined();
+
+    // No daemon hears this one: after the bound, the flag is its abort.
+    await stopDaemons(daemons);
+    daemons.clear();
+    const unheard = forks.fork({ prefix, parent: { agent_id: "parent-flags-b" }, directive: SLOW });
+    await unheard.published();
+    await forks.abortParent("parent-flags-b", { reason: "nobody heard" });
+    expect((await forks.state(unheard.runId))?.abort).toMatchObject({ reason: "nobody heard" });
+    await daemon("flags-2", 1);
+    expect(await unheard.result()).toMatchObject({ status: "killed" });
+    const events = await contiguousLog(forks.resources, unheard.runId);
+    expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "nobody heard" });
   });
 
   it("group.stop() lets running runs finish their turn and ends queued ones completed, stopped", async () => {

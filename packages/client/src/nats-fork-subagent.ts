@@ -1,3 +1,4 @@
+import { TerminalWatch } from "./terminal-watch.js";
 // The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
 
@@ -66,7 +67,15 @@ import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
 import { uploadPrefixBytes } from "./prefix-store.js";
-import { entriesOfGroup, entriesOfParent, groupIndexKey, parentIndexKey } from "./registry-index.js";
+import {
+  entriesOfRuns,
+  groupIndexKey,
+  ofGroup,
+  ofParent,
+  parentIndexKey,
+  runIdsOfGroup,
+  runIdsOfParent,
+} from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { getRunState, type RunStateEntry, updateRunState } from "./run-registry.js";
@@ -87,6 +96,14 @@ function safeDecodeBudget(bytes: Uint8Array): GroupBudget | undefined {
 
 /** Runs a subagent remembers for cascades (the registry lists the rest). */
 const MAX_KNOWN_RUNS = 10_000;
+
+/**
+ * How long a cascade abort waits for its runs to end on the fast path before it writes the registry
+ * flag of those that did not (TerminalWatch). Longer than a loaded cluster's slowest ending (a 40-run
+ * cascade's p99 was ~200 ms before the flags were held back), short enough that a run which never heard
+ * the fast path is flagged within a second. @unit ms
+ */
+export const CASCADE_SETTLE_MS = 500;
 
 /** Options of {@link NatsForkSubagent}. */
 export interface NatsForkSubagentOptions extends ForkResourceOptions {
@@ -246,61 +263,95 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   /**
    * Aborts (or, with `mode: "stop"`, stops gracefully) every run of group `groupId` that has not
    * ended: those the registry lists and those launched here and not yet registered. Runs of another
-   * owner key refuse it (their daemons check the proof). Returns the run ids it was sent to.
+   * owner key refuse it (their daemons check the proof). Resolves once each run has ended or carries
+   * the registry flag; returns the run ids it was sent to.
    */
   async controlGroup(groupId: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
     const local = [...this.#known.values()].filter((handle) => handle.groupId === groupId);
-    return this.#controlRuns(local, () => entriesOfGroup(this.resources, groupId), options);
+    return this.#controlRuns(
+      local,
+      { ids: () => runIdsOfGroup(this.resources, groupId), keep: (entries) => ofGroup(entries, groupId) },
+      options,
+    );
   }
 
   /**
    * Cascade: aborts (or stops) every run of parent `agentId` — by default of every parent agent id
-   * this subagent forked for — queued ones included. Returns the run ids it was sent to.
+   * this subagent forked for — queued ones included. Resolves once each run has ended or carries the
+   * registry flag; returns the run ids it was sent to.
    */
   async abortParent(agentId?: string, options: { mode?: StopMode; reason?: string } = {}): Promise<string[]> {
     const agents = agentId !== undefined ? [agentId] : [...this.#parents];
     const local = [...this.#known.values()].filter((handle) => agents.includes(handle.parentAgentId ?? ""));
-    const listed = async () =>
-      (await Promise.all(agents.map((agent) => entriesOfParent(this.resources, agent)))).flat();
-    return this.#controlRuns(local, listed, options);
+    return this.#controlRuns(
+      local,
+      {
+        ids: async () =>
+          (await Promise.all(agents.map((agent) => runIdsOfParent(this.resources, agent)))).flat(),
+        keep: (entries) => agents.flatMap((agent) => ofParent(entries, agent)),
+      },
+      options,
+    );
   }
 
-  // Fast path to the runs known here at once, then the registry's list; each run gets its own proof.
+  // The fast path to every run first — those known here at once, then those the registry's index lists
+  // — then, for an abort, a bounded wait for the runs to end (TerminalWatch), and the registry flag
+  // only for the runs that did not. Each run gets its own proof.
   async #controlRuns(
     local: NatsForkHandle[],
-    list: () => Promise<RunStateEntry[]>,
+    listing: {
+      /** The run ids the registry's index lists (one request; entries are read later). */
+      ids: () => Promise<string[]>;
+      /** Of the listed runs' entries, those that are really of the group or parent. */
+      keep: (entries: RunStateEntry[]) => RunStateEntry[];
+    },
     options: { mode?: StopMode; reason?: string },
   ): Promise<string[]> {
+    const { nc, subjects } = this.resources;
     const mode = options.mode ?? "abort";
     const reason = options.reason ?? (mode === "stop" ? "stopped by parent" : "aborted by parent");
     const requestedAt = Date.now();
+    // A graceful stop lets a turn or a tool finish, which may take minutes: its flags are not held back.
+    const watch = mode === "abort" ? new TerminalWatch(nc, subjects) : undefined;
     const targets = new Map<string, NatsForkHandle>();
-    for (const handle of local) {
+    const send = (handle: NatsForkHandle): void => {
+      watch?.follow(handle.runId);
       targets.set(handle.runId, handle);
       handle.publishControl(mode, reason, requestedAt);
-    }
-    const flushed = this.resources.nc.flush();
-    // The listing's reads serve as the registry flag's first read (one round trip less per run).
-    const known = new Map<string, RunStateEntry>();
-    for (const entry of await list()) {
-      const { state } = entry;
-      if (isTerminalRunStatus(state.status)) {
-        this.#known.delete(state.run_id);
+    };
+    for (const handle of local) send(handle);
+    const flushed = nc.flush();
+    const listed = new Set(await listing.ids());
+    for (const runId of listed) if (!targets.has(runId)) send(this.attach(runId));
+    await Promise.all([flushed, nc.flush()]);
+    const ended = watch ? await watch.settled(CASCADE_SETTLE_MS) : new Set<string>();
+    // Read only now, after the runs' own ending: the listed runs' entries (which of them are really
+    // ours) and the entries of the runs still going (the flag's first read).
+    const localIds = new Set(local.map((handle) => handle.runId));
+    const entries = await entriesOfRuns(
+      this.resources,
+      [...targets.keys()].filter((runId) => listed.has(runId) || !ended.has(runId)),
+    );
+    const kept = new Map(
+      listing
+        .keep(entries.filter((entry) => listed.has(entry.state.run_id)))
+        .map((entry) => [entry.state.run_id, entry]),
+    );
+    for (const entry of entries) if (localIds.has(entry.state.run_id)) kept.set(entry.state.run_id, entry);
+    const flags: Promise<void>[] = [];
+    for (const [runId, handle] of targets) {
+      const entry = kept.get(runId);
+      if (!localIds.has(runId) && entry === undefined) {
+        targets.delete(runId); // listed under this group or parent by an index key, but not of it
         continue;
       }
-      known.set(state.run_id, entry);
-      if (targets.has(state.run_id)) continue;
-      const handle = this.attach(state.run_id);
-      targets.set(state.run_id, handle);
-      handle.publishControl(mode, reason, requestedAt);
+      if (ended.has(runId) || (entry !== undefined && isTerminalRunStatus(entry.state.status))) {
+        this.#known.delete(runId);
+        continue;
+      }
+      flags.push(handle.control(mode, reason, requestedAt, { fastPathSent: true, known: entry }));
     }
-    await flushed;
-    // Each has had its fast path: control() writes the registry flag and publishes once more after it.
-    await Promise.all(
-      [...targets.values()].map((handle) =>
-        handle.control(mode, reason, requestedAt, { fastPathSent: true, known: known.get(handle.runId) }),
-      ),
-    );
+    await Promise.all(flags);
     return [...targets.keys()];
   }
 

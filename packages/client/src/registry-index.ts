@@ -61,7 +61,11 @@ export async function liveRunIds(resources: ForkResources): Promise<string[]> {
   return ids;
 }
 
-async function entriesOf(resources: ForkResources, runIds: readonly string[]): Promise<RunStateEntry[]> {
+/** The registry entries of `runIds`, one get each, in parallel; a run with no (or a malformed) entry is left out. */
+export async function entriesOfRuns(
+  resources: ForkResources,
+  runIds: readonly string[],
+): Promise<RunStateEntry[]> {
   const entries = await Promise.all(
     runIds.map((runId) =>
       getRunState(resources, runId).catch(
@@ -73,7 +77,7 @@ async function entriesOf(resources: ForkResources, runIds: readonly string[]): P
 }
 
 async function statesOf(resources: ForkResources, runIds: readonly string[]): Promise<RunState[]> {
-  return (await entriesOf(resources, runIds)).map((entry) => entry.state);
+  return (await entriesOfRuns(resources, runIds)).map((entry) => entry.state);
 }
 
 /** The registry entries of every queued and running run (see {@link liveRunIds}). */
@@ -151,10 +155,19 @@ export async function runsOfGroup(resources: ForkResources, groupId: string): Pr
 
 /** The registry entries (with their revisions) of {@link runsOfGroup}. */
 export async function entriesOfGroup(resources: ForkResources, groupId: string): Promise<RunStateEntry[]> {
-  const entries = await entriesOf(
-    resources,
-    await indexedRunIds(resources, `${GROUP_INDEX_TOKEN}.${groupId}.*`),
-  );
+  return ofGroup(await entriesOfRuns(resources, await runIdsOfGroup(resources, groupId)), groupId);
+}
+
+/**
+ * The ids group `groupId`'s index keys list (one request, no entry read). An index key is written by a
+ * parent: an id listed here is of the group only if its entry says so ({@link ofGroup}).
+ */
+export function runIdsOfGroup(resources: ForkResources, groupId: string): Promise<string[]> {
+  return indexedRunIds(resources, `${GROUP_INDEX_TOKEN}.${groupId}.*`);
+}
+
+/** The entries of `entries` that belong to group `groupId`, newest first. */
+export function ofGroup(entries: readonly RunStateEntry[], groupId: string): RunStateEntry[] {
   return entries
     .filter((entry) => entry.state.group_id === groupId)
     .sort((a, b) => b.state.created_at - a.state.created_at);
@@ -167,8 +180,19 @@ export async function runsOfParent(resources: ForkResources, agentId: string): P
 
 /** The registry entries (with their revisions) of {@link runsOfParent}. */
 export async function entriesOfParent(resources: ForkResources, agentId: string): Promise<RunStateEntry[]> {
-  const runIds = await indexedRunIds(resources, `${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.*`);
-  const entries = await entriesOf(resources, runIds);
+  return ofParent(await entriesOfRuns(resources, await runIdsOfParent(resources, agentId)), agentId);
+}
+
+/**
+ * The ids parent `agentId`'s index keys list (one request, no entry read). An index key is written by a
+ * parent: an id listed here is of the parent only if its entry says so ({@link ofParent}).
+ */
+export function runIdsOfParent(resources: ForkResources, agentId: string): Promise<string[]> {
+  return indexedRunIds(resources, `${PARENT_INDEX_TOKEN}.${parentToken(agentId)}.*`);
+}
+
+/** The entries of `entries` that belong to parent `agentId`, newest first. */
+export function ofParent(entries: readonly RunStateEntry[], agentId: string): RunStateEntry[] {
   return entries
     .filter((entry) => entry.state.parent_agent_id === agentId)
     .sort((a, b) => b.state.created_at - a.state.created_at);

@@ -78,6 +78,11 @@ export type LlmErrorCode =
   | "request_too_large"
   /** The stream broke after output had begun; the turn is not replayed silently (see docs/llm.md). */
   | "stream_interrupted"
+  /**
+   * The call was never sent: a graceful stop of the run came while it waited for a cluster-wide call
+   * slot. The turn loop ends the run stopped, as at a turn boundary.
+   */
+  | "not_started"
   | "unknown";
 
 /** A failed model call, with whatever usage the provider had already reported. */

@@ -2,6 +2,7 @@ import type { ForkEvent, ForkEventBody, MessageParam } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import { createForkPrefix } from "./cache-safe-params.js";
 import { buildForkedRequest } from "./forked-request.js";
+import { type LlmClient, LlmError } from "./llm-client.js";
 import { rebuildRunState } from "./resume.js";
 import { testDispatcher } from "./test-support/dispatcher.js";
 import { loadFixture } from "./test-support/fixtures.js";
@@ -157,6 +158,60 @@ describe("turn boundaries", () => {
       },
     ]);
     expect(user.content).toBe("hi");
+  });
+});
+
+describe("a call the stop reached before it was sent (waiting for a call slot)", () => {
+  /** A client whose call waits for a slot until `stop` comes, then is refused unsent. */
+  function waitingClient(stop: () => void): LlmClient {
+    return {
+      createMessage: async () => {
+        stop();
+        throw new LlmError("not_started", "the run was stopped while its call waited for a slot");
+      },
+    };
+  }
+  const run = (llm: LlmClient, boundary: TurnBoundary, events: ForkEventBody[] = []) =>
+    runTurnLoop({
+      runId: "run-1",
+      request: forked().request,
+      llm,
+      dispatcher: testDispatcher(),
+      cwd: "/tmp",
+      boundary,
+      emit: (e) => events.push(e),
+    });
+
+  it("ends the run stopped, with no turn taken", async () => {
+    const { state, boundary } = testBoundary();
+    const events: ForkEventBody[] = [];
+    const stopAsked = () => {
+      state.stop = "enough";
+    };
+    const outcome = await run(waitingClient(stopAsked), boundary, events);
+    expect(outcome).toMatchObject({ status: "completed", stop: "stopped", stopReason: "enough", turns: 0 });
+    expect(events.some((event) => event.type === "llm.message")).toBe(false);
+  });
+
+  it("fails the run when no stop was asked for: the refusal is not the loop's to hide", async () => {
+    const { boundary } = testBoundary();
+    expect(
+      await run(
+        waitingClient(() => undefined),
+        boundary,
+      ),
+    ).toMatchObject({ status: "failed" });
+  });
+
+  it("fails the run on any other refusal, even with a stop asked for", async () => {
+    const { state, boundary } = testBoundary();
+    const llm: LlmClient = {
+      createMessage: async () => {
+        state.stop = "enough";
+        throw new LlmError("overloaded", "busy");
+      },
+    };
+    expect(await run(llm, boundary)).toMatchObject({ status: "failed" });
   });
 });
 

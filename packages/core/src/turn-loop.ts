@@ -310,6 +310,10 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
             break;
           } catch (error) {
             const failure = signal.aborted ? await lateRejection(call, error) : error;
+            // A graceful stop reached the call while it waited for a slot: nothing was sent.
+            const stop =
+              failure instanceof LlmError && failure.code === "not_started" ? stopped() : undefined;
+            if (stop !== undefined && !signal.aborted) return stop;
             if (failure instanceof LlmError && failure.partialUsage)
               usage.add(request.model, failure.partialUsage);
             const resend =

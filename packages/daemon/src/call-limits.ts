@@ -6,7 +6,7 @@
 // LlmClient: which client a run uses (Anthropic, OpenAI, any added later) does not matter, only its
 // provider API (for the key) and the request's model.
 import { createHash } from "node:crypto";
-import type { LlmClient } from "@forkd/core";
+import { type LlmClient, LlmError } from "@forkd/core";
 import type { KV } from "@nats-io/kv";
 import { CallLimiter, type CallOwner } from "./call-limit.js";
 import type { DaemonLogger } from "./logger.js";
@@ -125,14 +125,29 @@ export class CallLimits {
     return scopes.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  /** A model client whose every call holds a slot of each limit that applies while it runs. */
-  wrap(llm: LlmClient, call: CallOwner & { api: string }): LlmClient {
+  /**
+   * A model client whose every call holds a slot of each limit that applies while it runs. A call
+   * still waiting for a slot when `call.stopSignal` aborts (the run's graceful stop) is never sent: it
+   * rejects with `LlmError("not_started")`, and the turn loop ends the run stopped.
+   */
+  wrap(llm: LlmClient, call: CallOwner & { api: string; stopSignal?: AbortSignal | undefined }): LlmClient {
     return {
       createMessage: async (request, options) => {
         const releases: (() => void)[] = [];
+        const signals = [options?.signal, call.stopSignal].filter((s): s is AbortSignal => s !== undefined);
+        const waiting = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
         try {
-          for (const scope of this.scopesOf(call.api, request.model))
-            releases.push(await this.#limiter(scope).acquire(call, options?.signal));
+          for (const scope of this.scopesOf(call.api, request.model)) {
+            try {
+              releases.push(await this.#limiter(scope).acquire(call, waiting));
+            } catch (error) {
+              if (call.stopSignal?.aborted && !options?.signal?.aborted)
+                throw new LlmError("not_started", "the run was stopped while its call waited for a slot", {
+                  cause: error,
+                });
+              throw error;
+            }
+          }
           return await llm.createMessage(request, options);
         } finally {
           for (const release of releases.reverse()) release();

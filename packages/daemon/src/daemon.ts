@@ -1,6 +1,7 @@
 // The worker: a state machine (starting → running → draining → stopped) that pulls one spec per free
 // slot from the shared durable consumer, runs it, keeps its claim alive, obeys aborts, and on drain
 // hands unfinished runs to other daemons.
+
 import { hostname } from "node:os";
 import { ensureForkResources, type ForkResources } from "@forkd/client";
 import { collectUnusedPrefixes, PrefixCache } from "@forkd/client/internal";
@@ -11,6 +12,7 @@ import {
   type DaemonPresence,
   daemonInfoCodec,
   daemonPresenceCodec,
+  decodeSpecOwnership,
   PROTOCOL_VERSION,
   ProtocolError,
   steerReplyCodec,
@@ -20,6 +22,7 @@ import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { CallLimits, limitsAnything } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
+import { EndingOrder } from "./ending-order.js";
 import { type HeldRun, handOffRun } from "./failover.js";
 import { KvGeminiCacheLock } from "./gemini-cache-lock.js";
 import { InlinePrefixCache } from "./inline-prefixes.js";
@@ -27,11 +30,19 @@ import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
-import { endQueuedRun } from "./queued-control.js";
+import { endQueuedRun, QUEUED_END_GRACE_MS, type QueuedControlDeps } from "./queued-control.js";
 import { RecentControls } from "./recent-controls.js";
 import { RetentionSweeper } from "./retention-sweeper.js";
-import { type ActiveRun, type RunContext, RunExecutor, type RunExecutorDeps } from "./run-executor.js";
+import {
+  type ActiveRun,
+  abortAuthorized,
+  type RunContext,
+  RunExecutor,
+  type RunExecutorDeps,
+} from "./run-executor.js";
 import { StorageHealth, type StorageTransition } from "./storage-health.js";
+import { daemonSecrets } from "./tools/secrets.js";
+import { warmControlPath } from "./warm-up.js";
 
 /** The daemon's lifecycle. */
 export type DaemonState = "starting" | "running" | "draining" | "stopped";
@@ -70,6 +81,10 @@ export class ForkDaemon {
   #peers: PeerPresence | undefined;
   /** Controls heard for runs not held here: a run that starts here meets them at once. */
   readonly #recentControls = new RecentControls();
+  /** Terminal events in flight: bookkeeping of runs that ended waits for them (ending-order.ts). */
+  readonly #endings = new EndingOrder();
+  /** What ending a queued run needs; built at the first (the secrets are registered by then). */
+  #queuedControlDeps: QueuedControlDeps | undefined;
   // Runs paused at a turn boundary by their group's budget: they hold no slot while they wait.
   readonly #paused = new Set<string>();
   readonly #stateListeners = new Set<(state: DaemonState) => void>();
@@ -122,6 +137,7 @@ export class ForkDaemon {
   async start(): Promise<void> {
     if (this.#state !== "starting") throw new Error(`cannot start a daemon in state ${this.#state}`);
     const config = this.#config;
+    warmControlPath();
     this.#resources = await ensureForkResources(this.#options.nc, {
       prefix: config.prefix,
       replicas: config.replicas,
@@ -162,6 +178,7 @@ export class ForkDaemon {
       : undefined;
     this.#executor = new RunExecutor({
       ...this.#options,
+      endings: this.#endings,
       ...(this.#callLimits ? { callLimits: this.#callLimits } : {}),
       resources,
       prefixCache: new PrefixCache(),
@@ -200,13 +217,14 @@ export class ForkDaemon {
           // the registry flag) is for a holder that claimed the run meanwhile, not for the queue.
           if (this.#active.has(request.run_id) || this.#peers?.holds(request.run_id)) return;
           if (message.headers?.get(CONTROL_REPEAT_HEADER)) return;
-          const deps = {
+          this.#queuedControlDeps ??= {
             resources,
-            daemonId: this.id,
             logger: this.#logger,
             metrics: this.#options.metrics,
+            secrets: daemonSecrets(),
+            endings: this.#endings,
           };
-          void endQueuedRun(deps, request).catch((failure: unknown) =>
+          void endQueuedRun(this.#queuedControlDeps, request).catch((failure: unknown) =>
             this.#logger.warn({ err: failure, runId: request.run_id }, "could not end a queued run"),
           );
         },
@@ -384,6 +402,35 @@ export class ForkDaemon {
     }
   }
 
+  // A spec pulled for a run whose owner asked, moments ago, to end it while it was queued: a cascade
+  // that aborts a parent's runs frees slots in which daemons pull the very runs the queue-group member is
+  // ending (queued-control.ts). Claiming one here would do that work twice (a full spec decode, a claim,
+  // a fenced event) on every daemon with a free slot; put it back instead, once, after the grace in
+  // which the member ends it and removes the spec. Only a control with the owner's proof does this —
+  // a forged one must not hold a run back — and a run put back once then starts as usual and meets
+  // the control at its claim.
+  #leaveToQueuedEnd(message: JsMsg, runId: string): boolean {
+    const controls = this.#recentControls.deferOnce(runId);
+    if (controls.length === 0) return false;
+    let owner: ReturnType<typeof decodeSpecOwnership>;
+    try {
+      owner = decodeSpecOwnership(message.data);
+    } catch {
+      return false; // the full path fails the malformed spec
+    }
+    if (owner.run_id !== runId) return false;
+    const authorized = controls.some((control) =>
+      abortAuthorized(owner.owner_token ?? null, runId, control.proof, control.mode),
+    );
+    if (!authorized) return false;
+    message.nak(QUEUED_END_GRACE_MS);
+    this.#logger.info(
+      { runId, graceMs: QUEUED_END_GRACE_MS },
+      "spec put back: its owner is ending the queued run",
+    );
+    return true;
+  }
+
   #accept(message: JsMsg): void {
     if (this.#state !== "running") {
       message.nak(); // arrived while draining: another daemon takes it at once
@@ -406,6 +453,7 @@ export class ForkDaemon {
       }
       return;
     }
+    if (this.#leaveToQueuedEnd(message, runId)) return;
     const context: RunContext = {
       message,
       onEnd: () => undefined,

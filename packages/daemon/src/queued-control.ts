@@ -1,44 +1,63 @@
 // An abort or a stop of a run that no daemon runs yet: its spec waits in the work queue, perhaps
 // behind hundreds of others. Rather than leave the run queued until a daemon has a free slot (the
 // registry flag then ends it at pickup), one daemon — the abort subject's queue-group member — ends it
-// now: it claims the run by compare-and-set from `queued`, publishes its terminal event under that
-// attempt, records it and removes the spec. A daemon that pulled the spec meanwhile is fenced by the
-// claim or by the log (docs/protocol.md, "Stopping a queued run").
+// now: it publishes the run's terminal event, fenced on the log as it read it (empty, for a run never
+// claimed), records it and removes the spec. The fenced publish is the claim: a daemon that pulled the
+// spec meanwhile and published first keeps the run (ours is refused), and one that publishes after us
+// is fenced and stops (docs/protocol.md, "Stopping a queued run"). No registry compare-and-set comes
+// before the event: in a cascade every request of every run waits behind the others on the server.
 import { type ForkResources, getRunState, lastLoggedEvent } from "@forkd/client";
-import { updateRunState } from "@forkd/client/internal";
 import {
   type AbortRequest,
+  decodeSpecOwnership,
   emptyUsageTotals,
   type ForkEventBody,
-  type ForkSpec,
-  forkSpecCodec,
+  type ForkSpecOwnership,
   isTerminalEvent,
 } from "@forkd/protocol";
+import type { EndingOrder } from "./ending-order.js";
+import { DaemonError } from "./errors.js";
 import { RunEventPublisher } from "./event-publisher.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { recordTerminal } from "./run-ending.js";
 import { abortAuthorized } from "./run-executor.js";
+import type { NamedSecret } from "./tools/secrets.js";
+
+/**
+ * How long a daemon that pulled the spec of a run being ended where it waits puts it back for: time for
+ * the queue-group member to end it and remove the spec (a few round trips; tens of milliseconds, a few
+ * hundred on a loaded machine). A run still there after it starts as usual and meets the control at its
+ * claim, so a run that no member ends (its registry entry missing) ends this much later, not never.
+ * @unit ms
+ */
+export const QUEUED_END_GRACE_MS = 500;
 
 /** What {@link endQueuedRun} needs. */
 export interface QueuedControlDeps {
   resources: ForkResources;
-  daemonId: string;
   logger: DaemonLogger;
+  /** The daemon's secrets, scrubbed from the event (read once per daemon, not per run). */
+  secrets: readonly NamedSecret[];
+  /** The daemon's terminal events in flight: the ending's bookkeeping waits for them. */
+  endings?: EndingOrder;
   metrics?: DaemonMetrics | undefined;
 }
 
-/** The stored spec of a run: the last message on its subject (a work queue holds one per live run). */
+/**
+ * Whose run the stored spec is: the last message on the run's subject (a work queue holds one per live
+ * run), read without its conversation.
+ */
 async function storedSpec(
   resources: ForkResources,
   runId: string,
-): Promise<{ spec: ForkSpec; seq: number } | null> {
+): Promise<{ spec: ForkSpecOwnership; seq: number } | null> {
   const stored = await resources.jsm.streams
     .getMessage(resources.subjects.streams.specs, { last_by_subj: resources.subjects.spec(runId) })
     .catch(() => null);
   if (stored === null) return null;
   try {
-    const spec = forkSpecCodec.decode(stored.data);
+    const spec = decodeSpecOwnership(stored.data);
     return spec.run_id === runId ? { spec, seq: stored.seq } : null;
   } catch {
     return null; // a malformed spec fails its run at pickup
@@ -52,7 +71,7 @@ async function storedSpec(
  * flag ends it at pickup), the proof is wrong, or another writer won the race.
  */
 export async function endQueuedRun(deps: QueuedControlDeps, request: AbortRequest): Promise<boolean> {
-  const { resources, daemonId } = deps;
+  const { resources } = deps;
   const runId = request.run_id;
   // The reads in one round trip.
   const [registered, stored] = await Promise.all([
@@ -77,26 +96,6 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
   }
   if (last && isTerminalEvent(last.event)) return false;
   const attempt = registered.state.attempt + 1;
-  const now = Date.now();
-  const flag = {
-    reason: request.reason,
-    requested_at: request.requested_at,
-    ...(request.by !== undefined ? { by: request.by } : {}),
-    ...(request.proof !== undefined ? { proof: request.proof } : {}),
-    ...(request.mode !== undefined ? { mode: request.mode } : {}),
-  };
-  // A claim like a daemon's, from `queued` only: a daemon that claims first keeps the run. Were the
-  // log not empty after all, the publish below is fenced by its expected last sequence.
-  const claimed = await updateRunState(
-    resources,
-    runId,
-    (current) => {
-      if (current?.status !== "queued" || current.attempt !== registered.state.attempt) return "unchanged";
-      return { ...current, status: "running", attempt, daemon_id: daemonId, updated_at: now, abort: flag };
-    },
-    { known: registered },
-  );
-  if (claimed?.state.attempt !== attempt || claimed.state.daemon_id !== daemonId) return false;
   const publisher = new RunEventPublisher({
     js: resources.js,
     subjects: resources.subjects,
@@ -104,6 +103,7 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
     attempt,
     position: { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 },
     groupId: spec.group_id,
+    secrets: deps.secrets,
   });
   const terminal: ForkEventBody =
     mode === "stop"
@@ -121,11 +121,21 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
           },
         }
       : { type: "aborted", reason: request.reason, usage: emptyUsageTotals() };
-  const event = await publisher.publish(terminal);
+  let event: Awaited<ReturnType<RunEventPublisher["publish"]>>;
+  try {
+    event = deps.endings
+      ? await deps.endings.ending(() => publisher.publish(terminal))
+      : await publisher.publish(terminal);
+  } catch (error) {
+    // A daemon claimed the run and published first: it runs the run, and obeys the control itself.
+    if (error instanceof DaemonError && error.code === "fenced") return false;
+    throw error;
+  }
+  await deps.endings?.quiet();
   await Promise.all([
-    // The claim's own write is the entry to change: no read before it (a cascade's many small
-    // JetStream API requests queue behind each other on the server).
-    recordTerminal(resources, runId, event, attempt, undefined, claimed),
+    // From the entry read above: a daemon that claimed the run since is fenced, and its claim is
+    // overwritten by the ending (same attempt); the parent's flag, if written meanwhile, is kept.
+    recordTerminal(resources, runId, event, attempt, undefined, registered),
     resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, specSeq).catch(() => false),
   ]);
   deps.metrics?.runsEnded.inc({ outcome: event.type });

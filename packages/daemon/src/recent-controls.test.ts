@@ -46,4 +46,25 @@ describe("RecentControls", () => {
     for (let i = 0; i < 10; i++) controls.remember("busy", abort(`${i}`));
     expect(controls.take("busy")).toHaveLength(4);
   });
+
+  it("lends a run's controls for one put-back only, and keeps them for its claim", () => {
+    const controls = new RecentControls(() => 0);
+    expect(controls.deferOnce("unknown")).toEqual([]);
+    controls.remember("run-1", abort("owner"));
+    expect(controls.deferOnce("run-1").map((claim) => claim.reason)).toEqual(["owner"]);
+    // Put back once: the next delivery starts the run, which then takes the same controls.
+    expect(controls.deferOnce("run-1")).toEqual([]);
+    expect(controls.take("run-1").map((claim) => claim.reason)).toEqual(["owner"]);
+  });
+
+  it("lends no control older than its time to live for a put-back", () => {
+    let now = 1_000;
+    const controls = new RecentControls(() => now);
+    controls.remember("kept", abort("a"));
+    controls.remember("late", abort("b"));
+    now += RECENT_CONTROL_TTL_MS;
+    expect(controls.deferOnce("kept")).toHaveLength(1);
+    now += 1;
+    expect(controls.deferOnce("late")).toEqual([]);
+  });
 });

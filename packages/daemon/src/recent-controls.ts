@@ -12,7 +12,7 @@ export const MAX_RECENT_CONTROLS = 4_096;
 
 /** Controls of runs not held here, newest last, forgotten after {@link RECENT_CONTROL_TTL_MS}. */
 export class RecentControls {
-  readonly #byRun = new Map<string, { claims: AbortClaim[]; at: number }>();
+  readonly #byRun = new Map<string, { claims: AbortClaim[]; at: number; deferred?: true }>();
   readonly #now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -33,6 +33,19 @@ export class RecentControls {
       this.#byRun.delete(this.#byRun.keys().next().value!);
     }
     this.#byRun.set(runId, { claims: [claim], at: now });
+  }
+
+  /**
+   * The controls kept for run `runId`, left in memory, the first time a delivery of its spec is put
+   * back for the queue-group member to end (docs/protocol.md, "Stopping a queued run"); none the next
+   * time, or when they are too old, so that a run is put back once at most and then meets them by
+   * {@link take} like any other.
+   */
+  deferOnce(runId: string): readonly AbortClaim[] {
+    const known = this.#byRun.get(runId);
+    if (known === undefined || known.deferred || this.#now() - known.at > RECENT_CONTROL_TTL_MS) return [];
+    known.deferred = true;
+    return known.claims;
   }
 
   /** The controls kept for run `runId`, removed from memory; none when they are too old. */

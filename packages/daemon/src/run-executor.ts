@@ -43,6 +43,7 @@ import { controlProof, proofMatches, steerProof } from "@forkd/protocol/internal
 import type { JsMsg } from "@nats-io/jetstream";
 import type { CallLimits } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
+import type { EndingOrder } from "./ending-order.js";
 import { DaemonError } from "./errors.js";
 import { type EventLogPosition, RunEventPublisher } from "./event-publisher.js";
 import type { HeldRun } from "./failover.js";
@@ -83,6 +84,8 @@ export interface RunExecutorDeps {
   storage?: StorageHealth;
   /** The cluster-wide limits on concurrent model calls (per key, model, tenant), when configured. */
   callLimits?: CallLimits;
+  /** The daemon's terminal events in flight: a run's bookkeeping waits for them (ending-order.ts). */
+  endings?: EndingOrder;
 }
 
 /** One delivery of a spec. */
@@ -203,9 +206,14 @@ export class RunExecutor {
     let attempt = 0;
     let turn = 0;
     let ownerToken: string | null | undefined;
+    // The run's registry entry as this attempt last wrote it (claim, heartbeats): the ending's
+    // compare-and-set starts from it instead of a read; were it stale, the write reads and retries.
+    let entry: RunStateEntry | undefined;
     let refusedAborts = 0;
-    // A graceful stop's reason, once one was accepted; the turn loop ends at its next boundary.
+    // A graceful stop's reason, once one was accepted; the turn loop ends at its next boundary, and a
+    // call still waiting for a cluster-wide slot is not sent (`stopping`).
     let gracefulStop: string | undefined;
+    const stopping = new AbortController();
     const steering: SteeringMessage[] = [];
     const steerIds = new Set<string>();
     const boundary: TurnBoundary = {
@@ -227,8 +235,10 @@ export class RunExecutor {
         deps.metrics?.refusedControls.inc({ kind: mode });
         return false;
       }
-      if (mode === "stop") gracefulStop ??= request.reason;
-      else stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
+      if (mode === "stop") {
+        gracefulStop ??= request.reason;
+        stopping.abort(request.reason);
+      } else stopWith({ kind: "abort", reason: request.reason, requestedAt: request.requested_at });
       return true;
     };
     const requestSteer = (request: SteerRequest): Omit<SteerReply, "v"> => {
@@ -275,9 +285,10 @@ export class RunExecutor {
           onPriorSteers: (ids) => {
             for (const id of ids) steerIds.add(id);
           },
-          onClaimed: (claimedAttempt, claimedPublisher) => {
+          onClaimed: (claimedAttempt, claimedPublisher, claimedEntry) => {
             attempt = claimedAttempt;
             publisher = claimedPublisher;
+            entry = claimedEntry;
             context.onClaimed?.();
           },
           onTurn: (current) => {
@@ -296,6 +307,8 @@ export class RunExecutor {
             stopWith({ kind: "fenced" });
           },
           stopReason: () => stop,
+          registryEntry: () => entry,
+          stopping: stopping.signal,
           logger,
         });
       } catch (error) {
@@ -344,6 +357,7 @@ export class RunExecutor {
               return "unchanged";
             return { ...current, heartbeat_at: now, updated_at: now, last_seq: publisher!.lastSeq, turn };
           });
+          if (seen?.state.attempt === attempt) entry = seen;
           if (seen && seen.state.attempt > attempt) stopWith({ kind: "fenced" });
           if (seen?.state.abort && !isTerminalRunStatus(seen.state.status)) requestAbort(seen.state.abort);
         } catch (error) {
@@ -369,10 +383,14 @@ export class RunExecutor {
       handOff: () => void;
       /** Ids of the steering messages an earlier attempt already added (a replayed request is ignored). */
       onPriorSteers: (ids: string[]) => void;
-      onClaimed: (attempt: number, publisher: RunEventPublisher) => void;
+      onClaimed: (attempt: number, publisher: RunEventPublisher, claimed: RunStateEntry) => void;
       onTurn: (turn: number) => void;
       onPublishError: (error: unknown) => void;
       stopReason: () => StopReason | undefined;
+      /** The run's registry entry as this attempt last wrote it. */
+      registryEntry: () => RunStateEntry | undefined;
+      /** Aborts when a graceful stop is accepted: a call waiting for a slot is then not sent. */
+      stopping: AbortSignal;
       logger: DaemonLogger;
     },
   ): Promise<void> {
@@ -422,7 +440,7 @@ export class RunExecutor {
       secrets: this.#secrets,
       ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
-    hooks.onClaimed(attempt, publisher);
+    hooks.onClaimed(attempt, publisher, claimed);
     const priorEvents: ForkEvent[] =
       position.lastSeq > 0 ? (await readStoredEvents(resources, runId)).map((l) => l.event) : [];
     const resumed = priorEvents.length > 0;
@@ -465,6 +483,7 @@ export class RunExecutor {
           attempt,
           message,
           logger,
+          hooks.registryEntry(),
         );
         return;
       }
@@ -509,7 +528,13 @@ export class RunExecutor {
         llm: deps.llm,
         openai: deps.openai,
         limitCalls: deps.callLimits
-          ? (llm, api) => deps.callLimits!.wrap(llm, { api, parent: spec.parent.agent_id, runId })
+          ? (llm, api) =>
+              deps.callLimits!.wrap(llm, {
+                api,
+                parent: spec.parent.agent_id,
+                runId,
+                stopSignal: hooks.stopping,
+              })
           : undefined,
         gemini: deps.gemini,
         tools: deps.tools,
@@ -532,7 +557,7 @@ export class RunExecutor {
       await publisher.flush();
       const stop = hooks.stopReason();
       if (stop && stop.kind !== "abort") throw new RunStopped(stop);
-      await this.#end(publish, runId, result, attempt, message, logger);
+      await this.#end(publish, runId, result, attempt, message, logger, hooks.registryEntry());
       if (stop?.requestedAt !== undefined)
         metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
     } catch (error) {
@@ -563,6 +588,7 @@ export class RunExecutor {
           attempt,
           message,
           logger,
+          hooks.registryEntry(),
         ).catch((endError) => logger.error({ err: endError }, "could not publish the run's failure"));
         return;
       }
@@ -574,6 +600,7 @@ export class RunExecutor {
           attempt,
           message,
           logger,
+          hooks.registryEntry(),
         );
         if (stop.requestedAt !== undefined)
           metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
@@ -581,9 +608,15 @@ export class RunExecutor {
       }
       const wire = toWireError(error);
       logger.error({ err: error }, "run failed");
-      await this.#end(publish, runId, { type: "failed", error: wire, usage }, attempt, message, logger).catch(
-        (endError) => logger.error({ err: endError }, "could not publish the run's failure"),
-      );
+      await this.#end(
+        publish,
+        runId,
+        { type: "failed", error: wire, usage },
+        attempt,
+        message,
+        logger,
+        hooks.registryEntry(),
+      ).catch((endError) => logger.error({ err: endError }, "could not publish the run's failure"));
     } finally {
       tracing.end(traced, tracedError);
     }
@@ -860,13 +893,23 @@ export class RunExecutor {
     attempt: number,
     message: JsMsg,
     logger: DaemonLogger,
+    known?: RunStateEntry,
   ): Promise<void> {
-    const event = await publish(terminal);
-    await recordTerminal(this.#deps.resources, runId, event, attempt);
+    const endings = this.#deps.endings;
+    const event = endings ? await endings.ending(() => publish(terminal)) : await publish(terminal);
+    // Endings by a control come in bursts (a cascade): theirs waits for the burst's events. A run that
+    // completed or failed frees its slot at once.
+    if (endedByControl(terminal)) await endings?.quiet();
+    await recordTerminal(this.#deps.resources, runId, event, attempt, undefined, known);
     await message.ackAck().catch((error) => logger.warn({ err: error }, "ack of a finished spec failed"));
     this.#deps.metrics?.runsEnded.inc({ outcome: terminal.type });
     logger.info({ outcome: terminal.type, seq: event.seq }, "run ended");
   }
+}
+
+/** Whether an ending is an abort's or a graceful stop's. */
+function endedByControl(terminal: ForkEventBody): boolean {
+  return terminal.type === "aborted" || (terminal.type === "completed" && terminal.result.stop === "stopped");
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   abortRequestCodec,
   createForkSpecCodec,
   decodeEventLenient,
+  decodeSpecOwnership,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
@@ -370,5 +371,58 @@ describe("gemini cache entries", () => {
       /^invalid gemini cache entry/,
     );
     expect(() => geminiCacheEntryCodec.decode('{"v":1,"state":"gone"}')).toThrow(ProtocolError);
+  });
+});
+
+describe("decodeSpecOwnership", () => {
+  const owned = {
+    ...spec({ kind: "inline", prefix: prefix() }),
+    group_id: "group-1",
+    owner_token: "a".repeat(64),
+  };
+  /** `value` serialised, padded with spaces to exactly `size` bytes. */
+  const ofSize = (value: unknown, size: number) => {
+    const text = JSON.stringify(value);
+    return utf8(`${text}${" ".repeat(size - text.length)}`);
+  };
+
+  it("reads whose run a spec is and nothing else", () => {
+    expect(decodeSpecOwnership(utf8(JSON.stringify(owned)))).toEqual({
+      v: 1,
+      run_id: "run-1",
+      group_id: "group-1",
+      owner_token: "a".repeat(64),
+      prefix: { kind: "inline" },
+    });
+  });
+
+  it("does not walk the conversation: nesting the full decode refuses is no concern of its", () => {
+    const deep = { ...owned, prefix: { kind: "inline", prefix: JSON.parse(nested(MAX_JSON_DEPTH + 10)) } };
+    expect(thrown(() => forkSpecCodec.decode(utf8(JSON.stringify(deep)))).code).toBe("too_deep");
+    expect(decodeSpecOwnership(utf8(JSON.stringify(deep))).owner_token).toBe("a".repeat(64));
+  });
+
+  it("accepts a spec of the size limit exactly and refuses one byte more", () => {
+    expect(decodeSpecOwnership(ofSize(owned, MAX_SPEC_BYTES)).run_id).toBe("run-1");
+    expect(thrown(() => decodeSpecOwnership(ofSize(owned, MAX_SPEC_BYTES + 1)))).toEqual({
+      code: "payload_too_large",
+      message: `payload of ${MAX_SPEC_BYTES + 1} bytes exceeds the limit of ${MAX_SPEC_BYTES}`,
+      path: [],
+    });
+  });
+
+  it("refuses what is not JSON, a newer version and ownership fields of the wrong shape", () => {
+    expect(thrown(() => decodeSpecOwnership(new Uint8Array([0x7b, 0xc3]))).code).toBe("invalid_json");
+    expect(thrown(() => decodeSpecOwnership(utf8("{x"))).code).toBe("invalid_json");
+    expect(thrown(() => decodeSpecOwnership(utf8(JSON.stringify({ ...owned, v: 2 })))).code).toBe(
+      "unsupported_version",
+    );
+    const badToken = thrown(() => decodeSpecOwnership(utf8(JSON.stringify({ ...owned, owner_token: "zz" }))));
+    expect(badToken).toMatchObject({ code: "invalid_spec", path: ["owner_token"] });
+    const badKind = thrown(() =>
+      decodeSpecOwnership(utf8(JSON.stringify({ ...owned, prefix: { kind: "elsewhere" } }))),
+    );
+    expect(badKind).toMatchObject({ code: "invalid_spec", path: ["prefix", "kind"] });
+    expect(thrown(() => decodeSpecOwnership(utf8("[]"))).code).toBe("invalid_spec");
   });
 });

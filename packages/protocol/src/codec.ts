@@ -1,6 +1,6 @@
 // Decode and validate in one step. Hostile bytes are refused before the schema runs (size, UTF-8,
 // JSON, depth, prototype keys), and every refusal is a ProtocolError with a code and a field path.
-import type { z } from "zod";
+import { z } from "zod";
 import {
   AbortRequestSchema,
   PermissionRequestSchema,
@@ -330,6 +330,45 @@ export function createForkSpecCodec(options: { maxBytes?: number } = {}): Codec<
 
 /** Fork specs: `invalid_spec`, `unsupported_version`, `payload_too_large`, … */
 export const forkSpecCodec = createForkSpecCodec();
+
+// Whose run a spec is, and nothing of its conversation (see decodeSpecOwnership).
+const ForkSpecOwnershipSchema = ForkSpecSchema.pick({
+  v: true,
+  run_id: true,
+  group_id: true,
+  owner_token: true,
+}).extend({ prefix: z.object({ kind: z.enum(["inline", "ref", "none"]) }) });
+
+/** The fields of a fork spec that say whose run it is (see {@link decodeSpecOwnership}). */
+export type ForkSpecOwnership = z.infer<typeof ForkSpecOwnershipSchema>;
+
+/**
+ * Reads only whose run a stored spec is (run id, group, owner token, the prefix's kind), without the
+ * rest: a spec's inline conversation may be hundreds of kilobytes, and a daemon that ends a queued run
+ * for its owner needs none of it (a 40-run cascade read 40 specs in full at once). The size limit, UTF-8
+ * and the version are checked as by every codec; the depth and forbidden-key walks are not needed —
+ * `JSON.parse` does not recurse, and only the fields named here are read (the schema strips the rest).
+ * Running the spec still needs {@link forkSpecCodec}, which refuses what this does not look at.
+ * Throws {@link ProtocolError}.
+ */
+export function decodeSpecOwnership(data: Uint8Array): ForkSpecOwnership {
+  if (data.byteLength > MAX_SPEC_BYTES) {
+    throw new ProtocolError(
+      "payload_too_large",
+      `payload of ${data.byteLength} bytes exceeds the limit of ${MAX_SPEC_BYTES}`,
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(utf8Decoder.decode(data));
+  } catch (cause) {
+    throw new ProtocolError("invalid_json", "fork spec is not UTF-8 JSON", { cause });
+  }
+  checkVersion(raw, "fork spec");
+  const result = ForkSpecOwnershipSchema.safeParse(raw);
+  if (!result.success) throw schemaError("invalid_spec", "fork spec", result.error);
+  return result.data;
+}
 
 /** Stored prefixes in the object store. */
 export const forkPrefixCodec = createCodec(ForkPrefixSchema, {

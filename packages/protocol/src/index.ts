@@ -40,13 +40,14 @@ export {
   ToolResultBlockSchema,
   ToolUseBlockSchema,
 } from "./anthropic.js";
-export type { Codec } from "./codec.js";
+export type { Codec, ForkSpecOwnership } from "./codec.js";
 export {
   abortRequestCodec,
   callSlotsCodec,
   createForkSpecCodec,
   daemonInfoCodec,
   daemonPresenceCodec,
+  decodeSpecOwnership,
   forkEventCodec,
   forkPrefixCodec,
   forkSpecCodec,
