@@ -1,7 +1,7 @@
 // Collection of unused prefixes (packages/client/src/prefix-collection.ts): a prefix no live run
 // refers to is removed; a fork published while its prefix is being collected still runs, with the
 // prefix's own bytes, in each order the collector and the parent can interleave.
-import { NatsForkSubagent } from "@forkd/client";
+import { liveRunIds, NatsForkSubagent } from "@forkd/client";
 import {
   collectUnusedPrefixes,
   deleteMarkedPrefix,
@@ -86,6 +86,8 @@ describe("prefix collection", () => {
     expect(kept?.meta.headers?.["Forkd-Collecting"]).toBeUndefined();
     await running.abort("test over");
     await running.result();
+    // The daemon acks the spec just after the terminal event: the collector reads the work queue.
+    await waitFor(async () => !(await liveRunIds(forks.resources)).includes(running.runId));
     expect(await collectUnusedPrefixes(forks.resources, { retentionMs: 0, now: later() })).toBe(1);
     expect((await readPrefixMeta(forks.resources, hash))?.meta.deleted).toBe(true);
   });

@@ -18,7 +18,7 @@ describe("EndingOrder", () => {
     vi.useRealTimers();
   });
 
-  const order = () => new EndingOrder(() => Date.now());
+  const order = () => new EndingOrder({ now: () => Date.now() });
 
   it("lets bookkeeping go at once when no ending was ever in flight", async () => {
     const quiet = tracked(order().quiet());
@@ -61,12 +61,42 @@ describe("EndingOrder", () => {
   });
 
   it("ends the wait at the bound itself, not at the next quiet period's end", async () => {
-    const endings = order();
+    const endings = new EndingOrder({ now: () => Date.now(), quietMs: 60, maxWaitMs: 250 });
     void endings.ending(() => new Promise<void>(() => undefined));
-    const quiet = tracked(endings.quiet(60, 250));
+    const quiet = tracked(endings.quiet());
     await vi.advanceTimersByTimeAsync(249);
     expect(quiet.done()).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
+    expect(quiet.done()).toBe(true);
+  });
+
+  it("does not hold the bookkeeping of a run that ended alone", async () => {
+    const endings = order();
+    await endings.ending(async () => undefined);
+    const quiet = tracked(endings.quiet());
+    await vi.advanceTimersByTimeAsync(0);
+    expect(quiet.done()).toBe(true);
+  });
+
+  it("holds it when another ending finished within the quiet period, until the period after the last", async () => {
+    const endings = order();
+    await endings.ending(async () => undefined);
+    await vi.advanceTimersByTimeAsync(BOOKKEEPING_QUIET_MS);
+    await endings.ending(async () => undefined); // exactly one quiet period later: still a burst
+    const quiet = tracked(endings.quiet());
+    await vi.advanceTimersByTimeAsync(BOOKKEEPING_QUIET_MS - 1);
+    expect(quiet.done()).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(quiet.done()).toBe(true);
+  });
+
+  it("forgets endings older than the quiet period: a run ending after them ends alone", async () => {
+    const endings = order();
+    await endings.ending(async () => undefined);
+    await vi.advanceTimersByTimeAsync(BOOKKEEPING_QUIET_MS + 1);
+    await endings.ending(async () => undefined);
+    const quiet = tracked(endings.quiet());
+    await vi.advanceTimersByTimeAsync(0);
     expect(quiet.done()).toBe(true);
   });
 });

@@ -6,6 +6,9 @@
 // four daemons on two cores): the slowest run of a round took 90–140 ms with the bookkeeping right
 // after each event, 40–100 ms with the bookkeeping deferred until the daemon's endings were out.
 //
+// A run that ends alone (no other ending on its daemon in the quiet period) is not held: its registry
+// record follows its event at once, as readers of `state()` right after a result expect.
+//
 // Deferring is safe: a daemon that dies between a run's terminal event and its record leaves a spec
 // whose next delivery finds the ended log and records it (run-executor.ts, `#claim`), as it already did
 // for a crash at that point.
@@ -23,10 +26,24 @@ export const BOOKKEEPING_QUIET_MS = 50;
 export class EndingOrder {
   #inFlight = 0;
   #lastEndedAt = Number.NEGATIVE_INFINITY;
+  /** When the endings of the last quiet period finished, oldest first. */
+  #recent: number[] = [];
   readonly #now: () => number;
+  readonly #quietMs: number;
+  readonly #maxWaitMs: number;
 
-  constructor(now: () => number = performance.now.bind(performance)) {
-    this.#now = now;
+  constructor(
+    options: {
+      now?: () => number;
+      /** @unit ms @default BOOKKEEPING_QUIET_MS */
+      quietMs?: number;
+      /** @unit ms @default BOOKKEEPING_WAIT_MS */
+      maxWaitMs?: number;
+    } = {},
+  ) {
+    this.#now = options.now ?? performance.now.bind(performance);
+    this.#quietMs = options.quietMs ?? BOOKKEEPING_QUIET_MS;
+    this.#maxWaitMs = options.maxWaitMs ?? BOOKKEEPING_WAIT_MS;
   }
 
   /** Runs `publish` (a terminal event's publish) as an ending in flight. */
@@ -37,21 +54,25 @@ export class EndingOrder {
     } finally {
       this.#inFlight--;
       this.#lastEndedAt = this.#now();
+      this.#recent = this.#recentSince(this.#lastEndedAt);
+      this.#recent.push(this.#lastEndedAt);
     }
   }
 
   /**
-   * Resolves once no terminal event has been in flight on this daemon for `quietMs`, or after
-   * `maxWaitMs`, whichever comes first.
+   * Resolves once no terminal event has been in flight on this daemon for the quiet period, or after
+   * the longest wait, whichever comes first; at once when the caller's ending (finished just before)
+   * was the only one in the last quiet period and none is in flight.
    */
-  async quiet(
-    quietMs: number = BOOKKEEPING_QUIET_MS,
-    maxWaitMs: number = BOOKKEEPING_WAIT_MS,
-  ): Promise<void> {
-    const deadline = this.#now() + maxWaitMs;
+  async quiet(): Promise<void> {
+    const start = this.#now();
+    this.#recent = this.#recentSince(start);
+    // Alone: the caller's own ending is the only one in the quiet period, and none is in flight.
+    if (this.#inFlight === 0 && this.#recent.length <= 1) return;
+    const deadline = start + this.#maxWaitMs;
     for (;;) {
       const now = this.#now();
-      const wait = this.#inFlight > 0 ? quietMs : Math.max(0, this.#lastEndedAt + quietMs - now);
+      const wait = this.#inFlight > 0 ? this.#quietMs : this.#lastEndedAt + this.#quietMs - now;
       if (wait <= 0 || now >= deadline) return;
       await new Promise((resolve) => setTimeout(resolve, Math.min(wait, deadline - now)));
     }
@@ -60,5 +81,10 @@ export class EndingOrder {
   /** Terminal events in flight now. */
   get inFlight(): number {
     return this.#inFlight;
+  }
+
+  // The endings that finished within the quiet period before `now`.
+  #recentSince(now: number): number[] {
+    return this.#recent.filter((at) => at >= now - this.#quietMs);
   }
 }
