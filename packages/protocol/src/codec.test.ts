@@ -412,13 +412,25 @@ describe("decodeSpecOwnership", () => {
   });
 
   it("refuses what is not JSON, a newer version and ownership fields of the wrong shape", () => {
-    expect(thrown(() => decodeSpecOwnership(new Uint8Array([0x7b, 0xc3]))).code).toBe("invalid_json");
-    expect(thrown(() => decodeSpecOwnership(utf8("{x"))).code).toBe("invalid_json");
-    expect(thrown(() => decodeSpecOwnership(utf8(JSON.stringify({ ...owned, v: 2 })))).code).toBe(
-      "unsupported_version",
-    );
+    expect(thrown(() => decodeSpecOwnership(new Uint8Array([0x7b, 0xc3])))).toEqual({
+      code: "invalid_json",
+      message: "fork spec is not UTF-8 JSON",
+      path: [],
+    });
+    let notJson: unknown;
+    try {
+      decodeSpecOwnership(utf8("{x"));
+    } catch (error) {
+      notJson = error;
+    }
+    expect(notJson).toMatchObject({ code: "invalid_json", cause: expect.any(SyntaxError) });
+    expect(thrown(() => decodeSpecOwnership(utf8(JSON.stringify({ ...owned, v: 2 }))))).toMatchObject({
+      code: "unsupported_version",
+      message: "fork spec has protocol version 2; this side reads up to 1",
+    });
     const badToken = thrown(() => decodeSpecOwnership(utf8(JSON.stringify({ ...owned, owner_token: "zz" }))));
     expect(badToken).toMatchObject({ code: "invalid_spec", path: ["owner_token"] });
+    expect(badToken.message).toMatch(/^invalid fork spec at owner_token: /);
     const badKind = thrown(() =>
       decodeSpecOwnership(utf8(JSON.stringify({ ...owned, prefix: { kind: "elsewhere" } }))),
     );
