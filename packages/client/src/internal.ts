@@ -18,4 +18,4 @@ export { downloadPrefix, PrefixCache, uploadPrefix, uploadPrefixBytes } from "./
 export type { ResolvedForkResourceOptions } from "./resource-options.js";
 export { resolveResourceOptions } from "./resource-options.js";
 export type { RunStateMutation } from "./run-registry.js";
-export { updateRunState } from "./run-registry.js";
+export { createRunEntry, updateRunState } from "./run-registry.js";

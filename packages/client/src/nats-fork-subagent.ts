@@ -78,7 +78,7 @@ import {
 } from "./registry-index.js";
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
-import { getRunState, type RunStateEntry, updateRunState } from "./run-registry.js";
+import { createRunEntry, getRunState, type RunStateEntry, updateRunState } from "./run-registry.js";
 
 /** Answers a daemon that asks whether a tool call of one of this parent's forks may run. */
 export type PermissionHandler = (
@@ -636,9 +636,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       ),
     );
     try {
-      await this.resources.runs.create(spec.run_id, runStateCodec.encode(queued));
+      await createRunEntry(this.resources, spec.run_id, runStateCodec.encode(queued));
     } catch {
-      // already registered (a daemon claimed it first, or an idempotent resubmission)
+      // Already registered: a daemon claimed it first, or an idempotent resubmission. (A run id whose
+      // entry was deleted is refused too; its daemon's claim registers it.)
     }
     await indexed;
   }

@@ -18,6 +18,17 @@ export async function getRunState(resources: ForkResources, runId: string): Prom
   return { state: runStateCodec.decode(entry.value), revision: entry.revision };
 }
 
+/**
+ * Creates a run's entry in one round trip; rejects with JetStream's wrong-last-sequence error when the
+ * key has any history. `KV.create` answers such a refusal with a second round trip (a read, to take
+ * over a key whose last operation was a delete); the dispatch path cannot spare it — a daemon's claim
+ * reads the entry beside this write anyway, and falls back to {@link updateRunState}, which does take
+ * over a deleted key.
+ */
+export function createRunEntry(resources: ForkResources, runId: string, bytes: Uint8Array): Promise<number> {
+  return resources.runs.put(runId, bytes, { previousSeq: 0 });
+}
+
 /** What a mutation decides: write this state, or leave the entry alone. */
 export type RunStateMutation = RunState | "unchanged";
 

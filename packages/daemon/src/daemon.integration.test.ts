@@ -173,6 +173,27 @@ describe("a daemon over real NATS", () => {
       expect((await forks.state(runId))?.status).toBe("queued");
     });
   });
+  it("runs a new run whose registry key was deleted: both one-round-trip creates are refused there, and the claim's fallback takes the key over", async () => {
+    const runId = "deleted-key-run-1";
+    const resources = forks.resources;
+    await resources.runs.put(runId, "{}");
+    await resources.runs.delete(runId);
+    const fixture = await loadFixture("4k");
+    const handle = forks.fork({
+      runId,
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "Summarise the codec module.",
+      parent: { agent_id: "parent-1" },
+    });
+    expect((await handle.result()).status).toBe("completed");
+    const state = await waitFor(async () => {
+      const current = await forks.state(runId);
+      return current?.status === "completed" ? current : undefined;
+    });
+    expect(state?.daemon_id).toBe("daemon-a");
+    expect(state?.attempt).toBe(1);
+  });
+
   it("fails a malformed spec on its own and keeps serving", async () => {
     const subjects = forkSubjects();
     const js = forks.resources.js;

@@ -100,6 +100,8 @@ export class ForkDaemon {
   readonly #startedAt = Date.now();
   /** When this daemon's open pull request expires. @unit ms since epoch */
   #pullUntil = 0;
+  /** A beat is scheduled for the claims of this turn of the event loop ({@link #beatSoon}). */
+  #beatPending = false;
   /** Whether JetStream stores this daemon's writes; said in the log and the metrics when it changes. */
   readonly #storage = new StorageHealth((transition) => this.#onStorageChange(transition));
 
@@ -457,7 +459,7 @@ export class ForkDaemon {
     const context: RunContext = {
       message,
       onEnd: () => undefined,
-      onClaimed: () => this.#beat(),
+      onClaimed: () => this.#beatSoon(),
       onPaused: (paused) => {
         if (paused) {
           this.#paused.add(runId);
@@ -543,6 +545,18 @@ export class ForkDaemon {
       );
     }
     this.#beat();
+  }
+
+  // The claims of a burst (a fan-out's specs pulled together) share one beat, sent once the claims
+  // already answered have run on: each beat lists every run held here, so a beat per claim would cost
+  // the square of the burst on this daemon and on every peer that decodes them.
+  #beatSoon(): void {
+    if (this.#beatPending) return;
+    this.#beatPending = true;
+    setImmediate(() => {
+      this.#beatPending = false;
+      this.#beat();
+    });
   }
 
   #beat(runs?: HeldRun[]): void {

@@ -48,6 +48,14 @@ export interface RunEventPublisherOptions {
    * @default the daemon's secrets: its secret-named environment variables and those its configuration holds (see `daemonSecrets`)
    */
   secrets?: readonly NamedSecret[];
+  /**
+   * Publishing starts once this settles: events published before wait for it, in order. A run gives
+   * the next turn of the event loop, so that its first model request is written before its first
+   * events are encoded and sent (they are not awaited before that request; see the turn loop's
+   * durability barrier).
+   * @default at once
+   */
+  startAfter?: Promise<unknown>;
   now?: () => number;
 }
 
@@ -74,6 +82,7 @@ export class RunEventPublisher {
     this.#seq = options.position.lastSeq;
     this.#lastStreamSeq = options.position.lastStreamSeq;
     this.#secrets = options.secrets ?? daemonSecrets();
+    if (options.startAfter) this.#chain = options.startAfter.catch(() => undefined);
   }
 
   /** Seq of the last event stored by this publisher (or the log's last when nothing was published yet). */

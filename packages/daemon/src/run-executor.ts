@@ -10,6 +10,7 @@ import {
   type RunStateEntry,
 } from "@forkd/client";
 import {
+  createRunEntry,
   downloadPrefix,
   isStorageFull,
   type PrefixCache,
@@ -438,6 +439,8 @@ export class RunExecutor {
       position,
       groupId: spec.group_id,
       secrets: this.#secrets,
+      // The run's first model request goes out in this turn of the event loop; its events follow.
+      startAfter: new Promise((resolveTurn) => setImmediate(resolveTurn)),
       ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
     hooks.onClaimed(attempt, publisher, claimed);
@@ -741,7 +744,7 @@ export class RunExecutor {
     const now = Date.now();
     const state = this.#claimedState(null, runId, message, spec, now);
     const [created, registered, last] = await Promise.allSettled([
-      resources.runs.create(runId, runStateCodec.encode(state)),
+      createRunEntry(resources, runId, runStateCodec.encode(state)),
       getRunState(resources, runId),
       lastLoggedEvent(resources, runId),
     ]);

@@ -10,6 +10,7 @@ import type { DaemonLogger } from "./logger.js";
 import { toolHostDispatcher } from "./remote-tools.js";
 import { createBuiltinToolDispatcher } from "./tools/dispatcher.js";
 import { probeSandbox, type Sandbox } from "./tools/sandbox.js";
+import { daemonSecrets, type NamedSecret } from "./tools/secrets.js";
 import { createRunWorktree } from "./tools/worktree.js";
 
 /**
@@ -52,7 +53,11 @@ export function daemonRunTools(options: {
   sandbox?: Sandbox | undefined;
 }): RunToolsFactory {
   const { config, nc, subjects, logger, sandbox } = options;
+  // Read once, at the first run (registerDaemonSecrets has run by then): every variable of the
+  // environment is read to find them, which a dispatch should not pay each time.
+  let secrets: readonly NamedSecret[] | undefined;
   return async ({ spec, signal }): Promise<RunTools> => {
+    secrets ??= daemonSecrets();
     const fallback = toolHostDispatcher(nc, subjects, spec.tool_host, {
       outputCapBytes: config.tools.outputCapBytes,
     });
@@ -63,6 +68,7 @@ export function daemonRunTools(options: {
       fallback,
       logger,
       sandbox,
+      secrets,
     };
     if (!spec.isolation.worktree) {
       const cwd = runCwd(config.workspace, spec.isolation.cwd);
