@@ -125,7 +125,9 @@ async function buildCluster<S extends SimEndpoint>(
     return daemon;
   };
   const processes: DaemonProcess[] = [];
-  const nc = await connect({ servers: server.url, name: "bench-parent" });
+  // As the README's parent and forkd's own (CLI, proxy, MCP server) connect: without a stack trace
+  // captured per request.
+  const nc = await connect({ servers: server.url, name: "bench-parent", noAsyncTraces: true });
   const watch = await EventWatch.start(server.url);
   const subagents: NatsForkSubagent[] = [];
   try {
