@@ -3,6 +3,7 @@
 import { performance } from "node:perf_hooks";
 import type { ForkHandle } from "@forkd/core";
 import { type Cluster, startClusterWithSimProcess } from "./cluster.js";
+import { CpuMeter } from "./cpu.js";
 import { parentTurn, taggedDirective } from "./fixtures.js";
 import { type SeenMoment, type SimProcess, TaggedRequests } from "./sim-process.js";
 import { now, overBy, round, summarize } from "./stats.js";
@@ -31,6 +32,8 @@ interface Trial {
   lastAccepted: number;
   /** Release → the last follower's `started` event (request built). */
   lastStarted: number;
+  /** CPU per released child from release to the last request: this process, the daemon processes, nats-server. @unit ms */
+  cpuPerChild: { thisProcess: number; daemonProcesses: number; natsServer: number };
   /** Event-loop utilisation of this process (parent, daemons) from release to the last request. */
   busy: number;
 }
@@ -39,6 +42,7 @@ async function trial(
   cluster: Cluster<SimProcess>,
   transport: "ref" | "inline",
   label: string,
+  daemonPids: readonly number[],
 ): Promise<Trial> {
   const turn = await parentTurn("48k");
   const forks = await cluster.subagent({ prefixTransport: transport });
@@ -49,11 +53,15 @@ async function trial(
   let firstRunId: string | undefined;
   let eluAtRelease: ReturnType<typeof performance.eventLoopUtilization> | undefined;
   let busy = Number.NaN;
+  let meter: CpuMeter | undefined;
+  let cpu: Record<string, number> | undefined;
   let accepted = 0;
   const onAccepted = () => {
     accepted += 1;
-    if (accepted === CHILDREN && eluAtRelease !== undefined)
+    if (accepted === CHILDREN && eluAtRelease !== undefined) {
       busy = performance.eventLoopUtilization(eluAtRelease).utilization;
+      cpu = meter?.readMs();
+    }
   };
   const lastOf = { accepted: 0, started: 0, spec: 0 };
   const offEvents = cluster.watch.onEvent(({ event, at }) => {
@@ -61,6 +69,10 @@ async function trial(
       if (released === undefined && (event.type === "llm.delta" || event.type === "llm.message")) {
         released = at;
         eluAtRelease = performance.eventLoopUtilization();
+        meter = new CpuMeter({
+          nats_server: cluster.server.pid,
+          ...Object.fromEntries(daemonPids.map((pid, i) => [`daemon${i}`, pid])),
+        });
       }
     } else if (event.type === "accepted" || event.type === "started") {
       lastOf[event.type] = Math.max(lastOf[event.type], at);
@@ -102,6 +114,7 @@ async function trial(
       lastAccepted: round(lastOf.accepted - released),
       lastStarted: round(lastOf.started - released),
       busy: round(busy, 3),
+      cpuPerChild: cpuPerChild(cpu),
     };
   } finally {
     received.close();
@@ -112,20 +125,43 @@ async function trial(
   }
 }
 
+// The CPU a trial spent from its release to its last request, per released child.
+function cpuPerChild(cpu: Record<string, number> | undefined): Trial["cpuPerChild"] {
+  if (cpu === undefined)
+    return { thisProcess: Number.NaN, daemonProcesses: Number.NaN, natsServer: Number.NaN };
+  const released = CHILDREN - 1;
+  const daemons = Object.entries(cpu)
+    .filter(([name]) => name.startsWith("daemon"))
+    .reduce((sum, [, ms]) => sum + ms, 0);
+  return {
+    thisProcess: round((cpu.this_process_ms ?? Number.NaN) / released, 3),
+    daemonProcesses: round(daemons / released, 3),
+    natsServer: round((cpu.nats_server_ms ?? Number.NaN) / released, 3),
+  };
+}
+
 /** Warm-up, then `trials` fan-outs by reference and `trials` inline, alternating. */
-async function series(cluster: Cluster<SimProcess>, trials: number, label: string, context: BenchContext) {
+async function series(
+  cluster: Cluster<SimProcess>,
+  trials: number,
+  label: string,
+  context: BenchContext,
+  daemonPids: readonly number[] = [],
+) {
   const byRef: Trial[] = [];
   const inline: Trial[] = [];
-  await trial(cluster, "ref", `${label}-warmup`); // uploads the prefix, warms every daemon's prefix cache
+  // uploads the prefix, warms every daemon's prefix cache
+  await trial(cluster, "ref", `${label}-warmup`, daemonPids);
   for (let i = 0; i < trials; i++) {
     context.log(`${label}: trial ${i + 1}/${trials}`);
-    byRef.push(await trial(cluster, "ref", `${label}-ref${i}`));
-    inline.push(await trial(cluster, "inline", `${label}-inline${i}`));
+    byRef.push(await trial(cluster, "ref", `${label}-ref${i}`, daemonPids));
+    inline.push(await trial(cluster, "inline", `${label}-inline${i}`, daemonPids));
   }
   return { byRef, inline };
 }
 
-const median = (rows: Trial[], key: keyof Trial) => summarize(rows.map((t) => t[key])).p50;
+type NumericKey = { [K in keyof Trial]: Trial[K] extends number ? K : never }[keyof Trial];
+const median = (rows: Trial[], key: NumericKey) => summarize(rows.map((t) => t[key])).p50;
 const stages = (rows: Trial[]) => ({
   "fanOut→first child's request": median(rows, "firstDispatch"),
   "TTFT (simulated)": TTFT_MS,
@@ -136,6 +172,10 @@ const stages = (rows: Trial[]) => ({
   "release→last child's request": median(rows, "rest"),
   "followers' spread": median(rows, "followerSpread"),
   "event-loop utilisation of this process, release→last request": median(rows, "busy"),
+  "CPU per released child, this process (ms)": summarize(rows.map((t) => t.cpuPerChild.thisProcess)).p50,
+  "CPU per released child, daemon processes (ms)": summarize(rows.map((t) => t.cpuPerChild.daemonProcesses))
+    .p50,
+  "CPU per released child, nats-server (ms)": summarize(rows.map((t) => t.cpuPerChild.natsServer)).p50,
 });
 
 export const fanOutBenchmark: Benchmark = {
@@ -163,9 +203,12 @@ export const fanOutBenchmark: Benchmark = {
     const spawned = await startClusterWithSimProcess({ daemons: 0, latency, simEvents: [...simEvents] });
     let processes: Awaited<ReturnType<typeof series>>;
     try {
-      for (let i = 1; i <= DAEMONS; i++)
-        await spawned.spawnDaemon(`bench-p${i}`, { concurrency: CONCURRENCY });
-      processes = await series(spawned, trials, "processes", context);
+      const pids: number[] = [];
+      for (let i = 1; i <= DAEMONS; i++) {
+        const daemon = await spawned.spawnDaemon(`bench-p${i}`, { concurrency: CONCURRENCY });
+        if (daemon.child.pid !== undefined) pids.push(daemon.child.pid);
+      }
+      processes = await series(spawned, trials, "processes", context, pids);
     } finally {
       await spawned.stop();
     }

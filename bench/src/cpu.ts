@@ -34,6 +34,14 @@ export class CpuMeter {
     );
   }
 
+  /** CPU time used since the meter started, by this process (`this_process_ms`) and each other process (`<name>_ms`). @unit ms */
+  readMs(): Record<string, number> {
+    const cpu = process.cpuUsage(this.#startCpu);
+    const result: Record<string, number> = { this_process_ms: (cpu.user + cpu.system) / 1000 };
+    for (const [name, { pid, start }] of this.#others) result[`${name}_ms`] = processCpuMs(pid) - start;
+    return result;
+  }
+
   /** Cores used (CPU time / wall time) by this process and each other process, and this event loop's utilisation. */
   read(): Record<string, number> {
     const wall = performance.now() - this.#startWall;
