@@ -23,10 +23,8 @@ interface Sample {
   total: number;
   /** fork() → the spec went through the NATS server (seen by an observer on the spec subject). */
   spec?: number;
-  /** fork() → the daemon's `accepted` event (claimed in the registry, first event stored). */
+  /** fork() → the daemon's `accepted` event (the run's first event, published after its first request). */
   accepted?: number;
-  /** fork() → the `started` event (prefix loaded, child request built, cache key hashed). */
-  started?: number;
 }
 
 /** Forks `count` children one after the other; each waits for its result before the next starts. */
@@ -40,9 +38,9 @@ async function measure(
 ): Promise<Sample[]> {
   const turn = await parentTurn(fixture);
   const received = new TaggedRequests(cluster.sim);
-  const seen = new Map<string, Partial<Record<"spec" | "accepted" | "started", number>>>();
+  const seen = new Map<string, Partial<Record<"spec" | "accepted", number>>>();
   const offEvents = cluster.watch.onEvent(({ event, at }) => {
-    if (event.type !== "accepted" && event.type !== "started") return;
+    if (event.type !== "accepted") return;
     const stages = seen.get(event.run_id);
     if (stages) stages[event.type] ??= at;
   });
@@ -76,7 +74,6 @@ async function measure(
       const sample: Sample = { total: at - started };
       if (stages.spec !== undefined) sample.spec = stages.spec - started;
       if (stages.accepted !== undefined) sample.accepted = stages.accepted - started;
-      if (stages.started !== undefined) sample.started = stages.started - started;
       samples.push(sample);
     }
     const cpu = meter?.readMs() ?? {};
@@ -104,9 +101,10 @@ function breakdown(samples: Sample[]): Record<string, number> {
   const p50 = (key: keyof Sample) => stage(samples, key).p50;
   return {
     "fork→spec through NATS": round(p50("spec")),
-    "spec→accepted (claim, first event stored)": round(p50("accepted") - p50("spec")),
-    "accepted→started (prefix, request, cache key)": round(p50("started") - p50("accepted")),
-    "started→request at sim (durable barrier, SDK, HTTP)": round(p50("total") - p50("started")),
+    "spec→request at sim (claim, prefix, request, SDK, HTTP)": round(p50("total") - p50("spec")),
+    "request at sim→accepted stored (a run's events follow its first request)": round(
+      p50("accepted") - p50("total"),
+    ),
   };
 }
 
@@ -161,7 +159,7 @@ export const dispatchBenchmark: Benchmark = {
       const notes = [
         "Each fork is launched after the previous one's result() resolved (one at a time), so the figure is the latency of one dispatch, not of a queue. The parent calls handle.result() at once, as a parent would; that ordered consumer is created while the spec travels, on the same connection.",
         "End point: `receivedAt` of the simulator's log entry (request headers received), matched to its fork by a tag in the directive, reported by the simulator's process over IPC and converted to this process's clock (performance.timeOrigin + performance.now()).",
-        "Stages come from an observer connection: a core subscription on `agent.fork.*` (the spec passing through the server) and on the events subject (`accepted`, `started`); each adds one loopback hop (~0.1 ms).",
+        "Stages come from an observer connection: a core subscription on `agent.fork.*` (the spec passing through the server) and on the events subject (`accepted`, which a run publishes after its first request); each adds one loopback hop (~0.1 ms).",
         `Median stages, 48k: ${JSON.stringify(breakdown(nats48))}.`,
         `Median stages, 4k: ${JSON.stringify(breakdown(nats4))}.`,
         `CPU per fork, end to end (dispatch, model call, result), by series (n48/n4: forkd, i48/i4: in-process; this process holds the parent and the daemon): ${JSON.stringify(Object.fromEntries(cpuPerFork))} ms. Less noisy than the latencies on a shared machine: compare these across runs.`,
