@@ -56,9 +56,7 @@ const DAEMON_MAIN = fileURLToPath(new URL("../../packages/daemon/dist/main.js", 
  * The `forkd-daemon` launcher a user gets (the package's bin): it starts DAEMON_MAIN with the
  * shipped runtime settings, so tests and benchmarks run the daemon as it is deployed.
  */
-const DAEMON_LAUNCHER = fileURLToPath(
-  new URL("../../packages/daemon/bin/forkd-daemon", import.meta.url),
-);
+const DAEMON_LAUNCHER = fileURLToPath(new URL("../../packages/daemon/bin/forkd-daemon", import.meta.url));
 
 // Under vitest a worker can end without running exit handlers; the kernel's parent-death signal
 // still takes the daemon down with it.
