@@ -56,11 +56,11 @@ afterAll(async () => {
 });
 
 describe("forkd-daemon, the launcher", () => {
-  it("becomes the daemon's node process with a 1 MiB young generation and two malloc arenas", async () => {
+  it("becomes the daemon's node process with a 2 MiB young generation and two malloc arenas", async () => {
     const { argv, env } = await launch("launcher-defaults");
     // The pid the launcher was started as is node itself: signals reach the daemon, not a wrapper.
     expect(argv[0]).toMatch(/(^|\/)node$/);
-    expect(argv.slice(1, 2)).toEqual(["--max-semi-space-size=1"]);
+    expect(argv.slice(1, 2)).toEqual(["--max-semi-space-size=2"]);
     expect(argv[2]).toMatch(/packages\/daemon\/bin\/\.\.\/dist\/main\.js$/);
     expect(env.get("MALLOC_ARENA_MAX")).toBe("2");
   });
