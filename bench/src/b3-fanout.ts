@@ -224,7 +224,7 @@ export const fanOutBenchmark: Benchmark = {
       `Median stages, daemons in this process, by reference: ${JSON.stringify(stages(fixture.byRef))}.`,
       `Median stages, daemons in this process, inline: ${JSON.stringify(stages(fixture.inline))}.`,
       `Median stages, daemon processes, by reference: ${JSON.stringify(stages(processes.byRef))}.`,
-      `Daemons: ${DAEMONS} × concurrency ${CONCURRENCY}. The fixture runs them in this process with the parent (one event loop); the second configuration spawns them as processes (packages/daemon/dist/main.js), the parent staying here; the simulator and nats-server are processes of their own in both (the simulator's times reach this process over IPC, converted to its clock). Each series starts with an unmeasured warm-up fan-out (prefix uploaded, daemons' prefix caches warm). This machine has 2 cores for all of it.`,
+      `Daemons: ${DAEMONS} × concurrency ${CONCURRENCY}. The fixture runs them in this process with the parent (one event loop); the second configuration spawns them as processes (packages/daemon/bin/forkd-daemon: the shipped launcher and its runtime settings), the parent staying here; the simulator and nats-server are processes of their own in both (the simulator's times reach this process over IPC, converted to its clock). Each series starts with an unmeasured warm-up fan-out (prefix uploaded, daemons' prefix caches warm). This machine has 2 cores for all of it.`,
     ];
     if (!pass) {
       notes.push(

@@ -99,7 +99,7 @@ export const hostileWireBenchmark: Benchmark = {
         specsEnded === specCount &&
         peakMB < TARGET_MB;
       const notes = [
-        `One daemon process (packages/daemon/dist/main.js, concurrency 8). The messages come from test/harness/hostile-wire.ts (seeded): on abort subjects, 126-deep arrays up to the 32 KiB control limit, one level too deep, 1 MB payloads, broken UTF-8, truncated JSON, escaped __proto__ keys, v2, wrong shapes, bad run ids and well-formed aborts of runs nobody runs; one in ten on spec subjects (undecodable, too deep, mismatched run id, v2, empty directive, subject tokens that are no run id); one in fifty a forged max-deliveries advisory.`,
+        `One daemon process (packages/daemon/bin/forkd-daemon: the shipped launcher and its runtime settings, concurrency 8). The messages come from test/harness/hostile-wire.ts (seeded): on abort subjects, 126-deep arrays up to the 32 KiB control limit, one level too deep, 1 MB payloads, broken UTF-8, truncated JSON, escaped __proto__ keys, v2, wrong shapes, bad run ids and well-formed aborts of runs nobody runs; one in ten on spec subjects (undecodable, too deep, mismatched run id, v2, empty directive, subject tokens that are no run id); one in fifty a forged max-deliveries advisory.`,
         `Peak = the kernel's VmHWM of the daemon (/proc/<pid>/status) after every message was handled; RSS sampled every ${SAMPLE_EVERY_MS} ms agrees (${round(Math.max(sampledPeak, after.rss), 1)} MB). Idle before: ${round(idle.rss, 1)} MB.`,
         `Refusals are read from forkd_refused_controls_total on the daemon's /metrics and compared code by code with what each message must get; each hostile spec's run must end \`failed\` with its expected code.`,
       ];

@@ -60,7 +60,7 @@ export interface Cluster<S extends SimEndpoint = Sim> {
   subagent(options?: NatsForkSubagentOptions): Promise<NatsForkSubagent>;
   /** Starts one more in-process daemon. */
   addDaemon(id?: string): Promise<RunningDaemon>;
-  /** Starts a daemon process (`packages/daemon/dist/main.js`) on this cluster; killed by {@link stop}. */
+  /** Starts a daemon process (`packages/daemon/bin/forkd-daemon`, the launcher a user gets) on this cluster; killed by {@link stop}. */
   spawnDaemon(
     id: string,
     options?: Omit<SpawnDaemonOptions, "id" | "natsUrls" | "simUrl" | "workspace">,

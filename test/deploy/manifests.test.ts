@@ -89,6 +89,16 @@ describe("deploy/docker/Dockerfile", () => {
     expect(finalStage).toContain("STOPSIGNAL SIGTERM");
   });
 
+  it("sets the daemon's runtime settings to the defaults of its launcher (bin/forkd-daemon)", () => {
+    const launcher = readRepoFile("packages/daemon/bin/forkd-daemon");
+    const semiSpace = /default_flags="(--max-semi-space-size=\d+)"/.exec(launcher)?.[1];
+    const arenas = /MALLOC_ARENA_MAX:=(\d+)/.exec(launcher)?.[1];
+    expect(semiSpace).toBeDefined();
+    expect(arenas).toBeDefined();
+    const env = finalStage.find((line) => line.startsWith("ENV NODE_OPTIONS="));
+    expect(env?.split(/\s+/)).toEqual(["ENV", `NODE_OPTIONS=${semiSpace}`, `MALLOC_ARENA_MAX=${arenas}`]);
+  });
+
   it("has its own .dockerignore that keeps host builds and secrets out of the context", () => {
     const ignore = readRepoFile("deploy/docker/Dockerfile.dockerignore").split("\n");
     for (const pattern of ["**/node_modules", "**/dist", ".git", "**/.env"])

@@ -1,6 +1,6 @@
 // Daemons for tests and benchmarks: in this process against the simulator, or real daemon processes
-// for fault tests (`node packages/daemon/dist/main.js`, configured through the environment, each
-// killed with its test process by a parent-death signal and by `stop()`).
+// for fault tests (`packages/daemon/bin/forkd-daemon`, the launcher a user gets, configured through
+// the environment, each killed with its test process by a parent-death signal and by `stop()`).
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -52,6 +52,11 @@ export async function startSimDaemon(options: SimDaemonOptions): Promise<Running
 }
 
 const DAEMON_MAIN = fileURLToPath(new URL("../../packages/daemon/dist/main.js", import.meta.url));
+/**
+ * The `forkd-daemon` launcher a user gets (the package's bin): it starts DAEMON_MAIN with the
+ * shipped runtime settings, so tests and benchmarks run the daemon as it is deployed.
+ */
+const DAEMON_LAUNCHER = fileURLToPath(new URL("../../packages/daemon/bin/forkd-daemon", import.meta.url));
 
 // Under vitest a worker can end without running exit handlers; the kernel's parent-death signal
 // still takes the daemon down with it.
@@ -110,9 +115,7 @@ export async function spawnDaemon(options: SpawnDaemonOptions): Promise<DaemonPr
     ANTHROPIC_API_KEY: "sk-forkd-test",
     ...options.extraEnv,
   };
-  const command = SETPRIV
-    ? [SETPRIV, "--pdeathsig", "SIGKILL", "--", process.execPath, DAEMON_MAIN]
-    : [process.execPath, DAEMON_MAIN];
+  const command = SETPRIV ? [SETPRIV, "--pdeathsig", "SIGKILL", "--", DAEMON_LAUNCHER] : [DAEMON_LAUNCHER];
   const child = spawn(command[0]!, command.slice(1), { env, stdio: ["ignore", "ignore", "pipe"] });
   const logs: Record<string, unknown>[] = [];
   const waiters = new Set<{

@@ -1,6 +1,7 @@
 // The Anthropic client against the real simulator over real HTTP: a streamed tool conversation,
 // the exact bytes on the wire, aborts, retries, and the no-replay rule for interrupted streams.
-import { getEventListeners } from "node:events";
+import { spawn } from "node:child_process";
+import { getEventListeners, once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { createForkPrefix, type LlmError, type LlmRequest, type LlmStreamEvent } from "@forkd/core";
 import { prepareForkRun, sealSharedPrefix } from "@forkd/core/internal";
@@ -384,6 +385,72 @@ describe("AnthropicLlmClient against the simulator", () => {
 
     expect(error).toMatchObject({ code: "invalid_request", retryable: false, status: 400 });
     expect(events).toEqual([]);
+    expect(sim.requests()).toHaveLength(1);
+  });
+});
+
+/**
+ * Runs `script` (ESM) in a fresh node process that records every module it loads; `loaded()` in the
+ * script resolves, once every load so far is recorded, with the set of their URLs. Prints JSON.
+ */
+async function inFreshProcess(script: string): Promise<Record<string, unknown>> {
+  const hooks = `data:text/javascript,${encodeURIComponent(
+    "let port; export function initialize(data) { port = data.port; } " +
+      "export async function load(url, context, next) { const result = await next(url, context); port.postMessage(url); return result; }",
+  )}`;
+  const prelude = `
+    import { register } from "node:module";
+    const { port1, port2 } = new MessageChannel();
+    register(${JSON.stringify(hooks)}, { data: { port: port2 }, transferList: [port2] });
+    const urls = new Set();
+    let marker;
+    port1.on("message", (url) => { urls.add(url); if (url === marker?.url) marker.resolve(); });
+    port1.unref();
+    let markers = 0;
+    // A module loaded after everything else: its URL arrives after theirs (the channel is ordered).
+    globalThis.loaded = async () => {
+      const url = "data:text/javascript,export%20default%20" + ++markers;
+      const arrived = new Promise((resolve) => { marker = { url, resolve }; });
+      await import(url);
+      await arrived;
+      return urls;
+    };
+  `;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", prelude + script], {
+    env: { ...process.env, SIM_URL: sim.url },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const [code] = (await once(child, "close")) as [number | null];
+  if (code !== 0) throw new Error(`the child exited with ${code}: ${err}`);
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+describe("AnthropicLlmClient's SDK", () => {
+  it("is loaded at the client's first request, not when @forkd/llm is imported or a client made", async () => {
+    const llm = new URL("../dist/index.js", import.meta.url).href;
+    const result = await inFreshProcess(`
+      const sdkClient = (urls) => [...urls].some((url) => url.endsWith("/@anthropic-ai/sdk/client.mjs"));
+      const { AnthropicLlmClient } = await import(${JSON.stringify(llm)});
+      const client = new AnthropicLlmClient({ baseURL: process.env.SIM_URL, apiKey: "sk-test-llm" });
+      const baseURL = client.baseURL;
+      const before = sdkClient(await loaded());
+      const response = await client.createMessage({
+        model: ${JSON.stringify(MODEL)},
+        max_tokens: 64,
+        messages: [{ role: "user", content: [{ type: "text", text: "@sim text 3" }] }],
+      });
+      const after = sdkClient(await loaded());
+      process.stdout.write(JSON.stringify({ before, after, baseURL, stop: response.stop_reason }));
+    `);
+    expect(result).toEqual({ before: false, after: true, baseURL: sim.url, stop: "end_turn" });
     expect(sim.requests()).toHaveLength(1);
   });
 });

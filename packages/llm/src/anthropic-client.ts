@@ -1,6 +1,7 @@
 // The LlmClient on Anthropic's Messages API: one streamed request per attempt, our own retry policy
 // around it, and the rule that a turn whose output had begun is never replayed here.
-import Anthropic from "@anthropic-ai/sdk";
+import type Anthropic from "@anthropic-ai/sdk";
+import type { ClientOptions } from "@anthropic-ai/sdk";
 import type { BetaMessageStreamParams } from "@anthropic-ai/sdk/resources/beta/messages/messages";
 import type {
   MessageStreamParams,
@@ -37,6 +38,16 @@ import {
 import { withSdkWarningsRouted } from "./sdk-warnings.js";
 import type { ProviderThrottle } from "./throttle.js";
 import { mergeUsage } from "./usage.js";
+
+/** The SDK's own default base URL. */
+const ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com";
+
+let sdkModule: Promise<typeof import("@anthropic-ai/sdk")> | undefined;
+/** The `@anthropic-ai/sdk` module, imported once, when a client first needs it. */
+function anthropicSdk(): Promise<typeof import("@anthropic-ai/sdk")> {
+  sdkModule ??= import("@anthropic-ai/sdk");
+  return sdkModule;
+}
 
 /** Default time allowed for the first byte of a response, and between two of its events. @unit ms */
 export const DEFAULT_TIMEOUT_MS = 600_000;
@@ -131,12 +142,15 @@ type AttemptResult =
  * - The caller's `signal` aborts at any point; the rejection carries the usage and text so far.
  */
 export class AnthropicLlmClient implements LlmClient {
-  readonly #sdk: Anthropic;
+  #sdk: Promise<Anthropic> | undefined;
+  /** The client once loaded: later requests take it without waiting a turn of the event loop. */
+  #loaded: Anthropic | undefined;
+  readonly #sdkOptions: ClientOptions;
   readonly #options: CompiledOptions;
 
   constructor(options: AnthropicClientOptions = {}) {
     this.#options = compileOptions(options);
-    this.#sdk = new Anthropic({
+    this.#sdkOptions = {
       apiKey: options.apiKey,
       baseURL: options.baseURL,
       defaultHeaders: options.defaultHeaders,
@@ -148,13 +162,25 @@ export class AnthropicLlmClient implements LlmClient {
       // The Messages API does not redirect; a base URL that does fails as a connection error.
       fetchOptions: { redirect: "error", window: null },
       logger: options.logger === undefined ? undefined : sdkLogger(options.logger),
-    });
-    spliceSealedBodies(this.#sdk);
+    };
   }
 
-  /** The base URL requests go to. */
+  // The SDK (its whole API surface: ~250 modules, ~18 MB of a daemon's RSS) is loaded at the first
+  // request: a daemon configured for OpenAI or Gemini models that never calls Anthropic does not
+  // hold it. Its error classes, which toLlmError needs, come from the SDK's small error module.
+  #client(): Promise<Anthropic> {
+    this.#sdk ??= anthropicSdk().then((sdk) => {
+      const client = new sdk.default(this.#sdkOptions);
+      spliceSealedBodies(client);
+      this.#loaded = client;
+      return client;
+    });
+    return this.#sdk;
+  }
+
+  /** The base URL requests go to (as the SDK resolves it: the option, ANTHROPIC_BASE_URL, its default). */
   get baseURL(): string {
-    return this.#sdk.baseURL;
+    return this.#sdkOptions.baseURL ?? process.env.ANTHROPIC_BASE_URL ?? ANTHROPIC_DEFAULT_BASE_URL;
   }
 
   async createMessage(request: LlmRequest, options: LlmCallOptions = {}): Promise<LlmResponse> {
@@ -221,6 +247,7 @@ export class AnthropicLlmClient implements LlmClient {
       sawMessageStop: false,
     };
     try {
+      const sdk = this.#loaded ?? (await this.#client());
       attempt.arm();
       const requestOptions = { signal: controller.signal, maxRetries: 0, timeout: this.#options.timeoutMs };
       // Passed through untouched: LlmRequest is the Messages API body, typed loosely by protocol.
@@ -228,11 +255,11 @@ export class AnthropicLlmClient implements LlmClient {
       const stream = withSdkWarningsRouted(this.#options.logger, () =>
         request.betas !== undefined && request.betas.length > 0
           ? // The beta stream emits the same events (a superset of their fields) as the plain one.
-            (this.#sdk.beta.messages.stream(
+            (sdk.beta.messages.stream(
               request as unknown as BetaMessageStreamParams,
               requestOptions,
             ) as unknown as ReturnType<Anthropic["messages"]["stream"]>)
-          : this.#sdk.messages.stream(request as unknown as MessageStreamParams, requestOptions),
+          : sdk.messages.stream(request as unknown as MessageStreamParams, requestOptions),
       );
       stream.on("streamEvent", (event: RawMessageStreamEvent) => {
         attempt.arm();

@@ -1,6 +1,8 @@
 // One factory turns whatever a model call threw (an SDK error with an HTTP status, an error event
 // inside the stream, a reset socket, a timeout, an abort) into an LlmError with a code and `retryable`.
-import { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk";
+// The SDK's error module alone (the same classes the SDK throws): importing the SDK's index would
+// load its whole API surface into every process that classifies an error.
+import { APIConnectionError, APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk/error";
 import { LlmError, type LlmErrorCode } from "@forkd/core";
 import type { ProviderUsage } from "@forkd/protocol";
 
