@@ -349,7 +349,7 @@ describe("the Gemini clients of two daemons sharing the lock", () => {
       const parent: LlmRequest = {
         model: "gemini-2.5-flash",
         max_tokens: 256,
-        system: `You review code. ${"Background about the codebase. ".repeat(600)}`,
+        system: `You triage bugs (a prefix no other test caches). ${"Background about the bug tracker. ".repeat(600)}`,
         messages: [{ role: "user", content: "Split the review." }],
       };
       const child = (n: number): LlmRequest => ({
