@@ -242,6 +242,24 @@ describe("the Gemini cache lock across daemons", () => {
   });
 });
 
+/** A parent of about 4,500 tokens on `system`, and its child `n` (a fan-out that shares the prefix). */
+function fanOut(system: string) {
+  const parent: LlmRequest = {
+    model: "gemini-2.5-flash",
+    max_tokens: 256,
+    system,
+    messages: [{ role: "user", content: "Split the review." }],
+  };
+  return (n: number): LlmRequest => ({
+    ...parent,
+    messages: [
+      ...parent.messages,
+      { role: "assistant", content: "Split." },
+      { role: "user", content: `Slice ${n}.\n@sim say ok ${n}` },
+    ],
+  });
+}
+
 describe("the Gemini clients of two daemons sharing the lock", () => {
   it("renew a cache once between them past the margin, and one response bills the storage it added", async () => {
     // The simulator and both clients read one manual clock: the renewal's seconds are exact.
@@ -260,20 +278,7 @@ describe("the Gemini clients of two daemons sharing the lock", () => {
           return client;
         }),
       );
-      const parent: LlmRequest = {
-        model: "gemini-2.5-flash",
-        max_tokens: 256,
-        system: `You review code. ${"Background about the codebase. ".repeat(600)}`,
-        messages: [{ role: "user", content: "Split the review." }],
-      };
-      const child = (n: number): LlmRequest => ({
-        ...parent,
-        messages: [
-          ...parent.messages,
-          { role: "assistant", content: "Split." },
-          { role: "user", content: `Slice ${n}.\n@sim say ok ${n}` },
-        ],
-      });
+      const child = fanOut(`You review code. ${"Background about the codebase. ".repeat(600)}`);
       const send = (client: GeminiLlmClient, n: number) =>
         client.send(child(n), { count: 2, cachedContent: "auto" });
       const [first, second] = await Promise.all([send(clients[0]!, 1), send(clients[1]!, 2)]);
@@ -346,20 +351,9 @@ describe("the Gemini clients of two daemons sharing the lock", () => {
       });
       const lockB = await daemonLock("abort-b");
       clientB.coordinate(lockB);
-      const parent: LlmRequest = {
-        model: "gemini-2.5-flash",
-        max_tokens: 256,
-        system: `You triage bugs (a prefix no other test caches). ${"Background about the bug tracker. ".repeat(600)}`,
-        messages: [{ role: "user", content: "Split the review." }],
-      };
-      const child = (n: number): LlmRequest => ({
-        ...parent,
-        messages: [
-          ...parent.messages,
-          { role: "assistant", content: "Split." },
-          { role: "user", content: `Slice ${n}.\n@sim say ok ${n}` },
-        ],
-      });
+      const child = fanOut(
+        `You triage bugs (a prefix no other test caches). ${"Background about the bug tracker. ".repeat(600)}`,
+      );
       const first = clientA.send(child(1), { count: 2, cachedContent: "auto" }).catch((e: unknown) => e);
       await held;
       // B waits on a KV watch of the entry: the server announces the watch's consumer.

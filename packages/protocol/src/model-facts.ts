@@ -40,6 +40,12 @@ export interface ModelFacts {
    * (Gemini: 1, the creation billed as input, plus the storage of forkd's explicit cache for its TTL).
    */
   cacheWriteMultiplier?: number;
+  /**
+   * OpenAI, the GPT-5.6 family on: the prompt cache is written at breakpoints, implicit and explicit
+   * (`prompt_cache_breakpoint` on a content block, `prompt_cache_options`), which older models do not
+   * take.
+   */
+  explicitCacheBreakpoints?: true;
   /** Gemini: the storage price of an explicit cache. @unit USD per million tokens per hour */
   cacheStorageUsdPerMTokHour?: number;
 }
@@ -97,6 +103,7 @@ function openAiModelFacts(): ModelFacts[] {
   const gpt56 = (family: string, input: number, output: number): ModelFacts => ({
     ...openai(family, input, output, 0.1, 400_000),
     cacheWriteMultiplier: 1.25,
+    explicitCacheBreakpoints: true,
   });
   return [
     gpt56("gpt-5.6-sol", 5, 30),
