@@ -131,6 +131,42 @@ describe("a native Responses parent on gpt-5.6", () => {
   });
 });
 
+describe("a native Responses parent on gpt-5.6 whose reply forks", () => {
+  it("marks where the parent's request ended and the placeholder: the first child reads the parent's prefix, the next ones the first child's", async () => {
+    const request = {
+      model: MODEL,
+      instructions: "You are codex. ".repeat(400),
+      input: [
+        { type: "message", role: "user", content: [{ type: "input_text", text: "Audit.\n@sim say ok" }] },
+      ],
+    };
+    const reply = [{ type: "function_call", call_id: "call_9", name: "Task", arguments: '{"n":3}' }];
+    const prefix = forkPrefixFromNative({ api: "openai-responses", request, reply });
+    const llm = client("responses");
+    const native = { prefix: prefix.native!, count: nativeMessageCount(prefix) };
+    const body = llm.body(childOf(prefix, 1), { native });
+    expect(markers(body)).toHaveLength(2);
+    // The parent's reply as it came, and the placeholder that answers it marked.
+    const input = body.input as Record<string, unknown>[];
+    expect(input[1]).toEqual(reply[0]);
+    expect(input[2]).toMatchObject({
+      type: "function_call_output",
+      call_id: "call_9",
+      output: [{ type: "input_text", prompt_cache_breakpoint: { mode: "explicit" } }],
+    });
+    const parent = await sdk().responses.create(request as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    const first = await llm.send(childOf(prefix, 1), { native });
+    expect(first.usage.cache_read_input_tokens).toBe(parent.usage?.input_tokens);
+    const second = await llm.send(childOf(prefix, 2), { native });
+    expect(second.usage.cache_read_input_tokens).toBeGreaterThan(parent.usage?.input_tokens ?? 0);
+    expect(second.usage.cache_read_input_tokens).toBeLessThan(
+      first.usage.input_tokens +
+        (first.usage.cache_creation_input_tokens ?? 0) +
+        (first.usage.cache_read_input_tokens ?? 0),
+    );
+  });
+});
+
 describe("the API's breakpoint rules, through the SDK's types", () => {
   /**
    * A Responses input whose first message ends at exactly `tokens` tokens at a breakpoint, then a

@@ -656,7 +656,7 @@ describe("breakpoints on a model that takes them (gpt-5.6 on)", () => {
     expect(json(renderChatMessages([marked], 0, true))).toBe(json(renderChatMessage(marked, true)));
   });
 
-  it("mark a native parent's last block when it has no reply, and nothing else of its bytes", () => {
+  it("mark a native parent's last input block, and nothing else of its bytes", () => {
     const last = {
       role: "user",
       content: [
@@ -687,10 +687,12 @@ describe("breakpoints on a model that takes them (gpt-5.6 on)", () => {
     );
     // The parent's objects are not changed.
     expect(json(request.messages[1])).toBe(json(last));
-    // Before gpt-5.6, or with a reply after it (its last item is output), as sent.
+    // Before gpt-5.6, as sent; with a reply after it, marked the same (the parent's request ended there).
     expect(json(child("gpt-5.5").slice(0, 2))).toBe(json([own, last]));
     const reply = { role: "assistant", content: "r" };
-    expect(json(child("gpt-5.6-terra", [reply]).slice(0, 3))).toBe(json([own, last, reply]));
+    expect(json(child("gpt-5.6-terra", [reply]).slice(0, 3))).toBe(
+      json([...child("gpt-5.6-terra").slice(0, 2), reply]),
+    );
     // A string content, an output block last, or a breakpoint of the parent's own in it: as sent.
     const as = (item: unknown) => markParentBoundary([{ role: "developer", content: "d" }, item]);
     for (const item of [
@@ -724,6 +726,20 @@ describe("breakpoints on a model that takes them (gpt-5.6 on)", () => {
         ]),
       );
     expect(markParentBoundary([])).toEqual([]);
+    // A tool output's parts: its last part; a string output has none.
+    const output = {
+      type: "function_call_output",
+      call_id: "c",
+      output: [{ type: "input_text", text: "o" }],
+    };
+    expect(json(as(output))).toBe(
+      json([
+        { role: "developer", content: "d" },
+        { ...output, output: [{ type: "input_text", text: "o", prompt_cache_breakpoint: BP }] },
+      ]),
+    );
+    const plain = { type: "function_call_output", call_id: "c", output: "o" };
+    expect(json(as(plain))).toBe(json([{ role: "developer", content: "d" }, plain]));
   });
 });
 
