@@ -82,6 +82,22 @@ describe.each(["chat", "responses"] as const)("the children of a fork on gpt-5.6
     const secondPrompt = second.usage.input_tokens + (second.usage.cache_creation_input_tokens ?? 0) + read;
     expect(second.usage.cache_creation_input_tokens).toBe(secondPrompt - read);
   });
+
+  it("with the parent's message count, also mark where the parent's request ended: the first child reads it (Responses)", async () => {
+    const prefix = parentPrefix();
+    const llm = client(api);
+    const options = { promptCacheKey: "forkd-parent", parentMessages: prefix.params.messages.length };
+    const body = llm.body(childOf(prefix, 1), options);
+    // The parent's last message and the placeholder (Chat: the parent's string message has no block).
+    expect(markers(body)).toHaveLength(api === "chat" ? 1 : 2);
+    const parent = await llm.send(prefix.params as LlmRequest, { promptCacheKey: "forkd-parent" });
+    const parentPrompt = parent.usage.input_tokens + (parent.usage.cache_creation_input_tokens ?? 0);
+    const first = await llm.send(childOf(prefix, 1), options);
+    // On Chat the first child has no breakpoint where the parent's request ended: it reads nothing.
+    expect(first.usage.cache_read_input_tokens).toBe(api === "chat" ? 0 : parentPrompt);
+    // The request's own objects are not changed.
+    expect(markers(prefix.params as unknown as Record<string, unknown>)).toHaveLength(0);
+  });
 });
 
 describe("a native Responses parent on gpt-5.6", () => {

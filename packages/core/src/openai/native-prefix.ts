@@ -129,8 +129,9 @@ export function markParentBoundary(items: readonly unknown[]): unknown[] {
   const last = items[items.length - 1] as Record<string, unknown> | undefined;
   const field = Array.isArray(last?.content) ? "content" : "output";
   const content = last?.[field];
-  if (!Array.isArray(content) || content.length === 0) return [...items];
-  const block = content[content.length - 1] as Record<string, unknown> | null;
+  if (!Array.isArray(content)) return [...items];
+  // Undefined for an empty list: not an object, left as sent.
+  const block = content[content.length - 1] as Record<string, unknown> | null | undefined;
   if (block === null || typeof block !== "object" || !MARKABLE_BLOCKS.has(String(block.type)))
     return [...items];
   if (content.some((b) => (b as Record<string, unknown> | null)?.prompt_cache_breakpoint !== undefined))

@@ -726,6 +726,16 @@ describe("breakpoints on a model that takes them (gpt-5.6 on)", () => {
         ]),
       );
     expect(markParentBoundary([])).toEqual([]);
+    // Earlier blocks, whatever they are, are kept as they were; only the last gains the marker.
+    expect(json(as({ role: "user", content: [null, { type: "x" }, { type: "text", text: "t" }] }))).toBe(
+      json([
+        { role: "developer", content: "d" },
+        {
+          role: "user",
+          content: [null, { type: "x" }, { type: "text", text: "t", prompt_cache_breakpoint: BP }],
+        },
+      ]),
+    );
     // A tool output's parts: its last part; a string output has none.
     const output = {
       type: "function_call_output",
