@@ -726,6 +726,10 @@ describe("breakpoints on a model that takes them (gpt-5.6 on)", () => {
         ]),
       );
     expect(markParentBoundary([])).toEqual([]);
+    // Every item before the last is kept.
+    expect(json(markParentBoundary(["a", "b", { content: [{ type: "text" }] }]))).toBe(
+      json(["a", "b", { content: [{ type: "text", prompt_cache_breakpoint: BP }] }]),
+    );
     // Earlier blocks, whatever they are, are kept as they were; only the last gains the marker.
     expect(json(as({ role: "user", content: [null, { type: "x" }, { type: "text", text: "t" }] }))).toBe(
       json([
