@@ -227,6 +227,29 @@ describe("the Gemini cache lock across daemons", () => {
     await holding;
   });
 
+  it("neither takes a free entry nor runs the work for a caller whose run was aborted", async () => {
+    const lock = await daemonLock("aborted-caller");
+    const run = new AbortController();
+    run.abort(new Error("run aborted"));
+    let ran = false;
+    const call = lock.exclusive(
+      "forkd-aborted",
+      async () => {
+        ran = true;
+        return record("cachedContents/unwanted");
+      },
+      { wait: true, accept: fresh, signal: run.signal },
+    );
+    await expect(call).rejects.toThrow("run aborted");
+    expect(ran).toBe(false);
+    // The entry is still free: the next caller runs the work.
+    const next = await lock.exclusive("forkd-aborted", async () => record("cachedContents/next"), {
+      wait: true,
+      accept: fresh,
+    });
+    expect(next).toEqual({ record: expect.objectContaining({ name: "cachedContents/next" }), ran: true });
+  });
+
   it("runs the work again over a record the caller does not accept (a renewal over an old expiry)", async () => {
     const lock = await daemonLock("renewer");
     await lock.exclusive("forkd-renew", async () => record("cachedContents/r"), {
