@@ -57,6 +57,11 @@ describe("pricing", () => {
     expect(family("gpt-4o-mini")).toBe("gpt-4o-mini");
     expect(family("o3")).toBeUndefined();
     expect(family("sim-model")).toBeUndefined();
+    // An OpenAI id is its own row or unknown: gpt-5.x is never priced as gpt-5.
+    expect(family("gpt-5.5")).toBe("gpt-5.5");
+    expect(family("gpt-5.6-sol-2026-06-27")).toBe("gpt-5.6-sol");
+    expect(family("gpt-5.1")).toBeUndefined();
+    expect(family("gpt-5-pro")).toBeUndefined();
   });
 
   it("prices writes at 1.25x and 2x, reads at 0.1x", () => {

@@ -17,6 +17,7 @@ export type ModelPricing = Pick<
   ModelFacts,
   | "family"
   | "prefixes"
+  | "wholeIds"
   | "inputUsdPerMTok"
   | "outputUsdPerMTok"
   | "cacheReadMultiplier"
@@ -50,7 +51,10 @@ export interface PricingTable {
   lookup(model: string): ModelPricing | undefined;
 }
 
-/** Builds a pricing table. Lookup is by the longest matching id prefix, after provider qualifiers are removed. */
+/**
+ * Builds a pricing table. Lookup is by the longest matching id prefix, after provider qualifiers are
+ * removed; a row with `wholeIds` (OpenAI's) only by its own id or a dated snapshot of it.
+ */
 export function createPricingTable(entries: readonly ModelPricing[] = DEFAULT_MODEL_PRICING): PricingTable {
   return { entries, lookup: longestPrefixLookup(entries) };
 }

@@ -3,7 +3,12 @@
 // whose work is slow keeps its lease, one whose work hangs loses it after its last term; one whose
 // work fails frees the entry at once; a caller that will not wait gives up while it is held.
 import { ensureForkResources } from "@forkd/client";
-import { GEMINI_CACHE_RENEW_BELOW_SECONDS, GEMINI_CACHE_TTL_SECONDS, type LlmRequest } from "@forkd/core";
+import {
+  GEMINI_CACHE_RENEW_BELOW_SECONDS,
+  GEMINI_CACHE_TTL_SECONDS,
+  LlmError,
+  type LlmRequest,
+} from "@forkd/core";
 import { type GeminiCacheRecord, GeminiLlmClient } from "@forkd/llm";
 import { ManualClock, startSim } from "@forkd/sim";
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
@@ -222,6 +227,29 @@ describe("the Gemini cache lock across daemons", () => {
     await holding;
   });
 
+  it("neither takes a free entry nor runs the work for a caller whose run was aborted", async () => {
+    const lock = await daemonLock("aborted-caller");
+    const run = new AbortController();
+    run.abort(new Error("run aborted"));
+    let ran = false;
+    const call = lock.exclusive(
+      "forkd-aborted",
+      async () => {
+        ran = true;
+        return record("cachedContents/unwanted");
+      },
+      { wait: true, accept: fresh, signal: run.signal },
+    );
+    await expect(call).rejects.toThrow("run aborted");
+    expect(ran).toBe(false);
+    // The entry is still free: the next caller runs the work.
+    const next = await lock.exclusive("forkd-aborted", async () => record("cachedContents/next"), {
+      wait: true,
+      accept: fresh,
+    });
+    expect(next).toEqual({ record: expect.objectContaining({ name: "cachedContents/next" }), ran: true });
+  });
+
   it("runs the work again over a record the caller does not accept (a renewal over an old expiry)", async () => {
     const lock = await daemonLock("renewer");
     await lock.exclusive("forkd-renew", async () => record("cachedContents/r"), {
@@ -236,6 +264,24 @@ describe("the Gemini cache lock across daemons", () => {
     expect(outcome?.ran).toBe(true);
   });
 });
+
+/** A parent of about 4,500 tokens on `system`, and its child `n` (a fan-out that shares the prefix). */
+function fanOut(system: string) {
+  const parent: LlmRequest = {
+    model: "gemini-2.5-flash",
+    max_tokens: 256,
+    system,
+    messages: [{ role: "user", content: "Split the review." }],
+  };
+  return (n: number): LlmRequest => ({
+    ...parent,
+    messages: [
+      ...parent.messages,
+      { role: "assistant", content: "Split." },
+      { role: "user", content: `Slice ${n}.\n@sim say ok ${n}` },
+    ],
+  });
+}
 
 describe("the Gemini clients of two daemons sharing the lock", () => {
   it("renew a cache once between them past the margin, and one response bills the storage it added", async () => {
@@ -255,20 +301,7 @@ describe("the Gemini clients of two daemons sharing the lock", () => {
           return client;
         }),
       );
-      const parent: LlmRequest = {
-        model: "gemini-2.5-flash",
-        max_tokens: 256,
-        system: `You review code. ${"Background about the codebase. ".repeat(600)}`,
-        messages: [{ role: "user", content: "Split the review." }],
-      };
-      const child = (n: number): LlmRequest => ({
-        ...parent,
-        messages: [
-          ...parent.messages,
-          { role: "assistant", content: "Split." },
-          { role: "user", content: `Slice ${n}.\n@sim say ok ${n}` },
-        ],
-      });
+      const child = fanOut(`You review code. ${"Background about the codebase. ".repeat(600)}`);
       const send = (client: GeminiLlmClient, n: number) =>
         client.send(child(n), { count: 2, cachedContent: "auto" });
       const [first, second] = await Promise.all([send(clients[0]!, 1), send(clients[1]!, 2)]);
@@ -306,4 +339,65 @@ describe("the Gemini clients of two daemons sharing the lock", () => {
       await sim.close();
     }
   });
+
+  it("end a child's wait for the other daemon's cache creation at once when its run aborts", async () => {
+    const sim = await startSim({ port: 0 });
+    try {
+      // Daemon A creates the fan-out's cache, and its creation does not end while the test runs;
+      // its lease (60 s) would hold a waiter that long.
+      const creation = heldWork();
+      let holding: () => void = () => undefined;
+      const held = new Promise<void>((resolve) => {
+        holding = resolve;
+      });
+      const lockA = await daemonLock("abort-a", 60_000);
+      const clientA = new GeminiLlmClient({
+        baseURL: sim.url,
+        apiKey: "gemini-abort-key",
+        retry: { maxRetries: 0 },
+      });
+      clientA.coordinate({
+        exclusive: (key, _work, options) =>
+          lockA.exclusive(
+            key,
+            () => {
+              holding();
+              return creation.work();
+            },
+            options,
+          ),
+      });
+      const clientB = new GeminiLlmClient({
+        baseURL: sim.url,
+        apiKey: "gemini-abort-key",
+        retry: { maxRetries: 0 },
+      });
+      const lockB = await daemonLock("abort-b");
+      clientB.coordinate(lockB);
+      const child = fanOut(
+        `You triage bugs (a prefix no other test caches). ${"Background about the bug tracker. ".repeat(600)}`,
+      );
+      const first = clientA.send(child(1), { count: 2, cachedContent: "auto" }).catch((e: unknown) => e);
+      await held;
+      // B waits on a KV watch of the entry: the server announces the watch's consumer.
+      const nc = connectionOf.get(lockB)!;
+      const watching = nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.CREATED.>", { max: 1 });
+      await nc.flush();
+      const run = new AbortController();
+      const second = clientB
+        .send(child(2), { count: 2, cachedContent: "auto" }, { signal: run.signal })
+        .catch((e: unknown) => e);
+      for await (const _ of watching) run.abort();
+      const error = await second;
+      expect(error).toBeInstanceOf(LlmError);
+      expect((error as LlmError).code).toBe("aborted");
+      // B neither took the entry nor reached the API: A still holds it, and made nothing yet.
+      expect(sim.requests()).toHaveLength(0);
+      creation.fail(new Error("test over"));
+      expect(await first).toBeInstanceOf(Error);
+    } finally {
+      await sim.close();
+    }
+    // Well inside A's 60 s lease: a wait the abort does not end outlasts this and fails the test.
+  }, 20_000);
 });

@@ -7,7 +7,7 @@
 // that dies writes nothing, so they also wake when its lease ends and one of them takes over. The
 // entry is short-lived: the bucket's TTL drops it (a later sibling then finds the cache by listing).
 import { isWrongLastSequence } from "@forkd/client/internal";
-import type { GeminiCacheCoordinator, GeminiCacheRecord } from "@forkd/llm";
+import type { ExclusiveOptions, GeminiCacheCoordinator, GeminiCacheRecord } from "@forkd/llm";
 import { type GeminiCacheEntry, geminiCacheEntryCodec, PROTOCOL_VERSION } from "@forkd/protocol";
 import type { KV, KvEntry } from "@nats-io/kv";
 import { limitKeyToken } from "./call-limits.js";
@@ -51,11 +51,13 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
   async exclusive(
     displayName: string,
     work: () => Promise<GeminiCacheRecord>,
-    options: { wait: boolean; accept: (record: GeminiCacheRecord) => boolean },
+    options: ExclusiveOptions,
   ): Promise<{ record: GeminiCacheRecord; ran: boolean } | undefined> {
     const { kv, daemonId, logger } = this.#options;
     const key = this.keyOf(displayName);
     for (;;) {
+      // An aborted run neither waits nor takes the entry: its cache would serve no request of its own.
+      options.signal?.throwIfAborted();
       const entry = await kv.get(key);
       const stored = decode(entry);
       if (stored?.state === "ready") {
@@ -64,7 +66,7 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
       }
       if (stored?.state === "held" && stored.lease_until > Date.now()) {
         if (!options.wait) return undefined;
-        await this.#nextWrite(key, entry!.revision, stored.lease_until);
+        await this.#nextWrite(key, entry!.revision, stored.lease_until, options.signal);
         continue;
       }
       // Absent, ready but not acceptable, or a lease that ended: take it, unless another daemon did first.
@@ -151,18 +153,29 @@ export class KvGeminiCacheLock implements GeminiCacheCoordinator {
 
   /**
    * Resolves at the first write to `key` after `revision` (the holder's record, or its freed entry),
-   * or when the holder's lease ends at `leaseUntil` (a dead holder writes nothing).
+   * when the holder's lease ends at `leaseUntil` (a dead holder writes nothing), or at once when
+   * `signal` aborts (the caller then throws its reason).
    */
-  async #nextWrite(key: string, revision: number, leaseUntil: number): Promise<void> {
+  async #nextWrite(
+    key: string,
+    revision: number,
+    leaseUntil: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const { kv } = this.#options;
     const updates = await kv.watch({ key, include: "updates" });
     const timer = setTimeout(() => updates.stop(), Math.max(0, leaseUntil - Date.now()) + 1);
+    const stop = () => updates.stop();
+    signal?.addEventListener("abort", stop, { once: true });
+    // Aborted while the watch was being set up: the listener came too late to hear it.
+    if (signal?.aborted) stop();
     try {
       // A write between the caller's read and the watch's start is not among the updates: read again.
       const now = await kv.get(key);
       if (now === null || now.revision !== revision) return;
       for await (const update of updates) if (update.revision > revision) return;
     } finally {
+      signal?.removeEventListener("abort", stop);
       clearTimeout(timer);
       updates.stop();
     }

@@ -109,7 +109,7 @@ describe("runLlmClient", () => {
     // A native parent's own field, and the caching options and explicit breakpoint a client writes
     // for GPT-5.6 and later (fields of the pinned SDK's types), come back byte for byte.
     const request = {
-      model: "gpt-5",
+      model: "gpt-5.6-terra",
       messages: [
         {
           role: "user",
@@ -136,12 +136,34 @@ describe("runLlmClient", () => {
     };
     const responses = forkPrefixFromNative({
       api: "openai-responses",
-      request: { model: "gpt-5", input: [item], prompt_cache_options: { mode: "implicit" } },
+      request: { model: "gpt-5.6-terra", input: [item], prompt_cache_options: { mode: "implicit" } },
       reply: [],
     });
     const sentResponses = await bodySent(spec(), responses);
     expect(sentResponses.raw).toContain(`"input":[${JSON.stringify(item)}`);
     expect(sentResponses.raw).toContain('"prompt_cache_options":{"mode":"implicit"}');
+  });
+
+  it("marks, on gpt-5.6, where a rendered parent's request ended besides the fork's own breakpoint", async () => {
+    const parent = createForkPrefix({
+      model: "gpt-5.6-terra",
+      max_tokens: 100,
+      messages: [{ role: "user", content: "hello" }],
+    });
+    const sent = await bodySent(spec({ api: "openai-responses" }), parent);
+    // The parent's message is the child's first item: its block is marked, as the parent sent it but
+    // for the marker (a turn without a reply: it is also the fork's breakpoint); the directive follows.
+    const [first] = sent.body.input as { content: unknown[] }[];
+    expect(first!.content[0]).toEqual({
+      type: "input_text",
+      text: "hello",
+      prompt_cache_breakpoint: { mode: "explicit" },
+    });
+    expect(first!.content).toHaveLength(2);
+    // Before gpt-5.6: none.
+    expect((await bodySent(spec({ api: "openai-responses" }), canonical)).raw).not.toContain(
+      "prompt_cache_breakpoint",
+    );
   });
 
   it("fails with provider_unavailable for an API without a client, or one the native prefix was not sent to", () => {

@@ -82,5 +82,8 @@ export function runLlmClient(options: {
     promptCacheKey,
     promptCacheRetention: spec.provider?.prompt_cache_retention,
     native,
+    // A rendered parent's request ended at its last message: marked on GPT-5.6 on (see the client).
+    parentMessages:
+      native === undefined && options.cacheShared !== false ? prefix.params.messages.length : undefined,
   });
 }

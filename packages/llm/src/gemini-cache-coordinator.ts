@@ -22,6 +22,11 @@ export interface ExclusiveOptions {
   wait: boolean;
   /** Whether a record already published serves the caller, so that `work` need not run. */
   accept: (record: GeminiCacheRecord) => boolean;
+  /**
+   * The caller's run: its abort ends a wait for another holder at once (the call rejects with the
+   * signal's reason) rather than when the record appears or the holder's lease ends.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /**

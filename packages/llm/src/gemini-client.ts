@@ -389,6 +389,7 @@ export class GeminiLlmClient implements LlmClient {
         wait: true,
         accept: (record) =>
           record.name === null || (!this.#gone.has(record.name) && this.#fresh(record.expiresAt)),
+        signal,
       },
     );
     // `wait: true` always ends with a record; this daemon's own work keeps what it created to bill.

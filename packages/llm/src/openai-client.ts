@@ -65,6 +65,13 @@ export interface OpenAiRequestOptions {
    * from `nativeCount` on are rendered.
    */
   native?: { prefix: NativePrefix; count: number } | undefined;
+  /**
+   * A rendered (not native) parent: how many of the request's messages are the parent's own request.
+   * On a model with explicit cache breakpoints (GPT-5.6 on) the last block of the last of them, a user
+   * message, is marked: the parent's request ended there and wrote its implicit breakpoint, which the
+   * child then reads (a native parent's is marked from its bytes).
+   */
+  parentMessages?: number | undefined;
 }
 
 /** Usage as OpenAI reports it: Chat (`prompt_tokens`…) or Responses (`input_tokens`…). */
@@ -94,6 +101,31 @@ export function usageFromOpenAi(usage: OpenAiUsage | null | undefined): Provider
     cache_creation_input_tokens: written,
     cache_read_input_tokens: cached,
   };
+}
+
+/**
+ * `request` with a breakpoint marker (`cache_control`, which the renderers turn into
+ * `prompt_cache_breakpoint` on a model that takes them) on the last block of its message
+ * `parentMessages - 1` when that is a user message whose last block is text or a tool result and
+ * carries none. A string content is one text block on Responses (rendered the same either way);
+ * on Chat Completions it stays a string (a list of parts would be other bytes than the parent's).
+ * The request's own objects are not changed.
+ */
+export function markParentEnd(request: LlmRequest, parentMessages: number, api: OpenAiApi): LlmRequest {
+  const message = request.messages[parentMessages - 1];
+  if (message?.role !== "user") return request;
+  if (typeof message.content === "string" && api === "chat") return request;
+  const blocks =
+    typeof message.content === "string"
+      ? [{ type: "text" as const, text: message.content }]
+      : message.content;
+  const last = blocks[blocks.length - 1];
+  if (last === undefined || (last.type !== "text" && last.type !== "tool_result")) return request;
+  if ((last as { cache_control?: unknown }).cache_control != null) return request;
+  const content = [...blocks.slice(0, -1), { ...last, cache_control: { type: "ephemeral" } }];
+  const messages = [...request.messages];
+  messages[parentMessages - 1] = { ...message, content } as typeof message;
+  return { ...request, messages };
 }
 
 const STOP_REASONS: Record<string, string> = {
@@ -180,12 +212,16 @@ export class OpenAiLlmClient implements LlmClient {
 
   /** The request body as it goes out (before the SDK adds nothing: streaming fields are set here). */
   body(request: LlmRequest, options: OpenAiRequestOptions = {}): Record<string, unknown> {
+    const rendered =
+      options.parentMessages === undefined
+        ? request
+        : markParentEnd(request, options.parentMessages, this.#api);
     const body =
       options.native !== undefined
         ? renderNativeChildRequest(options.native.prefix, request, options.native.count)
         : this.#api === "chat"
-          ? renderChatRequest(request)
-          : renderResponsesRequest(request);
+          ? renderChatRequest(rendered)
+          : renderResponsesRequest(rendered);
     if (options.promptCacheKey !== undefined) body.prompt_cache_key = options.promptCacheKey;
     if (options.promptCacheRetention !== undefined)
       body.prompt_cache_retention = options.promptCacheRetention;

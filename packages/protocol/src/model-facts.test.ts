@@ -40,6 +40,46 @@ describe("model facts", () => {
     expect(modelFacts("gpt-5")?.contextWindowTokens).toBe(400_000);
   });
 
+  it("price an OpenAI id by its own row only: a dated snapshot is its id, any longer id is unknown", () => {
+    // Each documented id and family has its own row.
+    const ids = [
+      "gpt-5.6-sol",
+      "gpt-5.6-terra",
+      "gpt-5.6-luna",
+      "gpt-5.5",
+      "gpt-5.4",
+      "gpt-5.4-mini",
+      "gpt-5.4-nano",
+      "gpt-5",
+    ];
+    expect(ids.map((id) => modelFacts(id)?.family)).toEqual(ids);
+    expect(ids.map((id) => modelFacts(`${id}-2026-06-27`)?.family)).toEqual(ids);
+    expect(modelFacts("gpt-5.5")?.inputUsdPerMTok).toBe(5);
+    expect(modelFacts("gpt-5.4")?.inputUsdPerMTok).toBe(2.5);
+    expect(modelFacts("gpt-5.6-luna")?.outputUsdPerMTok).toBe(6);
+    // Cache writes cost from the GPT-5.6 family on, and nothing before it (no multiplier: none written).
+    expect(modelFacts("gpt-5.6-terra")?.cacheWriteMultiplier).toBe(1.25);
+    expect(modelFacts("gpt-5.5")?.cacheWriteMultiplier).toBeUndefined();
+    // One character past a known id, or an undated suffix, is another model: unknown, never gpt-5.
+    for (const unknown of [
+      "gpt-5.1",
+      "gpt-5.7",
+      "gpt-5.6",
+      "gpt-5.6-sol-pro",
+      "gpt-5-pro",
+      "gpt-50",
+      "gpt-5.5-pro",
+      "gpt-4o-2024-05",
+      "gpt-4o-2024-05-130",
+      "gpt-4o-audio-preview",
+    ])
+      expect(modelFacts(unknown), unknown).toBeUndefined();
+    // Provider qualifiers and case are still removed first.
+    expect(modelFacts("GPT-5.5")?.family).toBe("gpt-5.5");
+    // Anthropic's rows stay prefixes: a dated or point id is its family's.
+    expect(modelFacts("claude-sonnet-4-6-20260101")?.family).toBe("claude-sonnet-4-6");
+  });
+
   it("name provider-qualified ids by the Anthropic model", () => {
     expect(normaliseModelId(" us.anthropic.claude-sonnet-4-6-v1:0")).toBe("claude-sonnet-4-6-v1:0");
     expect(normaliseModelId("claude-sonnet-4-6@20250929")).toBe("claude-sonnet-4-6");

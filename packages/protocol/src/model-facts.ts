@@ -14,6 +14,12 @@ export interface ModelFacts {
   family: string;
   /** Model id prefixes of the family; `["claude-sonnet-4-5"]` matches `claude-sonnet-4-5-20250929`. */
   prefixes: readonly string[];
+  /**
+   * The row names whole model ids, not prefixes: it matches a prefix exactly or as a dated snapshot
+   * of it (`gpt-5-2025-08-07`), never a longer id (`gpt-5.5` is not `gpt-5`). OpenAI names each model
+   * and each family by its own id, so an id no row names is unknown, and unpriced.
+   */
+  wholeIds?: true;
   /** Base input price. @unit USD per million tokens */
   inputUsdPerMTok: number;
   /** Output price. @unit USD per million tokens */
@@ -34,6 +40,12 @@ export interface ModelFacts {
    * (Gemini: 1, the creation billed as input, plus the storage of forkd's explicit cache for its TTL).
    */
   cacheWriteMultiplier?: number;
+  /**
+   * OpenAI, the GPT-5.6 family on: the prompt cache is written at breakpoints, implicit and explicit
+   * (`prompt_cache_breakpoint` on a content block, `prompt_cache_options`), which older models do not
+   * take.
+   */
+  explicitCacheBreakpoints?: true;
   /** Gemini: the storage price of an explicit cache. @unit USD per million tokens per hour */
   cacheStorageUsdPerMTokHour?: number;
 }
@@ -63,9 +75,12 @@ function row(
 }
 
 /**
- * OpenAI models whose prompt caching forkd models (the families before GPT-5.6, which charge nothing
- * for cache writes): input, cached-input and output prices from OpenAI's pricing page (as listed on
- * 2026-11-05), 1,024-token caching minimum from its prompt-caching guide.
+ * OpenAI models forkd prices and whose prompt caching the simulator models, each by its own id (a
+ * dated snapshot of an id is that id; see {@link ModelFacts.wholeIds}): input, cached-input and
+ * output prices from OpenAI's pricing page (as listed on 2026-11-05; the gpt-5.4, gpt-5.5 and
+ * GPT-5.6 rows as third-party copies of that page and of OpenAI's GPT-5.6 help-center note report
+ * them, see docs/llm.md), 1,024-token caching minimum from its prompt-caching guide. Cache writes
+ * are free before the GPT-5.6 family and cost 1.25× input from it on (the guide).
  */
 function openAiModelFacts(): ModelFacts[] {
   const openai = (
@@ -77,13 +92,27 @@ function openAiModelFacts(): ModelFacts[] {
   ): ModelFacts => ({
     family,
     prefixes: [family],
+    wholeIds: true,
     inputUsdPerMTok: input,
     outputUsdPerMTok: output,
     minCacheableTokens: 1024,
     contextWindowTokens: window,
     cacheReadMultiplier: read,
   });
+  // The GPT-5.6 family: explicit cache breakpoints, and writes billed at 1.25× input.
+  const gpt56 = (family: string, input: number, output: number): ModelFacts => ({
+    ...openai(family, input, output, 0.1, 400_000),
+    cacheWriteMultiplier: 1.25,
+    explicitCacheBreakpoints: true,
+  });
   return [
+    gpt56("gpt-5.6-sol", 5, 30),
+    gpt56("gpt-5.6-terra", 2.5, 15),
+    gpt56("gpt-5.6-luna", 1, 6),
+    openai("gpt-5.5", 5, 30, 0.1, 400_000),
+    openai("gpt-5.4", 2.5, 15, 0.1, 400_000),
+    openai("gpt-5.4-mini", 0.75, 4.5, 0.1, 400_000),
+    openai("gpt-5.4-nano", 0.2, 1.25, 0.1, 400_000),
     openai("gpt-5-codex", 1.25, 10, 0.1, 400_000),
     openai("gpt-5-mini", 0.25, 2, 0.1, 400_000),
     openai("gpt-5-nano", 0.05, 0.4, 0.1, 400_000),
@@ -195,8 +224,14 @@ export function normaliseModelId(model: string): string {
     .replace(/@.*$/, "");
 }
 
-/** A lookup of rows by the longest id prefix, after provider qualifiers are removed. */
-export function longestPrefixLookup<Row extends { prefixes: readonly string[] }>(
+/** A dated snapshot's suffix: `-2025-08-07`. */
+const SNAPSHOT_SUFFIX = /^-\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A lookup of rows by the longest id prefix, after provider qualifiers are removed. A row with
+ * `wholeIds` matches only its ids and their dated snapshots (see {@link ModelFacts.wholeIds}).
+ */
+export function longestPrefixLookup<Row extends { prefixes: readonly string[]; wholeIds?: true }>(
   rows: readonly Row[],
 ): (model: string) => Row | undefined {
   const byPrefix = rows
@@ -204,7 +239,11 @@ export function longestPrefixLookup<Row extends { prefixes: readonly string[] }>
     .sort((a, b) => b.prefix.length - a.prefix.length);
   return (model) => {
     const id = normaliseModelId(model);
-    return byPrefix.find(({ prefix }) => id.startsWith(prefix))?.entry;
+    return byPrefix.find(
+      ({ prefix, entry }) =>
+        id.startsWith(prefix) &&
+        (entry.wholeIds !== true || id === prefix || SNAPSHOT_SUFFIX.test(id.slice(prefix.length))),
+    )?.entry;
   };
 }
 

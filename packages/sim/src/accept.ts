@@ -19,15 +19,23 @@ export function cacheScopeOf(context: MessagesRouteContext, ex: Exchange, apiKey
 export function acceptWithUsage(
   context: MessagesRouteContext,
   ex: Exchange,
-  charge: { promptTokens: number; cachedTokens: number; outputTokens: number; stream: boolean },
+  charge: {
+    promptTokens: number;
+    cachedTokens: number;
+    /** Tokens written to the cache (OpenAI's GPT-5.6 family on). @default 0 */
+    writtenTokens?: number;
+    outputTokens: number;
+    stream: boolean;
+  },
 ): void {
   const at = hiResNow();
   ex.entry.acceptedAt = at;
+  const written = charge.writtenTokens ?? 0;
   const usage = {
-    input_tokens: charge.promptTokens - charge.cachedTokens,
-    cache_creation_input_tokens: 0,
+    input_tokens: charge.promptTokens - charge.cachedTokens - written,
+    cache_creation_input_tokens: written,
     cache_read_input_tokens: charge.cachedTokens,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    cache_creation: { ephemeral_5m_input_tokens: written, ephemeral_1h_input_tokens: 0 },
     service_tier: "standard" as const,
   };
   ex.inputUsage = usage;

@@ -32,7 +32,7 @@ export {
   OPENAI_ROUTING_TOKENS,
   OpenAiPromptCache,
 } from "./openai/openai-cache.js";
-export { openAiApiOf, renderOpenAiPrompt } from "./openai/openai-route.js";
+export { openAiApiOf, openAiBreakpointUnits, renderOpenAiPrompt } from "./openai/openai-route.js";
 export type { BlockTokenCount, PromptBlock, PromptLayout, Segment, TokenCount } from "./prompt.js";
 export { countTokens, layoutPrompt } from "./prompt.js";
 export type { Script, ScriptToolCall, ScriptTurn } from "./script.js";

@@ -6,8 +6,10 @@ import { InvalidPrefixError } from "../errors.js";
 import type { LlmRequest } from "../llm-client.js";
 import {
   blocksOf,
+  markedPart,
   OPENAI_ITEM_BLOCK,
   systemText,
+  takesCacheBreakpoints,
   toolArguments,
   toolResultText,
   toolUseBlock,
@@ -45,8 +47,12 @@ function renderSettings(request: LlmRequest): Record<string, unknown> {
   return body;
 }
 
-/** One canonical message as Chat Completions messages (tool results become `tool` messages first). */
-export function renderChatMessage(message: MessageParam): ChatMessage[] {
+/**
+ * One canonical message as Chat Completions messages (tool results become `tool` messages first).
+ * With `breakpoints` (a model that takes them), a user block carrying a breakpoint is marked (its
+ * message keeps its parts, and a tool message's content is one text part, so the mark has a block).
+ */
+export function renderChatMessage(message: MessageParam, breakpoints = false): ChatMessage[] {
   if (message.role === "system") return [{ role: "system", content: systemText(message.content) ?? "" }];
   if (message.role === "assistant") {
     const text: string[] = [];
@@ -76,16 +82,20 @@ export function renderChatMessage(message: MessageParam): ChatMessage[] {
   const parts: Record<string, unknown>[] = [];
   for (const block of message.content) {
     if (block.type === "tool_result") {
+      const text = toolResultText(block.content);
+      const part = markedPart({ type: "text", text }, block, breakpoints);
       out.push({
         role: "tool",
         tool_call_id: String(block.tool_use_id),
-        content: toolResultText(block.content),
+        content: part.prompt_cache_breakpoint === undefined ? text : [part],
       });
-    } else if (block.type === "text") parts.push({ type: "text", text: String(block.text) });
+    } else if (block.type === "text")
+      parts.push(markedPart({ type: "text", text: String(block.text) }, block, breakpoints));
     else if (block.type === "image") parts.push(imagePart(block));
     else unsupportedBlock(block, "user message");
   }
-  if (parts.length === 1 && parts[0]!.type === "text") out.push({ role: "user", content: parts[0]!.text });
+  if (parts.length === 1 && parts[0]!.type === "text" && parts[0]!.prompt_cache_breakpoint === undefined)
+    out.push({ role: "user", content: parts[0]!.text });
   else if (parts.length > 0) out.push({ role: "user", content: parts });
   return out;
 }
@@ -102,14 +112,16 @@ function imagePart(block: ContentBlock): Record<string, unknown> {
 
 /**
  * The Chat Completions body of a canonical request: system first, then the messages, then tools and
- * sampling settings; `max_tokens` as `max_completion_tokens`. Breakpoint markers are dropped (OpenAI
- * caches prefixes by itself). Streaming fields are the client's to add.
+ * sampling settings; `max_tokens` as `max_completion_tokens`. Breakpoint markers become
+ * `prompt_cache_breakpoint` on a model that takes them (GPT-5.6 on) and are dropped before it (OpenAI
+ * caches prefixes by itself there). Streaming fields are the client's to add.
  */
 export function renderChatRequest(request: LlmRequest): Record<string, unknown> {
   const messages: ChatMessage[] = [];
   const system = systemText(request.system);
   if (system !== undefined) messages.push({ role: "system", content: system });
-  for (const message of request.messages) messages.push(...renderChatMessage(message));
+  const breakpoints = takesCacheBreakpoints(request.model);
+  for (const message of request.messages) messages.push(...renderChatMessage(message, breakpoints));
   return {
     model: request.model,
     messages,
@@ -118,9 +130,16 @@ export function renderChatRequest(request: LlmRequest): Record<string, unknown> 
   };
 }
 
-/** Renders the messages of a conversation after `from` (the part a child added to its prefix). */
-export function renderChatMessages(messages: readonly MessageParam[], from: number): ChatMessage[] {
-  return messages.slice(from).flatMap(renderChatMessage);
+/**
+ * Renders the messages of a conversation after `from` (the part a child added to its prefix), with
+ * their breakpoints marked when `breakpoints` (see {@link renderChatMessage}).
+ */
+export function renderChatMessages(
+  messages: readonly MessageParam[],
+  from: number,
+  breakpoints = false,
+): ChatMessage[] {
+  return messages.slice(from).flatMap((message) => renderChatMessage(message, breakpoints));
 }
 
 function contentText(content: unknown, where: string): string {

@@ -1,6 +1,6 @@
 // What the two OpenAI formats share: reading canonical (Messages-shaped) content, the text of a tool
 // result, and the `arguments` string of a tool call as the model wrote it.
-import type { ContentBlock, MessageParam } from "@forkd/protocol";
+import { type ContentBlock, type MessageParam, modelFacts } from "@forkd/protocol";
 import { InvalidPrefixError } from "../errors.js";
 
 /**
@@ -67,4 +67,29 @@ export function systemText(system: unknown): string | undefined {
 /** A canonical block that has no OpenAI form. @throws {@link InvalidPrefixError} */
 export function unsupportedBlock(block: ContentBlock, where: string): never {
   throw new InvalidPrefixError(`a ${block.type} block has no OpenAI form (${where})`);
+}
+
+/**
+ * `prompt_cache_breakpoint` as the SDK's types define it: on an input content block, it marks the
+ * exact end of a reusable prefix (OpenAI's GPT-5.6 family on).
+ */
+export const PROMPT_CACHE_BREAKPOINT = { mode: "explicit" } as const;
+
+/** Whether OpenAI's `model` takes explicit cache breakpoints (forkd's model facts: GPT-5.6 on). */
+export function takesCacheBreakpoints(model: string): boolean {
+  return modelFacts(model)?.explicitCacheBreakpoints === true;
+}
+
+/**
+ * An input content part, marked with {@link PROMPT_CACHE_BREAKPOINT} when `breakpoints` are on and
+ * the canonical block it renders carries a breakpoint (`cache_control`, where forkd puts the fork's
+ * breakpoint and a parent put its own): the same prefix OpenAI then caches.
+ */
+export function markedPart(
+  part: Record<string, unknown>,
+  block: ContentBlock,
+  breakpoints: boolean,
+): Record<string, unknown> {
+  const marked = breakpoints && (block as { cache_control?: unknown }).cache_control != null;
+  return marked ? { ...part, prompt_cache_breakpoint: PROMPT_CACHE_BREAKPOINT } : part;
 }

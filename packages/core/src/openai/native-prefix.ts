@@ -6,6 +6,7 @@ import { InvalidPrefixError } from "../errors.js";
 import { geminiForkPrefixFromNative } from "../gemini/child-request.js";
 import type { LlmRequest } from "../llm-client.js";
 import { chatAssistantToCanonical, chatRequestToCanonical, renderChatMessages } from "./chat-format.js";
+import { PROMPT_CACHE_BREAKPOINT, takesCacheBreakpoints } from "./content.js";
 import {
   renderResponsesItems,
   responsesItemsToAssistant,
@@ -79,25 +80,64 @@ export function renderNativeChildRequest(
   // With no reply, the child's first blocks joined the parent's last user message in canonical form:
   // on the wire they follow the parent's message, as one of their own.
   const joined = joinedToLastParentMessage(native, request.messages, count);
+  // GPT-5.6 on: the parent's last input block is marked, where the parent's own request ended and
+  // wrote its implicit breakpoint (see markParentBoundary); the child's own messages carry the fork's
+  // breakpoint on the last block siblings share.
+  const breakpoints = takesCacheBreakpoints(request.model);
   if (native.api === "openai-chat") {
     const messages = native.request.messages as unknown[];
     body.messages = [
-      ...messages,
+      ...(breakpoints ? markParentBoundary(messages) : messages),
       ...native.reply.map(chatReplyForRequest),
-      ...(joined ? renderChatMessages([joined], 0) : []),
-      ...renderChatMessages(request.messages, count),
+      ...(joined ? renderChatMessages([joined], 0, breakpoints) : []),
+      ...renderChatMessages(request.messages, count, breakpoints),
     ];
   } else {
     const input = native.request.input;
     const items = typeof input === "string" ? [stringInputItem(input)] : (input as unknown[]);
     body.input = [
-      ...items,
+      ...(breakpoints ? markParentBoundary(items) : items),
       ...native.reply,
-      ...(joined ? renderResponsesItems([joined], 0) : []),
-      ...renderResponsesItems(request.messages, count),
+      ...(joined ? renderResponsesItems([joined], 0, breakpoints) : []),
+      ...renderResponsesItems(request.messages, count, breakpoints),
     ];
   }
   return body;
+}
+
+/** Content blocks that take a breakpoint (input blocks, as the SDK's types give them). */
+const MARKABLE_BLOCKS = new Set([
+  "input_text",
+  "input_image",
+  "input_file",
+  "text",
+  "image_url",
+  "file",
+  "input_audio",
+]);
+
+/**
+ * A native parent's request items with a breakpoint on the last block of the last one: the end of
+ * the parent's own request, where OpenAI put the implicit breakpoint it wrote (at its latest user or
+ * tool message), so the first child reads what the parent wrote; with no reply it is also the last
+ * thing siblings share. That block (of a message's content, or of a tool output's parts) gains
+ * `prompt_cache_breakpoint`, and nothing else changes. An item whose content is a string, whose last
+ * block is not an input block, or that carries a breakpoint of its own already is left as sent (a
+ * parent's own breakpoints pass byte for byte).
+ */
+export function markParentBoundary(items: readonly unknown[]): unknown[] {
+  const last = items[items.length - 1] as Record<string, unknown> | undefined;
+  const field = Array.isArray(last?.content) ? "content" : "output";
+  const content = last?.[field];
+  if (!Array.isArray(content)) return [...items];
+  // Undefined for an empty list: not an object, left as sent.
+  const block = content[content.length - 1] as Record<string, unknown> | null | undefined;
+  if (block === null || typeof block !== "object" || !MARKABLE_BLOCKS.has(String(block.type)))
+    return [...items];
+  if (content.some((b) => (b as Record<string, unknown> | null)?.prompt_cache_breakpoint !== undefined))
+    return [...items];
+  const marked = { ...block, prompt_cache_breakpoint: PROMPT_CACHE_BREAKPOINT };
+  return [...items.slice(0, -1), { ...last, [field]: [...content.slice(0, -1), marked] }];
 }
 
 /**

@@ -16,6 +16,7 @@ import { blocksOf, systemText, toolArguments, toolResultText, toolUseBlock } fro
 import {
   chatReplyForRequest,
   forkPrefixFromNative,
+  markParentBoundary,
   nativeMessageCount,
   renderNativeChildRequest,
 } from "./native-prefix.js";
@@ -587,6 +588,172 @@ describe("native prefixes", () => {
         store: false,
       }),
     );
+  });
+});
+
+describe("breakpoints on a model that takes them (gpt-5.6 on)", () => {
+  const BP = { mode: "explicit" };
+  const cc = { cache_control: { type: "ephemeral" } };
+  const marked: MessageParam = {
+    role: "user",
+    content: [
+      { type: "tool_result", tool_use_id: "c", content: "p", ...cc },
+      { type: "text", text: "t", ...cc },
+      { type: "text", text: "plain" },
+    ] as ContentBlock[],
+  };
+
+  it("mark a user block and a tool result that carry cache_control, in both formats; never before gpt-5.6", () => {
+    expect(json(renderResponsesMessage(marked, true))).toBe(
+      json([
+        {
+          type: "function_call_output",
+          call_id: "c",
+          output: [{ type: "input_text", text: "p", prompt_cache_breakpoint: BP }],
+        },
+        {
+          type: "message",
+          role: "user",
+          content: [
+            { type: "input_text", text: "t", prompt_cache_breakpoint: BP },
+            { type: "input_text", text: "plain" },
+          ],
+        },
+      ]),
+    );
+    expect(json(renderChatMessage(marked, true))).toBe(
+      json([
+        {
+          role: "tool",
+          tool_call_id: "c",
+          content: [{ type: "text", text: "p", prompt_cache_breakpoint: BP }],
+        },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "t", prompt_cache_breakpoint: BP },
+            { type: "text", text: "plain" },
+          ],
+        },
+      ]),
+    );
+    // One marked text part stays a part (a string has no block to mark); unmarked, a string.
+    const one = user([{ type: "text", text: "t", ...cc }] as ContentBlock[]);
+    expect(json(renderChatMessage(one, true))).toBe(
+      json([{ role: "user", content: [{ type: "text", text: "t", prompt_cache_breakpoint: BP }] }]),
+    );
+    expect(json(renderChatMessage(one, false))).toBe(json([{ role: "user", content: "t" }]));
+    // Output takes none.
+    const said = assistant([{ type: "text", text: "a", ...cc }] as ContentBlock[]);
+    expect(json(renderResponsesMessage(said, true))).not.toContain("prompt_cache_breakpoint");
+    // By model: gpt-5.6-sol marks, gpt-5.5 renders as before.
+    const request = (model: string) => ({ ...base, model, messages: [marked] }) as LlmRequest;
+    expect(json(renderResponsesRequest(request("gpt-5.6-sol")))).toContain("prompt_cache_breakpoint");
+    expect(json(renderChatRequest(request("gpt-5.6-sol")))).toContain("prompt_cache_breakpoint");
+    expect(json(renderResponsesRequest(request("gpt-5.5")))).not.toContain("prompt_cache_breakpoint");
+    expect(json(renderChatRequest(request("gpt-5.5")))).not.toContain("prompt_cache_breakpoint");
+    expect(json(renderResponsesItems([marked], 0, true))).toBe(json(renderResponsesMessage(marked, true)));
+    expect(json(renderChatMessages([marked], 0, true))).toBe(json(renderChatMessage(marked, true)));
+  });
+
+  it("mark a native parent's last input block, and nothing else of its bytes", () => {
+    const last = {
+      role: "user",
+      content: [
+        { type: "text", text: "a" },
+        { type: "text", text: "q" },
+      ],
+    };
+    const own = { role: "system", content: [{ type: "text", text: "s", prompt_cache_breakpoint: BP }] };
+    const request = { model: "gpt-5.6-terra", messages: [own, last] };
+    const child = (model: string, reply: Record<string, unknown>[] = []) => {
+      const native = { api: "openai-chat" as const, request, reply };
+      const { params } = forkPrefixFromNative(native);
+      const messages = [...params.messages, user("x")];
+      return renderNativeChildRequest(native, { model, messages }, params.messages.length)
+        .messages as unknown[];
+    };
+    expect(json(child("gpt-5.6-terra").slice(0, 2))).toBe(
+      json([
+        own,
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "a" },
+            { type: "text", text: "q", prompt_cache_breakpoint: BP },
+          ],
+        },
+      ]),
+    );
+    // The parent's objects are not changed.
+    expect(json(request.messages[1])).toBe(json(last));
+    // Before gpt-5.6, as sent; with a reply after it, marked the same (the parent's request ended there).
+    expect(json(child("gpt-5.5").slice(0, 2))).toBe(json([own, last]));
+    const reply = { role: "assistant", content: "r" };
+    expect(json(child("gpt-5.6-terra", [reply]).slice(0, 3))).toBe(
+      json([...child("gpt-5.6-terra").slice(0, 2), reply]),
+    );
+    // A string content, an output block last, or a breakpoint of the parent's own in it: as sent.
+    const as = (item: unknown) => markParentBoundary([{ role: "developer", content: "d" }, item]);
+    for (const item of [
+      { role: "user", content: "q" },
+      { role: "user", content: [] },
+      { role: "assistant", content: [{ type: "output_text", text: "o" }] },
+      {
+        role: "user",
+        content: [
+          { type: "input_text", text: "q", prompt_cache_breakpoint: BP },
+          { type: "input_text", text: "r" },
+        ],
+      },
+      { role: "user", content: [null] },
+      { type: "function_call", call_id: "c" },
+    ])
+      expect(json(as(item)), json(item)).toBe(json([{ role: "developer", content: "d" }, item]));
+    for (const type of [
+      "input_text",
+      "input_image",
+      "input_file",
+      "text",
+      "image_url",
+      "file",
+      "input_audio",
+    ])
+      expect(json(as({ role: "user", content: [{ type: "x" }, { type }] }))).toBe(
+        json([
+          { role: "developer", content: "d" },
+          { role: "user", content: [{ type: "x" }, { type, prompt_cache_breakpoint: BP }] },
+        ]),
+      );
+    expect(markParentBoundary([])).toEqual([]);
+    // Every item before the last is kept.
+    expect(json(markParentBoundary(["a", "b", { content: [{ type: "text" }] }]))).toBe(
+      json(["a", "b", { content: [{ type: "text", prompt_cache_breakpoint: BP }] }]),
+    );
+    // Earlier blocks, whatever they are, are kept as they were; only the last gains the marker.
+    expect(json(as({ role: "user", content: [null, { type: "x" }, { type: "text", text: "t" }] }))).toBe(
+      json([
+        { role: "developer", content: "d" },
+        {
+          role: "user",
+          content: [null, { type: "x" }, { type: "text", text: "t", prompt_cache_breakpoint: BP }],
+        },
+      ]),
+    );
+    // A tool output's parts: its last part; a string output has none.
+    const output = {
+      type: "function_call_output",
+      call_id: "c",
+      output: [{ type: "input_text", text: "o" }],
+    };
+    expect(json(as(output))).toBe(
+      json([
+        { role: "developer", content: "d" },
+        { ...output, output: [{ type: "input_text", text: "o", prompt_cache_breakpoint: BP }] },
+      ]),
+    );
+    const plain = { type: "function_call_output", call_id: "c", output: "o" };
+    expect(json(as(plain))).toBe(json([{ role: "developer", content: "d" }, plain]));
   });
 });
 

@@ -6,8 +6,10 @@ import { InvalidPrefixError } from "../errors.js";
 import type { LlmRequest } from "../llm-client.js";
 import {
   blocksOf,
+  markedPart,
   OPENAI_ITEM_BLOCK,
   systemText,
+  takesCacheBreakpoints,
   toolArguments,
   toolResultText,
   toolUseBlock,
@@ -17,8 +19,12 @@ import {
 /** A Responses input item, as sent. */
 export type ResponsesItem = Record<string, unknown>;
 
-/** One canonical message as Responses input items. */
-export function renderResponsesMessage(message: MessageParam): ResponsesItem[] {
+/**
+ * One canonical message as Responses input items. With `breakpoints` (a model that takes them), a
+ * user block carrying a breakpoint is marked (a tool result then is one `input_text` part: a string
+ * output has no block to mark); an assistant block is not (output takes no breakpoint).
+ */
+export function renderResponsesMessage(message: MessageParam, breakpoints = false): ResponsesItem[] {
   if (message.role === "system")
     return [
       {
@@ -36,7 +42,11 @@ export function renderResponsesMessage(message: MessageParam): ResponsesItem[] {
   };
   for (const block of blocksOf(message.content)) {
     if (block.type === "text")
-      parts.push({ type: assistant ? "output_text" : "input_text", text: String(block.text) });
+      parts.push(
+        assistant
+          ? { type: "output_text", text: String(block.text) }
+          : markedPart({ type: "input_text", text: String(block.text) }, block, breakpoints),
+      );
     else if (block.type === OPENAI_ITEM_BLOCK) {
       flush();
       items.push(block.item as ResponsesItem);
@@ -50,10 +60,12 @@ export function renderResponsesMessage(message: MessageParam): ResponsesItem[] {
       });
     } else if (!assistant && block.type === "tool_result") {
       flush();
+      const text = toolResultText(block.content);
+      const part = markedPart({ type: "input_text", text }, block, breakpoints);
       items.push({
         type: "function_call_output",
         call_id: String(block.tool_use_id),
-        output: toolResultText(block.content),
+        output: part.prompt_cache_breakpoint === undefined ? text : [part],
       });
     } else if (assistant && (block.type === "thinking" || block.type === "redacted_thinking")) continue;
     else unsupportedBlock(block, `${message.role} message`);
@@ -67,9 +79,16 @@ export function stringInputItem(text: string): ResponsesItem {
   return { role: "user", content: text };
 }
 
-/** Renders the messages of a conversation after `from` (the part a child added to its prefix). */
-export function renderResponsesItems(messages: readonly MessageParam[], from: number): ResponsesItem[] {
-  return messages.slice(from).flatMap(renderResponsesMessage);
+/**
+ * Renders the messages of a conversation after `from` (the part a child added to its prefix), with
+ * their breakpoints marked when `breakpoints` (see {@link renderResponsesMessage}).
+ */
+export function renderResponsesItems(
+  messages: readonly MessageParam[],
+  from: number,
+  breakpoints = false,
+): ResponsesItem[] {
+  return messages.slice(from).flatMap((message) => renderResponsesMessage(message, breakpoints));
 }
 
 /**
@@ -81,7 +100,8 @@ export function renderResponsesRequest(request: LlmRequest): Record<string, unkn
   const body: Record<string, unknown> = { model: request.model };
   const instructions = systemText(request.system);
   if (instructions !== undefined) body.instructions = instructions;
-  body.input = request.messages.flatMap(renderResponsesMessage);
+  const breakpoints = takesCacheBreakpoints(request.model);
+  body.input = request.messages.flatMap((message) => renderResponsesMessage(message, breakpoints));
   if (request.tools !== undefined && request.tools.length > 0) {
     body.tools = request.tools.map((tool) => ({
       type: "function",

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../clock.js";
 import {
+  OPENAI_BREAKPOINT_TTL_MS,
   OPENAI_EXTENDED_TTL_MS,
   OPENAI_IDLE_TTL_MS,
   OPENAI_MAX_TTL_MS,
@@ -117,5 +118,103 @@ describe("OpenAiPromptCache", () => {
     expect(openAiRetentionOf("gpt-5.5-pro", "in_memory")).toBe("24h");
     expect(openAiRetentionOf("gpt-5.6", undefined)).toBe("24h");
     expect(openAiRetentionOf("gpt-6", undefined)).toBe("24h");
+  });
+});
+
+/** A unit of `tokens` tokens less the newline that joins it to the one before (4 characters a token). */
+const unit = (
+  tokens: number,
+  fill: string,
+  options: { breakpoint?: boolean; userOrTool?: boolean } = {},
+) => ({
+  text: fill.repeat(tokens * 4 - 1),
+  breakpoint: options.breakpoint === true,
+  userOrTool: options.userOrTool === true,
+});
+
+/** A breakpoint-model prompt: a shared prefix ending at a breakpoint after `prefixTokens`, then `tail`. */
+const marked = (prefixTokens: number, tail: string, mark = true) => [
+  // One character of the prefix's tokens is the newline after the first unit: the prefix ends exactly
+  // at `prefixTokens` tokens.
+  { text: "p".repeat(prefixTokens * 4 - 4 - 1), breakpoint: false, userOrTool: false },
+  { text: "q".repeat(3), breakpoint: mark, userOrTool: false },
+  unit(200, tail, { userOrTool: true }),
+];
+
+function warmBreakpoints(cache: OpenAiPromptCache, units: ReturnType<typeof marked>, mode?: "explicit") {
+  const plan = cache.planBreakpoints("org", units, "key", mode);
+  cache.commit(plan);
+  return plan;
+}
+
+describe("OpenAiPromptCache, GPT-5.6 on: breakpoints", () => {
+  it("writes and reads a breakpoint's prefix from 1,024 tokens, none at 1,023", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    const at = warmBreakpoints(cache, marked(1024, "a"), "explicit");
+    expect(at.writtenTokens).toBe(1024);
+    const read = cache.planBreakpoints("org", marked(1024, "b"), "key", "explicit");
+    expect(read.cachedTokens).toBe(1024);
+    expect(read.writtenTokens).toBe(0);
+    const below = warmBreakpoints(cache, marked(1023, "c"), "explicit");
+    expect(below.writtenTokens).toBe(0);
+    expect(cache.planBreakpoints("org", marked(1023, "d"), "key", "explicit").cachedTokens).toBe(0);
+  });
+
+  it("reads exactly at the breakpoint, not rounded to 128-token steps, and only where one was written", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    warmBreakpoints(cache, marked(1500, "a"), "explicit");
+    expect(cache.planBreakpoints("org", marked(1500, "b"), "key", "explicit").cachedTokens).toBe(1500);
+    // The same bytes with no breakpoint of its own: nothing is read, nothing written (explicit mode).
+    const unmarked = cache.planBreakpoints("org", marked(1500, "b", false), "key", "explicit");
+    expect(unmarked).toMatchObject({ cachedTokens: 0, writtenTokens: 0, writes: [] });
+    // Another key routes elsewhere: a miss.
+    expect(cache.planBreakpoints("org", marked(1500, "b"), "other", "explicit").cachedTokens).toBe(0);
+  });
+
+  it("places the implicit breakpoint at the latest user or tool message, and bills the write past what was read", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    const parent = marked(2000, "a", false);
+    const first = warmBreakpoints(cache, parent);
+    // Implicit: the whole prompt (its last unit is the user message) is written, nothing read.
+    expect(first.writtenTokens).toBe(first.promptTokens);
+    // A child that adds a message: its implicit breakpoint is at its own end; the parent's entry is not
+    // among its breakpoints, so it misses, unless it marks the parent's last message.
+    const child = (mark: boolean) => [
+      ...parent.slice(0, 2),
+      { ...parent[2]!, breakpoint: mark },
+      unit(100, "z", { userOrTool: true }),
+    ];
+    const miss = cache.planBreakpoints("org", child(false), "key");
+    expect(miss.cachedTokens).toBe(0);
+    const hit = cache.planBreakpoints("org", child(true), "key");
+    expect(hit.cachedTokens).toBe(first.promptTokens);
+    expect(hit.writtenTokens).toBe(hit.promptTokens - first.promptTokens);
+  });
+
+  it("writes the latest four explicit breakpoints (three beside the implicit one)", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    const units = [0, 1, 2, 3, 4].map((i) => unit(1100, String(i), { breakpoint: true }));
+    units.push(unit(10, "u", { userOrTool: true }));
+    const implicit = cache.planBreakpoints("org", units, "key");
+    expect(implicit.writes).toHaveLength(4);
+    const explicit = cache.planBreakpoints("org", units, "key", "explicit");
+    expect(explicit.writes).toHaveLength(4);
+    cache.commit(explicit);
+    // The first breakpoint was not written: a prompt that shares only it misses.
+    const first = [units[0]!, unit(10, "v", { userOrTool: true })];
+    expect(cache.planBreakpoints("org", first, "key", "explicit").cachedTokens).toBe(0);
+    const second = [units[0]!, units[1]!, unit(10, "v", { userOrTool: true })];
+    expect(cache.planBreakpoints("org", second, "key", "explicit").cachedTokens).toBe(2200);
+  });
+
+  it("keeps an entry 30 minutes from its write; a read does not extend it", () => {
+    const clock = new ManualClock();
+    const cache = new OpenAiPromptCache(clock);
+    warmBreakpoints(cache, marked(1500, "a"), "explicit");
+    clock.advance(OPENAI_BREAKPOINT_TTL_MS - 1);
+    cache.commit(cache.planBreakpoints("org", marked(1500, "b"), "key", "explicit"));
+    expect(cache.planBreakpoints("org", marked(1500, "c"), "key", "explicit").cachedTokens).toBe(1500);
+    clock.advance(1);
+    expect(cache.planBreakpoints("org", marked(1500, "d"), "key", "explicit").cachedTokens).toBe(0);
   });
 });

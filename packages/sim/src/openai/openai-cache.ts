@@ -10,6 +10,19 @@
 // only 24h; none asked on an older model: the default of an organisation with zero data retention,
 // in-memory (one without ZDR gets 24h; the simulator takes the shorter, under which a fork that
 // reads its prefix reads it under 24h too).
+//
+// From the GPT-5.6 family on (models whose facts say `explicitCacheBreakpoints`), the guide and the
+// SDK's types document another cache, which the simulator applies to those models instead: entries are
+// written only at breakpoints — the end of a content block marked `prompt_cache_breakpoint`
+// (explicit), and one OpenAI places at the latest user or tool message (implicit, unless
+// `prompt_cache_options.mode` is `explicit`). A request writes its implicit breakpoint and its latest
+// three explicit ones (explicit mode: its latest four), and reads the longest prefix ending at one of
+// its latest 80 breakpoints that an earlier request wrote: a hit is exactly that prefix, not rounded to
+// 128-token steps. Writes are billed (`cache_write_tokens`, 1.25× input): the tokens from what was read
+// to the longest breakpoint written. Entries live 30 minutes from their write (`ttl: "30m"`, the only
+// one; a read does not extend it). Where the docs are silent the simulator is the stricter: a
+// breakpoint whose prefix is under 1,024 tokens is neither written nor read, and one at the very end
+// of the prompt is not read (the model computes at least one token).
 import { createHash } from "node:crypto";
 import type { Clock } from "../clock.js";
 import { CHARS_PER_TOKEN } from "../tokenizer.js";
@@ -28,6 +41,25 @@ export const OPENAI_IDLE_TTL_MS = 5 * 60_000;
 export const OPENAI_MAX_TTL_MS = 60 * 60_000;
 /** An entry written under extended retention (`24h`) is dropped this long after it was written. @unit ms */
 export const OPENAI_EXTENDED_TTL_MS = 24 * 60 * 60_000;
+
+/** Lifetime of an entry written at a breakpoint (GPT-5.6 on: `prompt_cache_options.ttl`, only `30m`). @unit ms */
+export const OPENAI_BREAKPOINT_TTL_MS = 30 * 60_000;
+/** Breakpoints a request writes (GPT-5.6 on), the implicit one counted among them. */
+export const OPENAI_MAX_WRITTEN_BREAKPOINTS = 4;
+/** Latest breakpoints of a request a read considers (GPT-5.6 on). */
+export const OPENAI_MAX_MATCHED_BREAKPOINTS = 80;
+
+/**
+ * One item of a prompt as the simulator renders it (the tools, the instructions, each message or
+ * input item), for the breakpoint cache: its text (breakpoint markers removed: they are not tokens),
+ * whether one of its content blocks carries an explicit breakpoint, and whether it is a user or tool
+ * message (where the implicit breakpoint goes).
+ */
+export interface OpenAiPromptUnit {
+  text: string;
+  breakpoint: boolean;
+  userOrTool: boolean;
+}
 
 /** A prompt cache retention policy, as the OpenAI SDK's types name them (`prompt_cache_retention`). */
 export type OpenAiCacheRetention = "in_memory" | "24h";
@@ -52,6 +84,8 @@ interface Entry {
   usedAt: number;
   /** Written (or used) under extended retention. */
   extended: boolean;
+  /** Written at a breakpoint: lives {@link OPENAI_BREAKPOINT_TTL_MS} from its write. */
+  breakpoint?: true;
 }
 
 /** What a request reads, and what it writes once its response begins. */
@@ -63,6 +97,10 @@ export interface OpenAiCachePlan {
   writes: string[];
   /** The retention its writes get. */
   retention: OpenAiCacheRetention;
+  /** Tokens written to the cache, billed as writes (GPT-5.6 on; 0 before). */
+  writtenTokens: number;
+  /** Its writes are breakpoint entries. */
+  breakpoints?: true;
 }
 
 /** The simulator's OpenAI prompt cache, all machines of it. */
@@ -91,14 +129,7 @@ export class OpenAiPromptCache {
     retention: OpenAiCacheRetention = "in_memory",
   ): OpenAiCachePlan {
     const now = this.#clock.now();
-    const start = prompt.slice(0, OPENAI_ROUTING_TOKENS * CHARS_PER_TOKEN);
-    const route = sha(`${scope}\u0000${promptCacheKey ?? ""}\u0000${start}`);
-    const recent = (this.#arrivals.get(route) ?? []).filter((t) => now - t < 60_000);
-    recent.push(now);
-    this.#arrivals.set(route, recent);
-    // The first 15 of the minute go to the prefix's machine; each further 15 spill to another.
-    const spill = Math.floor((recent.length - 1) / OPENAI_MACHINE_RATE_PER_MINUTE);
-    const machine = spill === 0 ? route : `${route}#${spill}`;
+    const machine = this.#machineOf(scope, prompt, promptCacheKey, now);
     const promptTokens = Math.ceil(prompt.length / CHARS_PER_TOKEN);
     const writes: string[] = [];
     if (promptTokens >= OPENAI_MIN_CACHED_TOKENS) {
@@ -130,7 +161,90 @@ export class OpenAiPromptCache {
       cachedTokens,
       writes: promptTokens >= OPENAI_MIN_CACHED_TOKENS ? writes : [],
       retention,
+      writtenTokens: 0,
     };
+  }
+
+  /**
+   * Plans one request to a model with explicit breakpoints (the GPT-5.6 family on; see the file's
+   * head): the machine as {@link plan} routes, the longest prefix ending at one of its breakpoints
+   * that is cached there, and the breakpoints it writes, with the tokens that writing costs.
+   * @param units the prompt's items in order, rendered by the route.
+   * @param mode `prompt_cache_options.mode`: `explicit` places no implicit breakpoint.
+   */
+  planBreakpoints(
+    scope: string,
+    units: readonly OpenAiPromptUnit[],
+    promptCacheKey: string | undefined,
+    mode: "implicit" | "explicit" = "implicit",
+  ): OpenAiCachePlan {
+    const now = this.#clock.now();
+    const prompt = units.map((unit) => unit.text).join("\n");
+    const machine = this.#machineOf(scope, prompt, promptCacheKey, now);
+    const promptTokens = Math.ceil(prompt.length / CHARS_PER_TOKEN);
+    // Where each item ends in the prompt, in characters.
+    const ends: number[] = [];
+    let length = -1;
+    for (const unit of units) {
+      length += unit.text.length + 1;
+      ends.push(length);
+    }
+    const explicit = units.flatMap((unit, i) => (unit.breakpoint ? [i] : []));
+    let implicit: number | undefined;
+    if (mode === "implicit")
+      for (let i = units.length - 1; i >= 0 && implicit === undefined; i--)
+        if (units[i]!.userOrTool) implicit = i;
+    const all = [...new Set([...explicit, ...(implicit === undefined ? [] : [implicit])])].sort(
+      (a, b) => a - b,
+    );
+    const explicitWritten = explicit.slice(
+      -(OPENAI_MAX_WRITTEN_BREAKPOINTS - (implicit === undefined ? 0 : 1)),
+    );
+    const written = [...new Set([...explicitWritten, ...(implicit === undefined ? [] : [implicit])])];
+    const tokensAt = (i: number) => Math.ceil(ends[i]! / CHARS_PER_TOKEN);
+    const keyAt = (i: number) => `bp:${sha(prompt.slice(0, ends[i]!))}`;
+    const cacheable = (i: number) => tokensAt(i) >= OPENAI_MIN_CACHED_TOKENS;
+    const entries = this.#machines.get(machine);
+    let cachedTokens = 0;
+    for (const i of all.slice(-OPENAI_MAX_MATCHED_BREAKPOINTS).reverse()) {
+      // A prefix that is the whole prompt leaves the model nothing to compute: not read.
+      if (!cacheable(i) || ends[i]! >= prompt.length) continue;
+      const entry = entries?.get(keyAt(i));
+      if (entry !== undefined && this.#alive(entry, now)) {
+        cachedTokens = tokensAt(i);
+        break;
+      }
+    }
+    const writes = written.filter(cacheable).filter((i) => {
+      const entry = entries?.get(keyAt(i));
+      return entry === undefined || !this.#alive(entry, now);
+    });
+    const longestWrite = Math.max(0, ...writes.map(tokensAt));
+    this.#reads++;
+    if (cachedTokens > 0) this.#hits++;
+    return {
+      machine,
+      promptTokens,
+      cachedTokens,
+      writes: writes.map(keyAt),
+      retention: "in_memory",
+      writtenTokens: Math.max(0, longestWrite - cachedTokens),
+      breakpoints: true,
+    };
+  }
+
+  /**
+   * The machine a request goes to: by scope, the prompt's first 256 tokens and the key; the first 15
+   * of a minute to the prefix's machine, each further 15 spilled to another.
+   */
+  #machineOf(scope: string, prompt: string, promptCacheKey: string | undefined, now: number): string {
+    const start = prompt.slice(0, OPENAI_ROUTING_TOKENS * CHARS_PER_TOKEN);
+    const route = sha(`${scope}\u0000${promptCacheKey ?? ""}\u0000${start}`);
+    const recent = (this.#arrivals.get(route) ?? []).filter((t) => now - t < 60_000);
+    recent.push(now);
+    this.#arrivals.set(route, recent);
+    const spill = Math.floor((recent.length - 1) / OPENAI_MACHINE_RATE_PER_MINUTE);
+    return spill === 0 ? route : `${route}#${spill}`;
   }
 
   /** The response began: the request's prefixes are readable on its machine from now on. */
@@ -140,6 +254,12 @@ export class OpenAiPromptCache {
     if (entries === undefined) {
       entries = new Map();
       this.#machines.set(plan.machine, entries);
+    }
+    if (plan.breakpoints) {
+      // Only breakpoints not cached were planned as writes: each is written afresh for 30 minutes.
+      for (const key of plan.writes)
+        entries.set(key, { writtenAt: now, usedAt: now, extended: false, breakpoint: true });
+      return;
     }
     const extended = plan.retention === "24h";
     for (const key of plan.writes) {
@@ -156,6 +276,7 @@ export class OpenAiPromptCache {
   }
 
   #alive(entry: Entry, now: number): boolean {
+    if (entry.breakpoint) return now - entry.writtenAt < OPENAI_BREAKPOINT_TTL_MS;
     if (entry.extended) return now - entry.writtenAt < OPENAI_EXTENDED_TTL_MS;
     return now - entry.usedAt < OPENAI_IDLE_TTL_MS && now - entry.writtenAt < OPENAI_MAX_TTL_MS;
   }

@@ -3,13 +3,14 @@
 // forkd's canonical view of the conversation), charged by OpenAI's caching rules (openai-cache.ts),
 // and streamed in the API's own event format.
 import { chatRequestToCanonical, responsesRequestToCanonical } from "@forkd/core";
+import { modelFacts } from "@forkd/protocol";
 import { acceptWithUsage, cacheScopeOf } from "../accept.js";
 import { SimApiError } from "../errors.js";
 import { type Exchange, parseJson, readBody, sleep } from "../exchange.js";
 import { runScriptedModel } from "../model.js";
 import type { MessagesRouteContext } from "../routes/messages.js";
 import type { MessagesRequest } from "../types.js";
-import { type OpenAiPromptCache, openAiRetentionOf } from "./openai-cache.js";
+import { type OpenAiPromptCache, type OpenAiPromptUnit, openAiRetentionOf } from "./openai-cache.js";
 import { OpenAiApiError, sendOpenAiError } from "./openai-errors.js";
 import { validateChatRequest, validateResponsesRequest } from "./openai-validate.js";
 
@@ -65,6 +66,13 @@ export function openAiRoute(context: OpenAiRouteContext, ex: Exchange, api: Api)
  * and 4 characters a token.
  */
 export function renderOpenAiPrompt(api: Api, body: Record<string, unknown>): string {
+  return promptItems(api, body)
+    .map((part) => JSON.stringify(part))
+    .join("\n");
+}
+
+/** The prompt's items in order: tools, then the instructions and messages or input items. */
+function promptItems(api: Api, body: Record<string, unknown>): unknown[] {
   const parts: unknown[] = [body.tools ?? null];
   if (api === "chat") parts.push(...(body.messages as unknown[]));
   else {
@@ -72,7 +80,40 @@ export function renderOpenAiPrompt(api: Api, body: Record<string, unknown>): str
     const input = body.input;
     parts.push(...(typeof input === "string" ? [{ role: "user", content: input }] : (input as unknown[])));
   }
-  return parts.map((part) => JSON.stringify(part)).join("\n");
+  return parts;
+}
+
+/**
+ * The prompt of a request to a model with breakpoints (GPT-5.6 on), block by block, for its cache: an
+ * item whose content (or tool output) is a list of blocks is its other fields, then each block, one
+ * JSON text each (a breakpoint ends a block, not an item); any other item is one JSON text. Breakpoint
+ * markers are not rendered (they are no tokens). An item's last unit says whether it ends a user or
+ * tool message, where the implicit breakpoint goes.
+ */
+export function openAiBreakpointUnits(api: Api, body: Record<string, unknown>): OpenAiPromptUnit[] {
+  const render = (value: unknown) =>
+    JSON.stringify(value, (key, v: unknown) => (key === "prompt_cache_breakpoint" ? undefined : v));
+  return promptItems(api, body).flatMap((part): OpenAiPromptUnit[] => {
+    const item = (part ?? {}) as Record<string, unknown>;
+    const type = item.type ?? "message";
+    const userOrTool =
+      (type === "message" && (item.role === "user" || item.role === "tool")) ||
+      type === "function_call_output" ||
+      type === "custom_tool_call_output";
+    const field = Array.isArray(item.content) ? "content" : Array.isArray(item.output) ? "output" : undefined;
+    if (field === undefined) return [{ text: render(part), breakpoint: false, userOrTool }];
+    const { [field]: blocks, ...rest } = item;
+    const list = blocks as Record<string, unknown>[];
+    return [
+      { text: render(rest), breakpoint: false, userOrTool: userOrTool && list.length === 0 },
+      ...list.map((block, i) => ({
+        text: render(block),
+        breakpoint:
+          block !== null && typeof block === "object" && block.prompt_cache_breakpoint !== undefined,
+        userOrTool: userOrTool && i === list.length - 1,
+      })),
+    ];
+  });
 }
 
 async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promise<void> {
@@ -116,8 +157,20 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   }
   const scope = cacheScopeOf(context, ex, apiKey);
   const key = typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined;
-  const retention = openAiRetentionOf(model, body.prompt_cache_retention);
-  const plan = context.openAiCache.plan(scope, renderOpenAiPrompt(api, body), key, retention);
+  const breakpoints = modelFacts(model)?.explicitCacheBreakpoints === true;
+  const plan = breakpoints
+    ? context.openAiCache.planBreakpoints(
+        scope,
+        openAiBreakpointUnits(api, body),
+        key,
+        (body.prompt_cache_options as { mode?: "implicit" | "explicit" } | undefined)?.mode,
+      )
+    : context.openAiCache.plan(
+        scope,
+        renderOpenAiPrompt(api, body),
+        key,
+        openAiRetentionOf(model, body.prompt_cache_retention),
+      );
   acceptWithUsage(context, ex, { ...plan, outputTokens: reply.outputTokens, stream });
   // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
   const calls = reply.content.flatMap((b) =>
@@ -137,6 +190,8 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
     outputTokens: reply.outputTokens,
     promptTokens: plan.promptTokens,
     cachedTokens: plan.cachedTokens,
+    // Reported where the API reports it, from the GPT-5.6 family on.
+    ...(breakpoints ? { writtenTokens: plan.writtenTokens } : {}),
   };
   const payload = api === "chat" ? chatAnswer(answer, stream, body) : responsesAnswer(answer, stream, body);
   const { res } = ex;
@@ -162,6 +217,16 @@ interface Answer {
   outputTokens: number;
   promptTokens: number;
   cachedTokens: number;
+  /** `cache_write_tokens`, on models that bill writes. */
+  writtenTokens?: number;
+}
+
+/** The prompt's token details: cached tokens, and the written ones where the model reports them. */
+function tokenDetails(a: Answer): { cached_tokens: number; cache_write_tokens?: number } {
+  return {
+    cached_tokens: a.cachedTokens,
+    ...(a.writtenTokens === undefined ? {} : { cache_write_tokens: a.writtenTokens }),
+  };
 }
 
 function chatUsage(a: Answer) {
@@ -169,7 +234,7 @@ function chatUsage(a: Answer) {
     prompt_tokens: a.promptTokens,
     completion_tokens: a.outputTokens,
     total_tokens: a.promptTokens + a.outputTokens,
-    prompt_tokens_details: { cached_tokens: a.cachedTokens, audio_tokens: 0 },
+    prompt_tokens_details: { ...tokenDetails(a), audio_tokens: 0 },
     completion_tokens_details: {
       reasoning_tokens: 0,
       audio_tokens: 0,
@@ -254,7 +319,7 @@ function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknow
     });
   const usage = {
     input_tokens: a.promptTokens,
-    input_tokens_details: { cached_tokens: a.cachedTokens },
+    input_tokens_details: tokenDetails(a),
     output_tokens: a.outputTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: a.promptTokens + a.outputTokens,

@@ -22,8 +22,7 @@ const RESPONSES_FIELDS = new Set(
 
 /**
  * Whether the simulator serves `model` on the OpenAI routes: the OpenAI families in forkd's model
- * facts, whose caching it models (before the GPT-5.6 family: its explicit breakpoints and write
- * charges are not modelled yet).
+ * facts, whose caching it models (the GPT-5.6 family's breakpoints and write charges included).
  */
 export function isSimOpenAiModel(model: string): boolean {
   return model.startsWith("gpt-") && modelFacts(model)?.cacheReadMultiplier !== undefined;
@@ -51,6 +50,7 @@ function common(body: unknown, fields: Set<string>): Record<string, unknown> {
     typeof record.prompt_cache_key !== "string"
   )
     throw badRequest("Invalid type for 'prompt_cache_key': expected a string.", "prompt_cache_key");
+  checkBreakpointOptions(record);
   const retention = record.prompt_cache_retention;
   if (retention !== undefined && retention !== null && retention !== "in_memory" && retention !== "24h")
     throw badRequest(
@@ -58,6 +58,79 @@ function common(body: unknown, fields: Set<string>): Record<string, unknown> {
       "prompt_cache_retention",
     );
   return record;
+}
+
+/** The content blocks of an item (a message's content, a tool output's parts) that carry a breakpoint. */
+function markedBlocks(item: Record<string, unknown>): Record<string, unknown>[] {
+  const blocks = [item.content, item.output].flatMap((value) => (Array.isArray(value) ? value : []));
+  return (blocks as Record<string, unknown>[]).filter(
+    (block) => block !== null && typeof block === "object" && block.prompt_cache_breakpoint !== undefined,
+  );
+}
+
+/** Output blocks: a breakpoint marks input only (the SDK's types put it on input blocks alone). */
+const OUTPUT_BLOCK_TYPES = new Set(["output_text", "refusal"]);
+
+/**
+ * `prompt_cache_options` and every `prompt_cache_breakpoint`, checked against the SDK's types. A
+ * model before the GPT-5.6 family refuses both: the docs say only that they are "supported for
+ * gpt-5.6 and later models"; the simulator takes the stricter reading (a 400, not silence).
+ */
+function checkBreakpointOptions(record: Record<string, unknown>): void {
+  const supported = modelFacts(String(record.model))?.explicitCacheBreakpoints === true;
+  const options = record.prompt_cache_options;
+  if (options !== undefined && options !== null) {
+    if (!supported)
+      throw badRequest(
+        `'prompt_cache_options' is not supported with the model '${String(record.model)}'.`,
+        "prompt_cache_options",
+      );
+    if (typeof options !== "object" || Array.isArray(options))
+      throw badRequest(
+        "Invalid type for 'prompt_cache_options': expected an object.",
+        "prompt_cache_options",
+      );
+    for (const [field, value] of Object.entries(options)) {
+      const allowed = field === "mode" ? ["implicit", "explicit"] : field === "ttl" ? ["30m"] : undefined;
+      if (allowed === undefined)
+        throw badRequest(
+          `Unrecognized request argument supplied: prompt_cache_options.${field}`,
+          `prompt_cache_options.${field}`,
+        );
+      if (!allowed.includes(value as string))
+        throw badRequest(
+          `Invalid value: '${String(value)}'. Supported values are: ${allowed.map((v) => `'${v}'`).join(" and ")}.`,
+          `prompt_cache_options.${field}`,
+        );
+    }
+  }
+  const items = [
+    ...(Array.isArray(record.messages) ? record.messages : []),
+    ...(Array.isArray(record.input) ? record.input : []),
+  ] as Record<string, unknown>[];
+  for (const [i, item] of items.entries()) {
+    for (const block of markedBlocks(item ?? {})) {
+      const at = `${Array.isArray(record.messages) ? "messages" : "input"}[${i}]`;
+      if (!supported)
+        throw badRequest(
+          `'prompt_cache_breakpoint' is not supported with the model '${String(record.model)}'.`,
+          at,
+        );
+      if (OUTPUT_BLOCK_TYPES.has(String(block.type)))
+        throw badRequest(
+          `'prompt_cache_breakpoint' is not supported on content of type '${String(block.type)}'.`,
+          at,
+        );
+      const marker = block.prompt_cache_breakpoint as Record<string, unknown> | null;
+      if (
+        marker === null ||
+        typeof marker !== "object" ||
+        marker.mode !== "explicit" ||
+        Object.keys(marker).length !== 1
+      )
+        throw badRequest('Invalid value for \'prompt_cache_breakpoint\': expected {"mode": "explicit"}.', at);
+    }
+  }
 }
 
 /** A Chat Completions request, checked. @throws {@link OpenAiApiError} */
