@@ -11,7 +11,7 @@ import {
   systemText,
   takesCacheBreakpoints,
   toolArguments,
-  toolResultText,
+  toolOutputContent,
   toolUseBlock,
   unsupportedBlock,
 } from "./content.js";
@@ -82,12 +82,10 @@ export function renderChatMessage(message: MessageParam, breakpoints = false): C
   const parts: Record<string, unknown>[] = [];
   for (const block of message.content) {
     if (block.type === "tool_result") {
-      const text = toolResultText(block.content);
-      const part = markedPart({ type: "text", text }, block, breakpoints);
       out.push({
         role: "tool",
         tool_call_id: String(block.tool_use_id),
-        content: part.prompt_cache_breakpoint === undefined ? text : [part],
+        content: toolOutputContent(block, "text", breakpoints),
       });
     } else if (block.type === "text")
       parts.push(markedPart({ type: "text", text: String(block.text) }, block, breakpoints));

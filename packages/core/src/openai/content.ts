@@ -93,3 +93,17 @@ export function markedPart(
   const marked = breakpoints && (block as { cache_control?: unknown }).cache_control != null;
   return marked ? { ...part, prompt_cache_breakpoint: PROMPT_CACHE_BREAKPOINT } : part;
 }
+
+/**
+ * A tool result's content as sent: its text, or — when it carries a breakpoint to mark — one part of
+ * `partType` with the mark (a string has no block to carry one).
+ */
+export function toolOutputContent(
+  block: ContentBlock & { content?: unknown },
+  partType: "text" | "input_text",
+  breakpoints: boolean,
+): string | Record<string, unknown>[] {
+  const text = toolResultText(block.content);
+  const part = markedPart({ type: partType, text }, block, breakpoints);
+  return part.prompt_cache_breakpoint === undefined ? text : [part];
+}

@@ -11,7 +11,7 @@ import {
   systemText,
   takesCacheBreakpoints,
   toolArguments,
-  toolResultText,
+  toolOutputContent,
   toolUseBlock,
   unsupportedBlock,
 } from "./content.js";
@@ -60,12 +60,10 @@ export function renderResponsesMessage(message: MessageParam, breakpoints = fals
       });
     } else if (!assistant && block.type === "tool_result") {
       flush();
-      const text = toolResultText(block.content);
-      const part = markedPart({ type: "input_text", text }, block, breakpoints);
       items.push({
         type: "function_call_output",
         call_id: String(block.tool_use_id),
-        output: part.prompt_cache_breakpoint === undefined ? text : [part],
+        output: toolOutputContent(block, "input_text", breakpoints),
       });
     } else if (assistant && (block.type === "thinking" || block.type === "redacted_thinking")) continue;
     else unsupportedBlock(block, `${message.role} message`);
