@@ -157,7 +157,7 @@ export const dispatchBenchmark: Benchmark = {
       const pass = overheadMisses.length === 0;
       const absolutePass = total48.p50 <= P50_TARGET_MS && total48.p99 <= P99_TARGET_MS;
       const notes = [
-        "Each fork is launched after the previous one's result() resolved (one at a time), so the figure is the latency of one dispatch, not of a queue. The parent calls handle.result() at once, as a parent would; that ordered consumer is created while the spec travels, on the same connection.",
+        "Each fork is launched after the previous one's result() resolved (one at a time), so the figure is the latency of one dispatch, not of a queue. The parent calls handle.result() at once, as a parent would: a core subscription on the run's events subject, made while the spec travels on the same connection, and one read of the stored last event once the terminal one is heard.",
         "End point: `receivedAt` of the simulator's log entry (request headers received), matched to its fork by a tag in the directive, reported by the simulator's process over IPC and converted to this process's clock (performance.timeOrigin + performance.now()).",
         "Stages come from an observer connection: a core subscription on `agent.fork.*` (the spec passing through the server) and on the events subject (`accepted`, which a run publishes after its first request); each adds one loopback hop (~0.1 ms).",
         `Median stages, 48k: ${JSON.stringify(breakdown(nats48))}.`,

@@ -220,7 +220,7 @@ export const fanOutBenchmark: Benchmark = {
     const pass = beyond.max <= TARGET_MS;
     const notes = [
       `Figure: (the simulator's receipt of the last child's first request) − (the fanOut() call) − one TTFT (${TTFT_MS} ms), per trial; the verdict uses every one of the ${trials} trials of the suite's fixture (daemons in this process): the max; the median is reported too.`,
-      "Warm-first: the first child runs alone; the parent releases the other 99 once it sees the first child's response begin (its first llm.delta or llm.message event), so they read the cache entry it writes. The parent awaits every handle's result() from the start, as a parent would (100 ordered consumers on its connection).",
+      "Warm-first: the first child runs alone; the parent releases the other 99 once it sees the first child's response begin (its first llm.delta or llm.message event), so they read the cache entry it writes. The parent awaits every handle's result() from the start, as a parent would (100 core subscriptions on its connection, one read of the stored last event per child at its end).",
       `Median stages, daemons in this process, by reference: ${JSON.stringify(stages(fixture.byRef))}.`,
       `Median stages, daemons in this process, inline: ${JSON.stringify(stages(fixture.inline))}.`,
       `Median stages, daemon processes, by reference: ${JSON.stringify(stages(processes.byRef))}.`,

@@ -111,7 +111,7 @@ export const bytesBenchmark: Benchmark = {
       `Per fork beyond the prefix, by reference: ${round((byRef.parentIn - prefixBytes) / FORKS, 0)} B from the parent (the spec message is ${byRef.specMean} B with headers; the rest is the run's 'queued' registry entry, its parent index key (#23) and the publish framing).`,
       `Daemons: by reference each of the ${DAEMONS} daemons downloads the prefix once (NATS → daemons ${kib(byRef.daemonsOut)}, i.e. ${round(byRef.daemonsOut / prefixBytes, 2)} prefixes); inline every spec carries it (NATS → daemons ${kib(inline.daemonsOut)}, ${round(inline.daemonsOut / prefixBytes, 1)} prefixes).`,
       `Whole server, both directions, without the benchmark's observer connection: by reference ${kib(byRef.serverIn + byRef.serverOut)}, inline ${kib(inline.serverIn + inline.serverOut)} (${round((inline.serverIn + inline.serverOut) / (byRef.serverIn + byRef.serverOut), 1)}×). Events (published by the daemons, stored, not read by the parent here) are in the daemons' in_bytes: ${kib(byRef.daemonsIn)} by reference.`,
-      "Runs are followed by an observer connection (a core subscription on the events subject) instead of the parent's handles, so the parent's counters hold the forking only; a parent awaiting result() adds one ordered consumer per run on top. A new nats-server and cold daemons for each transport.",
+      "Runs are followed by an observer connection (a core subscription on the events subject) instead of the parent's handles, so the parent's counters hold the forking only; a parent awaiting result() adds each run's events (heard on core NATS) and one read of its stored last event on top. A new nats-server and cold daemons for each transport.",
     ];
     if (!pass) {
       notes.push(

@@ -2,8 +2,21 @@
 // accounts, users and permissions (passwords from the environment, as deployed), and each role
 // connects with the v3 client and does what forkd does — through @forkd/client where it exists —
 // then tries what it must not do.
-import { ensureForkResources, type ForkResources, readEventLog, serveTools } from "@forkd/client";
-import { eventMsgId, type ForkEvent, forkEventCodec, forkSubjects, PROTOCOL_VERSION } from "@forkd/protocol";
+import {
+  awaitTerminalEvent,
+  ensureForkResources,
+  type ForkResources,
+  readEventLog,
+  serveTools,
+} from "@forkd/client";
+import {
+  emptyUsageTotals,
+  eventMsgId,
+  type ForkEvent,
+  forkEventCodec,
+  forkSubjects,
+  PROTOCOL_VERSION,
+} from "@forkd/protocol";
 import { type NatsServerHandle, startNatsCluster, startNatsServer } from "@forkd/testing";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
@@ -269,6 +282,14 @@ describe("deploy/nats/accounts.conf on one node", () => {
     const taken = await parent.nc.request(subjects.steer("run-2"), "look here", { timeout: 5_000 });
     expect(taken.string()).toBe(`taken ${subjects.steer("run-2")}`);
     steering.unsubscribe();
+    // result() and cascades hear a run's events on core NATS (a JetStream publish reaches plain
+    // subscribers), then confirm the ending with a read of the stored last event.
+    const heard = parent.nc.subscribe(subjects.events("run-heard"), { max: 1 });
+    await parent.nc.flush();
+    const ending = event("run-heard", 1, { type: "aborted", reason: "heard", usage: emptyUsageTotals() });
+    await publishEvent(daemon, ending);
+    expect(JSON.parse((await nextMessage(heard)).data)).toMatchObject({ type: "aborted", seq: 1 });
+    expect((await awaitTerminalEvent(parent, "run-heard")).event).toEqual(ending);
     expect(parentErrors.seen).toEqual([]);
     expect(daemonErrors.seen).toEqual([]);
   });

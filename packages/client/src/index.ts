@@ -51,5 +51,11 @@ export {
 } from "./retention.js";
 export type { RunStateEntry } from "./run-registry.js";
 export { getRunState } from "./run-registry.js";
+export {
+  type AwaitTerminalEventOptions,
+  awaitTerminalEvent,
+  type LoggedTerminalEvent,
+  TERMINAL_HINTS_FOR_MS,
+} from "./terminal-event.js";
 export type { ServeToolsOptions, ToolHandler, ToolHost } from "./tool-host.js";
 export { serveTools } from "./tool-host.js";

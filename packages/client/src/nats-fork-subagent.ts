@@ -1,3 +1,4 @@
+import { awaitTerminalEvent } from "./terminal-event.js";
 import { TerminalWatch } from "./terminal-watch.js";
 // The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
@@ -745,6 +746,11 @@ export class NatsForkHandle implements ForkHandle {
     };
   }
 
+  /**
+   * Resolves with the run's outcome once its terminal event is stored (see {@link awaitTerminalEvent}:
+   * no consumer while the run is young); rejects when the spec could not be launched, or with the
+   * signal's reason.
+   */
   result(options: { signal?: AbortSignal } = {}): Promise<ForkOutcome> {
     if (options.signal) return this.#awaitTerminal(options.signal);
     this.#result ??= this.#awaitTerminal(undefined).finally(() => {
@@ -753,11 +759,20 @@ export class NatsForkHandle implements ForkHandle {
     return this.#result;
   }
 
+  // Only the terminal event, as stored: no consumer of the whole log in a young run (terminal-event.ts).
   async #awaitTerminal(signal: AbortSignal | undefined): Promise<ForkOutcome> {
-    for await (const event of this.events(signal ? { signal } : {})) {
-      if (isTerminalEvent(event)) return forkOutcomeFromTerminalEvent(event);
+    // A launch failure would leave the log empty forever: surface it instead of waiting.
+    const failed = new AbortController();
+    this.#launch.catch(() => failed.abort());
+    try {
+      const terminal = await awaitTerminalEvent(this.#resources, this.runId, {
+        signal: signal ? AbortSignal.any([signal, failed.signal]) : failed.signal,
+      });
+      return forkOutcomeFromTerminalEvent(terminal.event);
+    } catch (error) {
+      if (failed.signal.aborted && !signal?.aborted) await this.#launch; // rethrows the launch error
+      throw error;
     }
-    throw new ClientError("aborted", `stopped waiting for run ${this.runId}`);
   }
 
   async abort(reason = "aborted by parent"): Promise<void> {

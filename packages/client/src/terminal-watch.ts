@@ -66,8 +66,8 @@ export class TerminalWatch {
 
 const utf8 = new TextDecoder();
 
-// A terminal event of `runId`, read without the codec's full check: a hint that saves a flag write.
-function endsRun(data: Uint8Array, runId: string): boolean {
+/** Whether `data` is a terminal event of `runId`, read without the codec's full check: a hint, never a proof. */
+export function endsRun(data: Uint8Array, runId: string): boolean {
   try {
     const event = JSON.parse(utf8.decode(data)) as { type?: unknown; run_id?: unknown };
     return event.run_id === runId && typeof event.type === "string" && isTerminalEventType(event.type);

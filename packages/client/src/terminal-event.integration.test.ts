@@ -1,0 +1,219 @@
+// awaitTerminalEvent against real nats-servers: the outcome is the terminal event the stream stores,
+// heard on core NATS and read in one get, with no consumer — and never a terminal event that was only
+// heard (a publish the stream refused), nor one missed while the connection was away.
+import {
+  emptyUsageTotals,
+  eventMsgId,
+  type ForkEvent,
+  forkEventCodec,
+  PROTOCOL_VERSION,
+} from "@forkd/protocol";
+import {
+  type NatsClusterHandle,
+  type NatsServerHandle,
+  startNatsCluster,
+  startNatsServer,
+  waitFor,
+} from "@forkd/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureForkResources, type ForkResources } from "./resources.js";
+import { awaitTerminalEvent } from "./terminal-event.js";
+
+function eventBytes(runId: string, seq: number, ending?: string): Uint8Array {
+  const body =
+    ending === undefined
+      ? { type: "llm.delta", turn: 1, text: `delta ${seq}` }
+      : { type: "aborted", reason: ending, usage: emptyUsageTotals() };
+  const event: ForkEvent = forkEventCodec.decode(
+    JSON.stringify({ v: PROTOCOL_VERSION, run_id: runId, seq, attempt: 1, ts: Date.now(), ...body }),
+  );
+  return forkEventCodec.encode(event);
+}
+
+/** Stores event `seq` of `runId` (a terminal `aborted` one when `ending` is its reason). */
+async function store(on: ForkResources, runId: string, seq: number, ending?: string): Promise<void> {
+  await on.js.publish(on.subjects.events(runId), eventBytes(runId, seq, ending), {
+    msgID: eventMsgId(runId, seq),
+  });
+}
+
+/** Counts the messages on `subject` seen by `observer` from now; `count()` answers after a ping. */
+async function countRequests(observer: NatsConnection, subject: string) {
+  let seen = 0;
+  const waiters: { atLeast: number; resolve: () => void }[] = [];
+  const subscription = observer.subscribe(subject, {
+    callback: () => {
+      seen++;
+      for (const waiter of waiters.filter((w) => seen >= w.atLeast)) waiter.resolve();
+    },
+  });
+  await observer.flush();
+  return {
+    /** Resolves once `atLeast` were seen. */
+    reached: (atLeast: number) =>
+      seen >= atLeast
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => waiters.push({ atLeast, resolve })),
+    count: async () => {
+      await observer.flush();
+      return seen;
+    },
+    stop: () => subscription.unsubscribe(),
+  };
+}
+
+describe("awaitTerminalEvent on one server", () => {
+  let server: NatsServerHandle;
+  let nc: NatsConnection;
+  let observer: NatsConnection;
+  let resources: ForkResources;
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    nc = await connect({ servers: server.url });
+    observer = await connect({ servers: server.url });
+    resources = await ensureForkResources(nc);
+  });
+
+  afterAll(async () => {
+    await observer?.close();
+    await nc?.close();
+    await server?.stop();
+  });
+
+  const eventGets = () =>
+    countRequests(observer, `$JS.API.STREAM.MSG.GET.${resources.subjects.streams.events}`);
+  const consumerCreates = () => countRequests(observer, "$JS.API.CONSUMER.>");
+
+  it("answers with a terminal event stored before the wait, in one get and no consumer", async () => {
+    await store(resources, "run-ended-before", 1);
+    await store(resources, "run-ended-before", 2, "ended before");
+    const gets = await eventGets();
+    const consumers = await consumerCreates();
+    try {
+      const terminal = await awaitTerminalEvent(resources, "run-ended-before");
+      expect(terminal.event).toMatchObject({ type: "aborted", reason: "ended before", seq: 2 });
+      expect(await gets.count()).toBe(1);
+      expect(await consumers.count()).toBe(0);
+    } finally {
+      gets.stop();
+      consumers.stop();
+    }
+  });
+
+  it("hears a terminal event stored during the wait and reads it, with no consumer", async () => {
+    await store(resources, "run-ends-during", 1);
+    const gets = await eventGets();
+    const consumers = await consumerCreates();
+    try {
+      const waiting = awaitTerminalEvent(resources, "run-ends-during");
+      await gets.reached(1); // the wait subscribed, then read: the run had not ended
+      await store(resources, "run-ends-during", 2);
+      await store(resources, "run-ends-during", 3, "ended during");
+      expect((await waiting).event).toMatchObject({ reason: "ended during", seq: 3 });
+      expect(await gets.count()).toBe(2);
+      expect(await consumers.count()).toBe(0);
+    } finally {
+      gets.stop();
+      consumers.stop();
+    }
+  });
+
+  it("never takes a terminal event the stream refused: the log, through a consumer, decides", async () => {
+    await store(resources, "run-fenced", 1);
+    const gets = await eventGets();
+    const consumers = await consumerCreates();
+    try {
+      const waiting = awaitTerminalEvent(resources, "run-fenced", { hintsForMs: 600_000 });
+      await gets.reached(1);
+      // A fenced daemon's ending: refused by the stream (wrong last sequence), heard on core NATS.
+      const refused = await resources.js
+        .publish(resources.subjects.events("run-fenced"), eventBytes("run-fenced", 2, "forged"), {
+          expect: { lastSubjectSequence: 999_999 },
+        })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(Error);
+      await consumers.reached(1); // heard, not stored: the wait follows the log
+      await store(resources, "run-fenced", 2, "stored");
+      expect((await waiting).event).toMatchObject({ reason: "stored", seq: 2 });
+    } finally {
+      gets.stop();
+      consumers.stop();
+    }
+  });
+
+  it("follows the log through a consumer once its hints had their time", async () => {
+    await store(resources, "run-long", 1);
+    const consumers = await consumerCreates();
+    try {
+      const waiting = awaitTerminalEvent(resources, "run-long", { hintsForMs: 1 });
+      await consumers.reached(1);
+      await store(resources, "run-long", 2, "ended late");
+      expect((await waiting).event).toMatchObject({ reason: "ended late", seq: 2 });
+    } finally {
+      consumers.stop();
+    }
+  });
+
+  it("rejects with the signal's reason when the wait is aborted", async () => {
+    const stop = new AbortController();
+    const waiting = awaitTerminalEvent(resources, "run-never-ends", { signal: stop.signal });
+    stop.abort(new Error("gave up"));
+    await expect(waiting).rejects.toThrow("gave up");
+    await expect(
+      awaitTerminalEvent(resources, "run-never-ends", { signal: AbortSignal.abort(new Error("at once")) }),
+    ).rejects.toThrow("at once");
+  });
+});
+
+describe("awaitTerminalEvent across a reconnect", () => {
+  let cluster: NatsClusterHandle;
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster({ nodes: 3 });
+  });
+
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("reads the log after a reconnect: an ending stored while the connection was away is not missed", async () => {
+    const [first, second] = cluster.nodes;
+    // The parent knows one node only, so it is away until that node is back.
+    const parent = await connect({
+      servers: first!.url,
+      ignoreClusterUpdates: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 50,
+    });
+    const daemon = await connect({ servers: second!.url });
+    try {
+      const resources = await ensureForkResources(parent, { replicas: 3 });
+      const daemonSide = await ensureForkResources(daemon, { replicas: 3 });
+      await store(daemonSide, "run-away", 1);
+      const waiting = awaitTerminalEvent(resources, "run-away", { hintsForMs: 600_000 });
+      // The wait has read the log once (the run had not ended) before the node goes.
+      await parent.flush();
+      await resources.jsm.streams.getMessage(resources.subjects.streams.events, {
+        last_by_subj: resources.subjects.events("run-away"),
+      });
+      await first!.kill();
+      // The stream may be electing a leader (one was on the node that went): the daemon retries, as
+      // its publisher does, under the same message id.
+      await waitFor(
+        () =>
+          store(daemonSide, "run-away", 2, "ended while away").then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 30_000, message: "the ending stored on the nodes left" },
+      );
+      await first!.restart();
+      expect((await waiting).event).toMatchObject({ reason: "ended while away", seq: 2 });
+    } finally {
+      await daemon.close();
+      await parent.close();
+    }
+  });
+});

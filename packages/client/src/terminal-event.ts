@@ -1,0 +1,164 @@
+// Waits for a run's terminal event as its log stores it — what `result()` needs — without a JetStream
+// consumer while the run is young.
+//
+// Following the whole log through an ordered consumer costs the server a consumer made and deleted per
+// run (two JetStream API requests, served one after the other with every daemon's claims and the
+// parent's spec publishes), and costs the parent every event decoded and checked. Made as the spec
+// travels, that consumer sat in the middle of every dispatch. `result()` needs one event only, and
+// the stream answers "the last event of this run" in one read. So the parent hears the run's events
+// on core NATS (a JetStream publish reaches plain subscribers of its subject too) and treats a
+// terminal one as a hint: it asks the stream for the run's last stored event, and only that, stored,
+// is the outcome. A hint is never the proof: a publish JetStream refused (a fenced daemon that lost
+// the run) reaches core subscribers all the same, and no other parent may publish on a run's events
+// subject (deploy/nats/accounts.conf).
+//
+// Hints can be lost: while the connection is away (a reconnect is followed by a read), or between
+// servers of a cluster (a route cut as the run ends). So the hints serve a run's first seconds only —
+// a dispatch, a short run — and then, or as soon as a hint does not hold (its event is not, or not yet,
+// stored), the wait follows the log through a consumer as before, from the start: gap-free, whatever
+// was missed.
+
+import { isTerminalEvent, type TerminalForkEvent } from "@forkd/protocol";
+import type { Status, Subscription } from "@nats-io/transport-node";
+import { type LoggedEvent, lastLoggedEvent, readEventLog } from "./event-log.js";
+import type { ForkResources } from "./resources.js";
+import { endsRun } from "./terminal-watch.js";
+
+/**
+ * How long the wait relies on hints before it follows the log through a consumer: a hint lost without
+ * a reconnect delays a result by at most this. @unit ms
+ */
+export const TERMINAL_HINTS_FOR_MS = 5_000;
+
+/** A run's terminal event with the stream sequence it is stored at. */
+export interface LoggedTerminalEvent extends LoggedEvent {
+  event: TerminalForkEvent;
+}
+
+/** Options of {@link awaitTerminalEvent}. */
+export interface AwaitTerminalEventOptions {
+  signal?: AbortSignal;
+  /** How long to rely on hints alone. @default TERMINAL_HINTS_FOR_MS @unit ms */
+  hintsForMs?: number;
+}
+
+/**
+ * Resolves with `runId`'s terminal event once its log stores it (at once when it already does);
+ * rejects with the signal's reason when `signal` aborts first.
+ */
+export function awaitTerminalEvent(
+  resources: ForkResources,
+  runId: string,
+  options: AwaitTerminalEventOptions = {},
+): Promise<LoggedTerminalEvent> {
+  if (options.signal?.aborted) return Promise.reject(options.signal.reason);
+  return new TerminalWait(resources, runId, options).settled;
+}
+
+/** One wait: hints and reads of the last stored event, then (or instead) the log through a consumer. */
+class TerminalWait {
+  readonly settled: Promise<LoggedTerminalEvent>;
+  readonly #resources: ForkResources;
+  readonly #runId: string;
+  /** Aborted once the wait is settled: stops the consumer's read. */
+  readonly #ended = new AbortController();
+  readonly #hints: Subscription;
+  readonly #hintsEnd: NodeJS.Timeout;
+  readonly #statuses: AsyncIterator<Status>;
+  #resolve!: (logged: LoggedTerminalEvent) => void;
+  #reject!: (error: unknown) => void;
+  #following = false;
+  #reading = false;
+  /** A read asked for while one was in flight; hinted when a terminal event was heard meanwhile. */
+  #queued: { hinted: boolean } | undefined;
+
+  constructor(resources: ForkResources, runId: string, options: AwaitTerminalEventOptions) {
+    this.#resources = resources;
+    this.#runId = runId;
+    this.settled = new Promise<LoggedTerminalEvent>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    const signal = options.signal;
+    signal?.addEventListener("abort", () => this.#settle({ error: signal.reason }), {
+      once: true,
+      signal: this.#ended.signal,
+    });
+    this.#hints = resources.nc.subscribe(resources.subjects.events(runId), {
+      callback: (error, message) => {
+        if (error)
+          this.#followLog(); // not allowed to subscribe, or the subscription is gone
+        else if (endsRun(message.data, runId)) this.#readLast(true);
+      },
+    });
+    this.#hintsEnd = setTimeout(() => this.#followLog(), options.hintsForMs ?? TERMINAL_HINTS_FOR_MS);
+    // Hints sent while the connection was away are lost: the log is read again after each reconnect.
+    const statuses = resources.nc.status()[Symbol.asyncIterator]();
+    this.#statuses = statuses;
+    void (async () => {
+      for (let next = await statuses.next(); !next.done; next = await statuses.next()) {
+        if (next.value.type === "reconnect") this.#readLast(false);
+      }
+    })().catch(() => undefined);
+    // Once the subscription is at the server every later ending is heard: read what ended before.
+    resources.nc.flush().then(
+      () => this.#readLast(false),
+      () => this.#followLog(),
+    );
+  }
+
+  /** Reads the run's last stored event; one read at a time, a hint heard during one is read after it. */
+  #readLast(hinted: boolean): void {
+    if (this.#reading) {
+      this.#queued = { hinted: hinted || (this.#queued?.hinted ?? false) };
+      return;
+    }
+    this.#reading = true;
+    lastLoggedEvent(this.#resources, this.#runId).then(
+      (last) => {
+        this.#reading = false;
+        if (this.#following || this.#ended.signal.aborted) return;
+        if (last !== null && isTerminalEvent(last.event))
+          return this.#settle({ logged: { event: last.event, streamSeq: last.streamSeq } });
+        if (hinted) return this.#followLog(); // heard, not stored (refused, or not yet): the log decides
+        const queued = this.#queued;
+        this.#queued = undefined;
+        if (queued) this.#readLast(queued.hinted);
+      },
+      () => {
+        this.#reading = false;
+        this.#followLog(); // the stream could not answer: the consumer's reader knows how to wait
+      },
+    );
+  }
+
+  /** Follows the log through a consumer from the start: the authority, whatever hints were missed. */
+  #followLog(): void {
+    if (this.#following || this.#ended.signal.aborted) return;
+    this.#following = true;
+    this.#stopHints();
+    void (async () => {
+      for await (const logged of readEventLog(this.#resources, this.#runId, {
+        follow: true,
+        signal: this.#ended.signal,
+      })) {
+        if (isTerminalEvent(logged.event))
+          return this.#settle({ logged: { event: logged.event, streamSeq: logged.streamSeq } });
+      }
+    })().catch((error: unknown) => this.#settle({ error }));
+  }
+
+  #stopHints(): void {
+    this.#hints.unsubscribe();
+    clearTimeout(this.#hintsEnd);
+    void this.#statuses.return?.();
+  }
+
+  #settle(outcome: { logged: LoggedTerminalEvent } | { error: unknown }): void {
+    if (this.#ended.signal.aborted) return;
+    this.#ended.abort();
+    this.#stopHints();
+    if ("logged" in outcome) this.#resolve(outcome.logged);
+    else this.#reject(outcome.error);
+  }
+}
