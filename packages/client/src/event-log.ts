@@ -3,6 +3,7 @@
 
 import { type ForkEvent, forkEventCodec, isTerminalEvent } from "@forkd/protocol";
 import { DeliverPolicy, type MsgRequest, type StoredMsg } from "@nats-io/jetstream";
+import { watchReconnects } from "./reconnects.js";
 import type { ForkResources } from "./resources.js";
 
 /** An event with the stream sequence it was stored at. */
@@ -121,15 +122,10 @@ export async function* readEventLog(
     // After a reconnect the library's consumer may sit silent until its heartbeats run out (seen
     // after a partition ended in a reset): the reader makes a new one at once, after the last event.
     let reconnected = false;
-    const statuses = resources.nc.status()[Symbol.asyncIterator]();
-    void (async () => {
-      for (let next = await statuses.next(); !next.done; next = await statuses.next()) {
-        if (next.value.type !== "reconnect") continue;
-        reconnected = true;
-        stop();
-        return;
-      }
-    })().catch(() => undefined);
+    const reconnects = watchReconnects(resources.nc, () => {
+      reconnected = true;
+      stop();
+    });
     try {
       for await (const message of messages) {
         const logged = cursor.accept(message.data, message.info.streamSequence);
@@ -151,7 +147,7 @@ export async function* readEventLog(
     } finally {
       signal?.removeEventListener("abort", stop);
       messages.stop();
-      void statuses.return?.();
+      reconnects.stop();
     }
   }
 }

@@ -19,8 +19,9 @@
 // was missed.
 
 import { isTerminalEvent, type TerminalForkEvent } from "@forkd/protocol";
-import type { Status, Subscription } from "@nats-io/transport-node";
+import type { Subscription } from "@nats-io/transport-node";
 import { type LoggedEvent, lastLoggedEvent, readEventLog } from "./event-log.js";
+import { type ReconnectWatch, watchReconnects } from "./reconnects.js";
 import type { ForkResources } from "./resources.js";
 import { endsRun } from "./terminal-watch.js";
 
@@ -64,7 +65,7 @@ class TerminalWait {
   readonly #ended = new AbortController();
   readonly #hints: Subscription;
   readonly #hintsEnd: NodeJS.Timeout;
-  readonly #statuses: AsyncIterator<Status>;
+  readonly #reconnects: ReconnectWatch;
   #resolve!: (logged: LoggedTerminalEvent) => void;
   #reject!: (error: unknown) => void;
   #following = false;
@@ -93,13 +94,7 @@ class TerminalWait {
     });
     this.#hintsEnd = setTimeout(() => this.#followLog(), options.hintsForMs ?? TERMINAL_HINTS_FOR_MS);
     // Hints sent while the connection was away are lost: the log is read again after each reconnect.
-    const statuses = resources.nc.status()[Symbol.asyncIterator]();
-    this.#statuses = statuses;
-    void (async () => {
-      for (let next = await statuses.next(); !next.done; next = await statuses.next()) {
-        if (next.value.type === "reconnect") this.#readLast(false);
-      }
-    })().catch(() => undefined);
+    this.#reconnects = watchReconnects(resources.nc, () => this.#readLast(false));
     // Once the subscription is at the server every later ending is heard: read what ended before.
     resources.nc.flush().then(
       () => this.#readLast(false),
@@ -151,7 +146,7 @@ class TerminalWait {
   #stopHints(): void {
     this.#hints.unsubscribe();
     clearTimeout(this.#hintsEnd);
-    void this.#statuses.return?.();
+    this.#reconnects.stop();
   }
 
   #settle(outcome: { logged: LoggedTerminalEvent } | { error: unknown }): void {
