@@ -2,8 +2,10 @@
 // forkd proxy): what each tool answers, and what a model cannot make them do — fork a reply the
 // proxy never saw, read or stop another session's runs.
 import Anthropic from "@anthropic-ai/sdk";
+import { NatsForkSubagent } from "@forkd/client";
 import { ForkTools } from "@forkd/mcp";
 import { mcpInstanceMarker, ProxyClient, type RunningProxy, startProxy } from "@forkd/proxy";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";
 
@@ -23,10 +25,14 @@ afterAll(async () => {
 let sessions = 0;
 
 /** A new session: its own fork tools (server instance) and an agent turn that calls `calls`. */
-async function sessionCalling(calls: { directive: string; label?: string }[], script = "") {
+async function sessionCalling(
+  calls: { directive: string; label?: string }[],
+  script = "",
+  subagent: NatsForkSubagent = stack().forks,
+) {
   const instanceId = `${"ab".repeat(8)}${String(++sessions).padStart(4, "0")}`;
   const tools = new ForkTools({
-    subagent: stack().forks,
+    subagent,
     lookup: (query) => new ProxyClient(proxy).findToolCall(query),
     instanceId,
     lookupWaitMs: 2000,
@@ -140,6 +146,29 @@ describe("forkd's fork tools", () => {
     expect((await intruder.fork({ directive: "Mine.\n@sim tps 5\n@sim text 4000" })).isError).toBe(true);
     await owner.abort({ run_id: runId });
     expect((await owner.result({ run_id: runId })).text).toContain("<status>killed</status>");
+  });
+
+  it("reports a fork whose spec could not be launched as failed, and the server lives on", async () => {
+    // The session's connection closes as the fork launches (a server shutting down): the run's result
+    // can never be read, and must not surface as an unhandled rejection that kills the process.
+    const nc = await connect({ servers: stack().server.url });
+    const subagent = await NatsForkSubagent.create(nc);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const tools = await sessionCalling([{ directive: "Never launched.", label: "lost" }], "", subagent);
+      await nc.close();
+      const started = await tools.fork({ directive: "Never launched.", label: "lost" });
+      expect(started.isError).toBeUndefined();
+      const report = await tools.result({ label: "lost" });
+      expect(report.text).toContain("<status>failed</status>");
+      expect((await tools.status({ label: "lost" })).text).toContain(" failed ");
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      await subagent.close();
+    }
   });
 
   it("refuses a fork call without a directive, and fork_abort without a name", async () => {

@@ -1,5 +1,3 @@
-import { awaitTerminalEvent } from "./terminal-event.js";
-import { TerminalWatch } from "./terminal-watch.js";
 // The parent side over NATS: publishes fork specs, follows their events, aborts them, and fans out
 // siblings warm-first so that they read the cache the first one writes instead of all missing.
 
@@ -80,6 +78,8 @@ import {
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { createRunEntry, getRunState, type RunStateEntry, updateRunState } from "./run-registry.js";
+import { awaitTerminalEvent } from "./terminal-event.js";
+import { TerminalWatch } from "./terminal-watch.js";
 
 /** Answers a daemon that asks whether a tool call of one of this parent's forks may run. */
 export type PermissionHandler = (
@@ -889,9 +889,20 @@ export class NatsForkHandle implements ForkHandle {
     resources.nc.publish(subject, bytes, { headers: repeat });
     await resources.nc.flush();
     // A spec still being launched (a warm-first sibling): once stored, a queued run is ended at once.
+    // By then the parent may have closed its connection (a Ctrl-C mid fan-out): the registry flag
+    // written above already ends the run, so the repeat is dropped, never thrown where no one awaits.
     if (!this.#launched)
       void this.#launch.then(
-        () => resources.nc.publish(subject, bytes),
+        () => {
+          try {
+            resources.nc.publish(subject, bytes);
+          } catch (error) {
+            this.#logger.debug(
+              { err: error, runId: this.runId },
+              "abort after launch not sent: connection closed",
+            );
+          }
+        },
         () => undefined,
       );
   }

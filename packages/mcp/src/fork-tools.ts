@@ -10,7 +10,7 @@ import {
   renderTaskNotification,
   taskNotificationFromOutcome,
 } from "@forkd/core";
-import { ForkdError } from "@forkd/protocol";
+import { emptyUsageTotals, ForkdError, toWireError } from "@forkd/protocol";
 import type { FoundToolCall, ToolCallQuery } from "@forkd/proxy";
 
 /** The text a tool returns to the model; `isError` marks a call that did nothing. */
@@ -214,7 +214,7 @@ export class ForkTools {
         toolUseId: call.id,
         directive: child.directive,
         startedAt: Date.now(),
-        outcome: handle.result(),
+        outcome: handle.result().catch((error: unknown) => unfollowedOutcome(handle.runId, error)),
         settled: undefined,
         reported: false,
       };
@@ -274,4 +274,13 @@ export class ForkTools {
 function firstLine(text: string): string {
   const line = text.split("\n", 1)[0] ?? "";
   return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}
+
+/**
+ * A run whose result this session could not follow (its spec was never stored, or the connection
+ * closed): reported as failed with the reason. A rejection kept in a run's outcome would reach no one
+ * until `fork_result` and end the server's process as unhandled.
+ */
+function unfollowedOutcome(runId: string, error: unknown): ForkOutcome {
+  return { status: "failed", runId, error: toWireError(error), usage: emptyUsageTotals() };
 }
