@@ -179,6 +179,8 @@ async function* readByGets(
       failingSince = undefined;
     } catch (error) {
       signal?.throwIfAborted();
+      // A closed connection never answers again: only a leader being elected is worth the wait.
+      if (resources.nc.isClosed()) throw error;
       failingSince ??= Date.now();
       if (Date.now() - failingSince > GET_RETRY_WINDOW_MS) throw error;
       await delay(EVENT_POLL_INTERVAL_MS, signal);

@@ -20,6 +20,7 @@
 
 import { isTerminalEvent, type TerminalForkEvent } from "@forkd/protocol";
 import type { Subscription } from "@nats-io/transport-node";
+import { ClientError } from "./errors.js";
 import { type LoggedEvent, lastLoggedEvent, readEventLog } from "./event-log.js";
 import { type ReconnectWatch, watchReconnects } from "./reconnects.js";
 import type { ForkResources } from "./resources.js";
@@ -140,6 +141,10 @@ class TerminalWait {
         if (isTerminalEvent(logged.event))
           return this.#settle({ logged: { event: logged.event, streamSeq: logged.streamSeq } });
       }
+      // The read ended without one (its connection closed): nothing more can be heard here.
+      this.#settle({
+        error: new ClientError("aborted", `stopped waiting for run ${this.#runId}: its event log ended`),
+      });
     })().catch((error: unknown) => this.#settle({ error }));
   }
 
