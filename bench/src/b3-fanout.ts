@@ -33,7 +33,7 @@ interface Trial {
   /** Release → the last follower's `started` event (request built). */
   lastStarted: number;
   /** CPU per released child from release to the last request: this process, the daemon processes, nats-server. @unit ms */
-  cpuPerChild: { thisProcess: number; daemonProcesses: number; natsServer: number };
+  cpuPerChild: { thisProcess: number; daemonProcesses: number; natsServer: number; simulator: number };
   /** Event-loop utilisation of this process (parent, daemons) from release to the last request. */
   busy: number;
 }
@@ -71,6 +71,7 @@ async function trial(
         eluAtRelease = performance.eventLoopUtilization();
         meter = new CpuMeter({
           nats_server: cluster.server.pid,
+          simulator: cluster.sim.pid,
           ...Object.fromEntries(daemonPids.map((pid, i) => [`daemon${i}`, pid])),
         });
       }
@@ -128,7 +129,12 @@ async function trial(
 // The CPU a trial spent from its release to its last request, per released child.
 function cpuPerChild(cpu: Record<string, number> | undefined): Trial["cpuPerChild"] {
   if (cpu === undefined)
-    return { thisProcess: Number.NaN, daemonProcesses: Number.NaN, natsServer: Number.NaN };
+    return {
+      thisProcess: Number.NaN,
+      daemonProcesses: Number.NaN,
+      natsServer: Number.NaN,
+      simulator: Number.NaN,
+    };
   const released = CHILDREN - 1;
   const daemons = Object.entries(cpu)
     .filter(([name]) => name.startsWith("daemon"))
@@ -137,6 +143,7 @@ function cpuPerChild(cpu: Record<string, number> | undefined): Trial["cpuPerChil
     thisProcess: round((cpu.this_process_ms ?? Number.NaN) / released, 3),
     daemonProcesses: round(daemons / released, 3),
     natsServer: round((cpu.nats_server_ms ?? Number.NaN) / released, 3),
+    simulator: round((cpu.simulator_ms ?? Number.NaN) / released, 3),
   };
 }
 
@@ -176,6 +183,7 @@ const stages = (rows: Trial[]) => ({
   "CPU per released child, daemon processes (ms)": summarize(rows.map((t) => t.cpuPerChild.daemonProcesses))
     .p50,
   "CPU per released child, nats-server (ms)": summarize(rows.map((t) => t.cpuPerChild.natsServer)).p50,
+  "CPU per released child, the simulator (ms)": summarize(rows.map((t) => t.cpuPerChild.simulator)).p50,
 });
 
 export const fanOutBenchmark: Benchmark = {
