@@ -165,6 +165,18 @@ describe("awaitTerminalEvent on one server", () => {
     }
   });
 
+  it("rejects on a connection already closed, and its signal's abort later throws nothing", async () => {
+    const own = await connect({ servers: server.url });
+    const ownResources = await ensureForkResources(own);
+    await own.close();
+    const stop = new AbortController();
+    await expect(awaitTerminalEvent(ownResources, "run-closed", { signal: stop.signal })).rejects.toThrow(
+      /closed/i,
+    );
+    // The signal's listener was never left on a wait that could not start (it used to throw here).
+    expect(() => stop.abort(new Error("later"))).not.toThrow();
+  });
+
   it("rejects with the signal's reason when the wait is aborted", async () => {
     const stop = new AbortController();
     const waiting = awaitTerminalEvent(resources, "run-never-ends", { signal: stop.signal });

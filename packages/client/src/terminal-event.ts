@@ -54,7 +54,11 @@ export function awaitTerminalEvent(
   options: AwaitTerminalEventOptions = {},
 ): Promise<LoggedTerminalEvent> {
   if (options.signal?.aborted) return Promise.reject(options.signal.reason);
-  return new TerminalWait(resources, runId, options).settled;
+  try {
+    return new TerminalWait(resources, runId, options).settled;
+  } catch (error) {
+    return Promise.reject(error); // a closed connection refuses the subscription
+  }
 }
 
 /** One wait: hints and reads of the last stored event, then (or instead) the log through a consumer. */
@@ -81,11 +85,6 @@ class TerminalWait {
       this.#resolve = resolve;
       this.#reject = reject;
     });
-    const signal = options.signal;
-    signal?.addEventListener("abort", () => this.#settle({ error: signal.reason }), {
-      once: true,
-      signal: this.#ended.signal,
-    });
     this.#hints = resources.nc.subscribe(resources.subjects.events(runId), {
       callback: (error, message) => {
         if (error)
@@ -96,6 +95,12 @@ class TerminalWait {
     this.#hintsEnd = setTimeout(() => this.#followLog(), options.hintsForMs ?? TERMINAL_HINTS_FOR_MS);
     // Hints sent while the connection was away are lost: the log is read again after each reconnect.
     this.#reconnects = watchReconnects(resources.nc, () => this.#readLast(false));
+    // Registered once there is something to stop (the subscription above throws on a closed connection).
+    const signal = options.signal;
+    signal?.addEventListener("abort", () => this.#settle({ error: signal.reason }), {
+      once: true,
+      signal: this.#ended.signal,
+    });
     // Once the subscription is at the server every later ending is heard: read what ended before.
     resources.nc.flush().then(
       () => this.#readLast(false),
