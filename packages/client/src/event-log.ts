@@ -19,6 +19,11 @@ export interface ReadEventLogOptions {
   follow?: boolean;
   /** Skip events up to and including this run seq. @default 0 */
   afterSeq?: number;
+  /**
+   * Start at this sequence of the events stream instead of the run's first event: a reader that needs
+   * only what comes from a known event on (the run's end) skips replaying its whole log. @default 1
+   */
+  fromStreamSeq?: number;
   signal?: AbortSignal;
 }
 
@@ -81,6 +86,7 @@ export async function* readEventLog(
   const signal = options.signal;
   signal?.throwIfAborted();
   const cursor = new LogCursor(options.afterSeq ?? 0);
+  cursor.nextStreamSeq = options.fromStreamSeq;
   // Without follow, the read ends at the run's last event as the stream leader has it when the read
   // starts. Not at the consumer's "nothing pending": a consumer placed on a replica still catching up
   // (a node back from a crash) sees a shorter log, and the read would end early.

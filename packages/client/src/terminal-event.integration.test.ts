@@ -138,15 +138,31 @@ describe("awaitTerminalEvent on one server", () => {
     }
   });
 
-  it("follows the log through a consumer once its hints had their time", async () => {
-    await store(resources, "run-long", 1);
+  it("follows the log through a consumer once its hints had their time, from the run's last event", async () => {
+    for (const seq of [1, 2, 3]) await store(resources, "run-long", seq);
+    const lastStored = await resources.jsm.streams.getMessage(resources.subjects.streams.events, {
+      last_by_subj: resources.subjects.events("run-long"),
+    });
+    const created: { deliver_policy?: string; opt_start_seq?: number }[] = [];
+    const creates = observer.subscribe("$JS.API.CONSUMER.CREATE.>", {
+      callback: (_error, message) => {
+        created.push(message.json<{ config: (typeof created)[number] }>().config);
+      },
+    });
+    await observer.flush();
     const consumers = await consumerCreates();
     try {
       const waiting = awaitTerminalEvent(resources, "run-long", { hintsForMs: 1 });
       await consumers.reached(1);
-      await store(resources, "run-long", 2, "ended late");
-      expect((await waiting).event).toMatchObject({ reason: "ended late", seq: 2 });
+      await store(resources, "run-long", 4, "ended late");
+      expect((await waiting).event).toMatchObject({ reason: "ended late", seq: 4 });
+      // Not the whole log replayed: the consumer began at the run's last stored event.
+      expect(created[0]).toMatchObject({
+        deliver_policy: "by_start_sequence",
+        opt_start_seq: lastStored!.seq,
+      });
     } finally {
+      creates.unsubscribe();
       consumers.stop();
     }
   });

@@ -15,8 +15,8 @@
 // Hints can be lost: while the connection is away (a reconnect is followed by a read), or between
 // servers of a cluster (a route cut as the run ends). So the hints serve a run's first seconds only —
 // a dispatch, a short run — and then, or as soon as a hint does not hold (its event is not, or not yet,
-// stored), the wait follows the log through a consumer as before, from the start: gap-free, whatever
-// was missed.
+// stored), the wait follows the log through a consumer, from the run's last stored event on: whatever
+// hint was missed, the terminal event is at or after it.
 
 import { isTerminalEvent, type TerminalForkEvent } from "@forkd/protocol";
 import type { Subscription } from "@nats-io/transport-node";
@@ -133,15 +133,22 @@ class TerminalWait {
     );
   }
 
-  /** Follows the log through a consumer from the start: the authority, whatever hints were missed. */
+  /**
+   * Follows the log through a consumer: the authority, whatever hints were missed. It starts at the
+   * run's last stored event, not its first: a run still going after the hints' time is usually a long
+   * one, and only its end is wanted, not thousands of deltas replayed and decoded.
+   */
   #followLog(): void {
     if (this.#following || this.#ended.signal.aborted) return;
     this.#following = true;
     this.#stopHints();
     void (async () => {
+      // Unreadable now (no stream leader): the whole log, which the reader knows how to wait for.
+      const last = await lastLoggedEvent(this.#resources, this.#runId).catch(() => null);
       for await (const logged of readEventLog(this.#resources, this.#runId, {
         follow: true,
         signal: this.#ended.signal,
+        ...(last !== null ? { fromStreamSeq: last.streamSeq } : {}),
       })) {
         if (isTerminalEvent(logged.event))
           return this.#settle({ logged: { event: logged.event, streamSeq: logged.streamSeq } });
