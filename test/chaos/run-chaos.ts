@@ -12,7 +12,7 @@ import { readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkEvent } from "@forkd/protocol";
 import { mulberry32, startSim } from "@forkd/sim";
-import { loadFixture, startNatsCluster } from "@forkd/testing";
+import { loadFixture, startNatsCluster, waitFor } from "@forkd/testing";
 import { connect } from "@nats-io/transport-node";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
 import { type PartitionRelay, startPartitionRelay } from "../harness/partition.js";
@@ -97,7 +97,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await writeFile(ledger, "");
   const slots: DaemonSlot[] = [];
   const nc = await connect({ servers: [...cluster.urls] });
-  const forks = await NatsForkSubagent.create(nc);
+  // A cluster just started can still be settling under a loaded machine: its first R3 stream creation
+  // timed out once (CI, whole suite). The resources are created idempotently, so the setup retries.
+  const forks = await waitFor(() => NatsForkSubagent.create(nc).catch(() => undefined), {
+    timeoutMs: 60_000,
+    intervalMs: 500,
+    message: "forkd's resources created on the new cluster",
+  });
   const fixture = await loadFixture("4k");
   const prefix = createForkPrefix(fixture.request, fixture.response);
   const faults = Object.fromEntries(CHAOS_FAULTS.map((fault) => [fault, 0])) as Record<ChaosFault, number>;
