@@ -326,5 +326,5 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
     expect(call!.receivedAt - killedAt).toBeLessThan(LEASE_MS + 3_000);
     await Promise.all(next.map((handle) => handle.abort("done")));
     await held.abort("done");
-  }, 60_000);
+  }, 120_000); // up to 20 forks, each awaited into the queue, then a 6 s lease: slow under a loaded suite
 });
