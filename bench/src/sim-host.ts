@@ -2,7 +2,7 @@
 // its CPU (parsing and hashing each ~190 kB body at 48k) must not share the measured process's event
 // loop. Reports what the benchmarks time — small projections of the simulator's events, never the
 // bodies — to the parent over the IPC channel, stamped with this process's clock.
-import { startSim } from "@forkd/sim";
+import { requestBodyBytes, startSim } from "@forkd/sim";
 import { tagOf } from "./fixtures.js";
 import type { SimHostCommand, SimHostConfig, SimHostMessage } from "./sim-process.js";
 import { now } from "./stats.js";
@@ -22,7 +22,7 @@ if (forwarded.has("request")) {
       payload: {
         seq: entry.seq,
         path: entry.path,
-        tag: tagOf(entry.body),
+        tag: tagOf(requestBodyBytes(entry) ?? entry.body),
         receivedAt: entry.receivedAt,
         acceptedAt: entry.acceptedAt,
       },

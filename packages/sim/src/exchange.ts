@@ -124,7 +124,41 @@ export function sendError(ex: Exchange, err: SimApiError): void {
   sendJson(ex, err.status, apiErrorBody(err.errorType, err.message, ex.id), { ...err.headers });
 }
 
-/** Reads the body; the log keeps the bytes (off the JS heap) and decodes them only when read. */
+/**
+ * Hands read bodies on to their checks one per turn of the event loop, in arrival order. A check
+ * (parse, validation, cache plan) takes ~2 ms of one thread at a 190 kB body; run as each body ends,
+ * a burst's checks ran back to back in one poll of the loop, and every request behind them had its
+ * headers read — its arrival stamped — only after all of them. One per turn, the loop polls its
+ * sockets between checks: arrivals are stamped as they come, as a provider's front end receives
+ * requests while its back ends work, and the checks still run in the order the bodies ended.
+ */
+export class BodyTurns {
+  readonly #ready: Array<() => void> = [];
+  #scheduled = false;
+
+  /** Runs `handOn` on a later turn of the event loop, after the bodies that ended before. */
+  enqueue(handOn: () => void): void {
+    this.#ready.push(handOn);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(this.#next);
+  }
+
+  // An immediate scheduled from an immediate runs on the loop's next turn, after its poll.
+  readonly #next = (): void => {
+    this.#ready.shift()?.();
+    if (this.#ready.length > 0) setImmediate(this.#next);
+    else this.#scheduled = false;
+  };
+}
+
+// One queue for the process: its turns are the event loop's, whichever server the body came to.
+const bodyTurns = new BodyTurns();
+
+/**
+ * Reads the body; the log keeps the bytes (off the JS heap) and decodes them only when read. The
+ * promise settles on a later turn of the event loop ({@link BodyTurns}).
+ */
 export function readBody(
   ex: Exchange,
   maxBody: number,
@@ -138,19 +172,23 @@ export function readBody(
       if (size > maxBody) tooBig = true;
       else chunks.push(c);
     });
-    ex.req.on("end", () => {
-      if (tooBig) {
-        reject(new SimApiError("request_too_large", `Request exceeds the maximum size of ${maxBody} bytes.`));
-        return;
-      }
-      try {
-        const bytes = Buffer.concat(chunks, size);
-        setBody(ex.entry, bytes);
-        resolve({ bytes, text: bytes.toString("utf8") });
-      } catch (e) {
-        reject(e);
-      }
-    });
+    ex.req.on("end", () =>
+      bodyTurns.enqueue(() => {
+        if (tooBig) {
+          reject(
+            new SimApiError("request_too_large", `Request exceeds the maximum size of ${maxBody} bytes.`),
+          );
+          return;
+        }
+        try {
+          const bytes = Buffer.concat(chunks, size);
+          setBody(ex.entry, bytes);
+          resolve({ bytes, text: bytes.toString("utf8") });
+        } catch (e) {
+          reject(e);
+        }
+      }),
+    );
     ex.req.on("error", () => resolve(undefined));
     ex.req.on("aborted", () => resolve(undefined));
   });

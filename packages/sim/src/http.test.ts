@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { RequestLogEntry } from "./log.js";
+import { type RequestLogEntry, requestBodyBytes } from "./log.js";
 import { type Sim, type SimStats, startSim } from "./server.js";
 import { post, tokensOf } from "./test-support.js";
 
@@ -282,6 +282,9 @@ describe("log, stats and events", () => {
       const [a, b, c] = entries as [RequestLogEntry, RequestLogEntry, RequestLogEntry];
       expect(a.id).toBe(first.headers.get("request-id"));
       expect(a.body).toBe(body);
+      // The raw bytes, for a listener that needs only part of a large body.
+      expect(requestBodyBytes(a)?.toString("utf8")).toBe(body);
+      expect(requestBodyBytes({ ...a })).toBeUndefined();
       expect(a.keyId).toMatch(/^key_[0-9a-f]{12}$/);
       expect(JSON.stringify(entries)).not.toContain("secret-key-1");
       expect(a.usage?.cache_creation_input_tokens).toBe(1103);

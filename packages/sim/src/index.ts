@@ -21,7 +21,7 @@ export {
 export type { FaultRateOptions, FaultSpec } from "./faults.js";
 export { describeFault, FaultInjector, mulberry32, parseFault } from "./faults.js";
 export type { RequestLogEntry, RequestLogOptions, RequestTotals } from "./log.js";
-export { RequestLog } from "./log.js";
+export { RequestLog, requestBodyBytes } from "./log.js";
 export type { ModelReply } from "./model.js";
 export { fillerText, runScriptedModel } from "./model.js";
 export {

@@ -54,11 +54,23 @@ export interface RequestLogEntry {
   body: string;
 }
 
+const BODY_BYTES = new WeakMap<RequestLogEntry, Buffer>();
+
+/**
+ * The raw bytes of an entry's body, without decoding them: a listener that needs a few bytes of a
+ * 190 kB prompt (a tag near its end) need not decode the whole of it, as `entry.body` does on every
+ * read. `undefined` for an entry whose body was not read (refused before it) or was copied out.
+ */
+export function requestBodyBytes(entry: RequestLogEntry): Buffer | undefined {
+  return BODY_BYTES.get(entry);
+}
+
 /**
  * Gives an entry its body as raw bytes: `entry.body` decodes them on every read, so a log of large
  * prompts holds buffers outside the JS heap rather than decoded strings.
  */
 export function setBody(entry: RequestLogEntry, bytes: Buffer): void {
+  BODY_BYTES.set(entry, bytes);
   Object.defineProperty(entry, "body", {
     enumerable: true,
     configurable: true,
