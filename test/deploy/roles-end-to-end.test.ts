@@ -7,7 +7,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NatsForkSubagent, serveTools } from "@forkd/client";
+import { NatsForkSubagent, readRetentionLease, serveTools } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
@@ -234,7 +234,12 @@ describe("forkd under deploy/nats/accounts.conf", () => {
     await waitFor(
       async () => {
         const { keys, prefixes } = await stored();
-        return keys.length === 0 && prefixes.length === 0;
+        if (keys.length === 0 && prefixes.length === 0) return true;
+        // What is left, and who holds the lease, is what a timeout reports (its cause).
+        const lease = await readRetentionLease(parent.resources);
+        throw new Error(
+          `left: ${keys.length} registry keys (${keys.slice(0, 5).join(", ")}), ${prefixes.length} prefixes; retention lease ${JSON.stringify(lease)} at ${Date.now()}`,
+        );
       },
       { timeoutMs: 30_000 },
     );

@@ -180,7 +180,11 @@ export async function readRetentionLease(resources: ForkResources): Promise<Rete
   }
 }
 
-/** Gives the lease up if `holder` has it, so that another daemon takes it at its next tick. */
+/**
+ * Gives the lease up if `holder` has it, so that another daemon takes it at its next tick. Resolves
+ * when the lease is gone or is not `holder`'s (another daemon took it meanwhile).
+ * @throws when NATS did not answer (a request that timed out): the lease may still be held.
+ */
 export async function releaseRetentionLease(resources: ForkResources, holder: string): Promise<void> {
   const entry = await resources.daemons.get(RETENTION_LEASE_KEY);
   if (entry?.operation !== "PUT" || entry.length === 0) return;
@@ -191,5 +195,10 @@ export async function releaseRetentionLease(resources: ForkResources, holder: st
     return;
   }
   if (held.holder !== holder) return;
-  await resources.daemons.delete(RETENTION_LEASE_KEY, { previousSeq: entry.revision }).catch(() => undefined);
+  try {
+    await resources.daemons.delete(RETENTION_LEASE_KEY, { previousSeq: entry.revision });
+  } catch (error) {
+    if (isWrongLastSequence(error)) return; // changed since the read: no longer `holder`'s to give up
+    throw error;
+  }
 }

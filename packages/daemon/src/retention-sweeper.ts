@@ -33,6 +33,13 @@ export function sweepIntervalMs(retentionMs: number, daemonTtlMs: number): numbe
   return Math.max(1_000, Math.min(Math.floor(retentionMs / 10), Math.floor(daemonTtlMs / 3)));
 }
 
+/**
+ * How many times a stopping daemon tries to give the lease up. A release that fails (a request that
+ * timed out on a loaded cluster) leaves the lease to its term — up to three intervals in which no
+ * daemon sweeps — so it is tried again before the daemon goes.
+ */
+export const RELEASE_ATTEMPTS = 3;
+
 /** Ticks on a timer; sweeps when this daemon holds the retention lease. */
 export class RetentionSweeper {
   readonly #options: RetentionSweeperOptions;
@@ -64,12 +71,29 @@ export class RetentionSweeper {
     return this.#tick;
   }
 
-  /** Stops ticking, waits for a sweep in progress and gives the lease up for another daemon to take. */
+  /**
+   * Stops ticking, waits for a sweep in progress and gives the lease up for another daemon to take
+   * (up to {@link RELEASE_ATTEMPTS} tries; after that it is logged, and the lease ends at its term).
+   * Never rejects.
+   */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#tick;
-    await releaseRetentionLease(this.#options.resources, this.#options.daemonId).catch(() => undefined);
+    const { resources, daemonId, logger } = this.#options;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await releaseRetentionLease(resources, daemonId);
+        return;
+      } catch (error) {
+        if (attempt < RELEASE_ATTEMPTS) continue;
+        logger.warn(
+          { err: error, attempts: attempt, leaseMs: 3 * this.#intervalMs },
+          "could not give the retention lease up; another daemon takes it when its term ends",
+        );
+        return;
+      }
+    }
   }
 
   async #hold(): Promise<boolean> {
