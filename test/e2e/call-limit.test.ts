@@ -314,6 +314,15 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
     const killedAt = Date.now();
     // The lease as the dead daemon last renewed it: nobody else may take the slot before it ends.
     const leaseEnd = keyScope(await readLimits(nc)).holders.find((h) => h.id === holding!.id)!.until;
+    // Where the next runs wait, for a failure to say (this test timed out in CI, 3 runs in 7).
+    const placements = keyScope(await readLimits(nc))
+      .waiters.map((w) => w.id.split(".")[0])
+      .join(", ");
+    console.log(`killed ${victimId}; ${next.length} next run(s) waiting on: ${placements}`);
+    // The held run's spec comes back 30 s after its last delivery: ended then at its claim, it cannot
+    // take the slot again for its 120 s call should the next runs still wait — a hang becomes a
+    // failure of the assertions below, with their figures. The dead daemon's lease stands.
+    await held.abort("its daemon was killed");
     const first = await Promise.race(next.map((handle) => handle.result().then(() => handle)));
     expect((await first.result()).status).toBe("completed");
     const call = sim.requests().find((entry) => entry.path === "/v1/messages" && entry.status === 200);
@@ -325,6 +334,5 @@ describe("slots that come back: an aborted waiter, a killed daemon", () => {
     // Well before the spec's redelivery (30 s ack wait) could have mattered.
     expect(call!.receivedAt - killedAt).toBeLessThan(LEASE_MS + 3_000);
     await Promise.all(next.map((handle) => handle.abort("done")));
-    await held.abort("done");
   }, 120_000); // up to 20 forks, each awaited into the queue, then a 6 s lease: slow under a loaded suite
 });
