@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ensureForkResources, NatsForkSubagent } from "@forkd/client";
+import { bucketKeys, ensureForkResources, NatsForkSubagent } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
 import { type CallSlots, callSlotsCodec } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
@@ -66,7 +66,11 @@ function useCluster(env: Record<string, string>): () => Cluster {
 async function readLimits(nc: NatsConnection): Promise<Map<string, CallSlots>> {
   const resources = await ensureForkResources(nc);
   const limits = new Map<string, CallSlots>();
-  for await (const key of await resources.daemons.keys("limit.>")) {
+  // Not `kv.keys()`: its consumer can wait for ever on entries rewritten or expired before it delivers
+  // them — the daemons rewrite these several times a second — and that hung this file's waits (in CI,
+  // 3 runs of 7; here, with step logs, a single read that never returned). forkd itself lists keys
+  // this way since #23.
+  for (const key of await bucketKeys(resources, "daemons", "limit.>")) {
     const entry = await resources.daemons.get(key);
     if (entry?.operation !== "PUT" || entry.length === 0) continue;
     const slots = callSlotsCodec.decode(entry.value);
