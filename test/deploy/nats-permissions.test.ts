@@ -207,7 +207,11 @@ describe("deploy/nats/accounts.conf on one node", () => {
         resumed: false,
       }),
     );
+    // A warm-first follower's daemon hears its cache leader's events on core NATS (cache-leader.ts).
+    const leaderEvents = daemon.nc.subscribe(subjects.events("run-1"), { max: 1 });
+    await daemon.nc.flush();
     await publishEvent(daemon, event("run-1", 2, { type: "heartbeat", daemon_id: "daemon-1", turn: 0 }));
+    for await (const heard of leaderEvents) expect(heard.json<{ seq: number }>().seq).toBe(2);
     // A daemon resuming a run reads its log: the last event and an ordered replay.
     const replay: number[] = [];
     for await (const logged of readEventLog(daemon, "run-1", { follow: false }))

@@ -1,8 +1,10 @@
 // Five forks of the 48k fixture across three daemons, launched warm-first: the provider (the
 // simulator, over real HTTP) sees children that are byte-identical up to their directive blocks
 // and identical to the parent over its whole prefix, and the cache serves them as designed.
+import { type NatsForkSubagent, readEventLog } from "@forkd/client";
 import { createForkPrefix } from "@forkd/core";
 import { AnthropicLlmClient } from "@forkd/llm";
+import type { ForkEvent } from "@forkd/protocol";
 import type { RequestLogEntry } from "@forkd/sim";
 import { loadFixture } from "@forkd/testing";
 import { describe, expect, it } from "vitest";
@@ -29,6 +31,13 @@ function withoutDirective(body: Body): string {
     (block) => !(block.type === "text" && block.text?.includes("<fork-boilerplate")),
   );
   return JSON.stringify({ ...body, messages: [...body.messages.slice(0, -1), { ...last, content: shared }] });
+}
+
+async function readLog(forks: NatsForkSubagent, runId: string): Promise<ForkEvent[]> {
+  const events: ForkEvent[] = [];
+  for await (const logged of readEventLog(forks.resources, runId, { follow: false }))
+    events.push(logged.event);
+  return events;
 }
 
 function stripCacheControl(value: unknown): unknown {
@@ -64,6 +73,15 @@ describe("warm-first fan-out of the 48k fixture", () => {
     const handles = forks.fanOut({ prefix, parent: { agent_id: "parent-48k" } }, children);
     const outcomes = await Promise.all(handles.map((handle) => handle.result()));
     expect(outcomes.map((o) => o.status)).toEqual(Array(5).fill("completed"));
+
+    // The followers were claimed during the leader's time to first token: their daemons built their
+    // requests then, and held only the calls until the leader's response began (cache-leader.ts).
+    const logs = await Promise.all(handles.map((handle) => readLog(forks, handle.runId)));
+    const leaderResponse = logs[0]!.find((event) => event.type === "llm.delta")!.ts;
+    for (const log of logs.slice(1)) {
+      expect(log.find((event) => event.type === "accepted")!.ts).toBeLessThanOrEqual(leaderResponse);
+      expect(log.find((event) => event.type === "llm.delta")!.ts).toBeGreaterThanOrEqual(leaderResponse);
+    }
 
     // Which daemons ran them: the cluster shared the work.
     const ranOn = new Set(

@@ -17,6 +17,7 @@ import {
 import { forkOutcomeFromTerminalEvent } from "@forkd/core/internal";
 import {
   abortRequestCodec,
+  type CacheLeader,
   CONTROL_REPEAT_HEADER,
   type ForkEvent,
   type ForkPrefix,
@@ -29,8 +30,8 @@ import {
   groupSpendCodec,
   groupSpendKey,
   INLINE_PREFIX_THRESHOLD_BYTES,
-  isTerminalEvent,
   isTerminalRunStatus,
+  MAX_CACHE_LEADER_WAIT_MS,
   type PermissionRequest,
   type PermissionResponse,
   PROTOCOL_VERSION,
@@ -143,13 +144,19 @@ export interface FanOutChild {
 /** Options of {@link NatsForkSubagent.fanOut}. */
 export interface FanOutOptions {
   /**
-   * Launch one child first and release the others once its response has begun, so they read the
-   * cache entry it writes (an entry is readable only after the writing response has started; N
-   * requests fired at once all miss). `false` launches all at once.
+   * Launch one child (the leader) first; the others' first model calls go once its response has
+   * begun, so they read the cache entry it writes (an entry is readable only after the writing
+   * response has started; N requests fired at once all miss). The others' specs are published as
+   * soon as a daemon has claimed the leader, each naming it (`cache_leader`): the daemons claim them
+   * and build their requests during the leader's time to first token, and hold only the calls.
+   * `false` launches all at once.
    * @default true
    */
   warmFirst?: boolean;
-  /** Release the others anyway after this long. @unit ms @default 120000 */
+  /**
+   * How long the others wait for the leader: to be claimed before their specs are published, then,
+   * from each one's claim, for its response to begin; past it they go anyway. @unit ms @default 120000
+   */
   warmTimeoutMs?: number;
 }
 
@@ -239,16 +246,23 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       return params;
     };
     const handles: NatsForkHandle[] = [];
+    const waitMs = Math.min(options.warmTimeoutMs ?? 120_000, MAX_CACHE_LEADER_WAIT_MS);
     // One leader per shard (one shard unless an OpenAI fan-out exceeds a key's rate): it writes the
-    // shard's cache entry, the shard's others follow once its response has begun.
-    let released: Promise<void> = Promise.resolve();
+    // shard's cache entry, the shard's others are published once it is claimed, and call once its
+    // response has begun (their daemons hold the calls: cache-leader.ts). Not before it is claimed:
+    // followers holding every slot of the cluster would leave their leader queued behind them.
+    let leader: { claimed: Promise<void>; cacheLeader: CacheLeader | undefined } | undefined;
     children.forEach((child, index) => {
       const leads = index % shards.size === 0;
       if (!warmFirst || leads) {
         const handle = this.#fork(paramsOf(child, index), Promise.resolve());
         handles.push(handle);
-        if (warmFirst) released = this.#responseStarted(handle, options.warmTimeoutMs ?? 120_000);
-      } else handles.push(this.#fork(paramsOf(child, index), released));
+        if (warmFirst)
+          leader = {
+            claimed: this.#leaderClaimed(handle, waitMs),
+            cacheLeader: waitMs >= 1 ? { run_id: handle.runId, wait_ms: waitMs } : undefined,
+          };
+      } else handles.push(this.#fork(paramsOf(child, index), leader!.claimed, leader!.cacheLeader));
     });
     return handles;
   }
@@ -425,27 +439,27 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     await this.close();
   }
 
-  // Resolves once `handle`'s first model response has begun (or the run ended, or the timeout).
-  async #responseStarted(handle: ForkHandle, timeoutMs: number): Promise<void> {
+  // Resolves once a daemon claimed `handle`'s run: its log's first event (`accepted`, or the run's end
+  // when it could not run), or at the timeout, or when its spec could not be published.
+  async #leaderClaimed(handle: ForkHandle, timeoutMs: number): Promise<void> {
     const timeout = AbortSignal.timeout(timeoutMs);
     try {
-      for await (const event of handle.events({ signal: timeout })) {
-        if (event.type === "llm.delta" || event.type === "llm.message" || isTerminalEvent(event)) return;
-      }
+      for await (const _event of handle.events({ signal: timeout })) return;
     } catch (error) {
       this.#logger.warn(
         { err: error, runId: handle.runId },
-        "warm-first: releasing siblings without a warm cache",
+        "warm-first: the leader was not claimed in time; publishing its siblings",
       );
     }
   }
 
-  #fork(params: ForkParams, releaseAfter: Promise<void>): NatsForkHandle {
+  #fork(params: ForkParams, releaseAfter: Promise<void>, cacheLeader?: CacheLeader): NatsForkHandle {
     const runId = params.runId ?? newRunId();
     // Everything but the prefix is checked before fork() returns (a bad param throws here); the
     // prefix (already validated by createForkPrefix) is encoded and hashed in the background, so
     // fork() returns at once even for the first fork of a 300k-token parent.
     const withoutPrefix = this.#specOf(params, runId, { kind: "none" });
+    if (cacheLeader !== undefined) withoutPrefix.cache_leader = cacheLeader;
     forkSpecCodec.encode(withoutPrefix);
     if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
     this.#parents.add(params.parent.agent_id);

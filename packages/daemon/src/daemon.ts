@@ -20,6 +20,7 @@ import {
 } from "@forkd/protocol";
 import type { JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { CacheLeaderWatch } from "./cache-leader.js";
 import { CallLimits, limitsAnything } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
 import { EndingOrder } from "./ending-order.js";
@@ -95,6 +96,7 @@ export class ForkDaemon {
   #pullLoop: Promise<void> | undefined;
   #sweeper: RetentionSweeper | undefined;
   #callLimits: CallLimits | undefined;
+  #cacheLeaders: CacheLeaderWatch | undefined;
   #slotFreed: (() => void) | undefined;
   #stopPulling = new AbortController();
   readonly #startedAt = Date.now();
@@ -178,9 +180,11 @@ export class ForkDaemon {
           keyIdOf: (api) => keyIds[api],
         })
       : undefined;
+    this.#cacheLeaders = new CacheLeaderWatch({ resources, logger: this.#logger });
     this.#executor = new RunExecutor({
       ...this.#options,
       endings: this.#endings,
+      cacheLeaders: this.#cacheLeaders,
       ...(this.#callLimits ? { callLimits: this.#callLimits } : {}),
       resources,
       prefixCache: new PrefixCache(),
@@ -327,6 +331,7 @@ export class ForkDaemon {
     for (const timer of this.#timers.splice(0)) clearInterval(timer);
     await this.#sweeper?.stop();
     this.#callLimits?.close();
+    this.#cacheLeaders?.close();
     // The last beat holds no runs: the others have nothing of this daemon to hand back when it falls silent.
     this.#beat([]);
     for (const subscription of this.#subscriptions.splice(0)) subscription.unsubscribe();

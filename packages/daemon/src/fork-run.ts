@@ -62,8 +62,11 @@ export interface ForkRunOptions {
   llm: LlmClient;
   /** The OpenAI clients; absent: a spec that asks for an OpenAI API fails `provider_unavailable`. */
   openai?: OpenAiClients | undefined;
-  /** Wraps the run's model client in the cluster-wide call limits (call-limits.ts), when configured. */
-  limitCalls?: ((llm: LlmClient, api: LlmApi) => LlmClient) | undefined;
+  /**
+   * Wraps the run's model client: the cache leader's gate (cache-leader.ts) and the cluster-wide call
+   * limits (call-limits.ts), where they apply.
+   */
+  wrapClient?: ((llm: LlmClient, api: LlmApi) => LlmClient) | undefined;
   /** The Gemini client; absent: a spec that asks for Gemini fails `provider_unavailable`. */
   gemini?: GeminiLlmClient | undefined;
   tools: RunToolsFactory;
@@ -131,7 +134,7 @@ export async function executeForkRun(
       prefixHash: plan.prefixHash,
     });
     // Whatever client the API gets, its calls count against the cluster-wide limits.
-    const llm = options.limitCalls ? options.limitCalls(client, api) : client;
+    const llm = options.wrapClient ? options.wrapClient(client, api) : client;
     const resume =
       options.priorEvents.length > 0
         ? rebuildRunState(plan.request, options.priorEvents, { systemReminder: overrides.system_reminder })

@@ -30,6 +30,7 @@ import {
   isTerminalEventType,
   isTerminalRunStatus,
   isValidRunId,
+  type LlmApi,
   ProtocolError,
   queuedRunState,
   type RunState,
@@ -42,6 +43,7 @@ import {
 } from "@forkd/protocol";
 import { controlProof, proofMatches, steerProof } from "@forkd/protocol/internal";
 import type { JsMsg } from "@nats-io/jetstream";
+import type { CacheLeaderWatch } from "./cache-leader.js";
 import type { CallLimits } from "./call-limits.js";
 import type { DaemonConfig } from "./config.js";
 import type { EndingOrder } from "./ending-order.js";
@@ -85,6 +87,8 @@ export interface RunExecutorDeps {
   storage?: StorageHealth;
   /** The cluster-wide limits on concurrent model calls (per key, model, tenant), when configured. */
   callLimits?: CallLimits;
+  /** Holds a warm-first follower's first model call until its cache leader's response began. */
+  cacheLeaders?: CacheLeaderWatch;
   /** The daemon's terminal events in flight: a run's bookkeeping waits for them (ending-order.ts). */
   endings?: EndingOrder;
 }
@@ -530,15 +534,7 @@ export class RunExecutor {
         priorEvents,
         llm: deps.llm,
         openai: deps.openai,
-        limitCalls: deps.callLimits
-          ? (llm, api) =>
-              deps.callLimits!.wrap(llm, {
-                api,
-                parent: spec.parent.agent_id,
-                runId,
-                stopSignal: hooks.stopping,
-              })
-          : undefined,
+        wrapClient: this.#wrapClient(spec, hooks.stopping, logger),
         gemini: deps.gemini,
         tools: deps.tools,
         config,
@@ -836,6 +832,34 @@ export class RunExecutor {
     );
     await removeSpec(this.#deps.resources, message);
     this.#deps.metrics?.runsEnded.inc({ outcome: "refused" });
+  }
+
+  /**
+   * What a run's model calls go through: its cache leader's gate (a warm-first follower's first call
+   * waits for the leader's response to begin, before it asks for a call slot), then the cluster-wide
+   * call limits.
+   */
+  #wrapClient(
+    spec: ForkSpec,
+    stopping: AbortSignal,
+    logger: DaemonLogger,
+  ): ((llm: LlmClient, api: LlmApi) => LlmClient) | undefined {
+    const { callLimits, cacheLeaders } = this.#deps;
+    const leader = spec.cache_leader;
+    if (callLimits === undefined && (leader === undefined || cacheLeaders === undefined)) return undefined;
+    return (llm, api) => {
+      const limited = callLimits
+        ? callLimits.wrap(llm, {
+            api,
+            parent: spec.parent.agent_id,
+            runId: spec.run_id,
+            stopSignal: stopping,
+          })
+        : llm;
+      return leader && cacheLeaders
+        ? cacheLeaders.gate(limited, leader, { runId: spec.run_id, stopSignal: stopping, logger })
+        : limited;
+    };
   }
 
   async #loadPrefix(spec: ForkSpec): Promise<ForkPrefix | null> {

@@ -25,19 +25,21 @@ import type {
 import type { ForkEvent, ForkEventOf, ForkEventType, ForkReport, ForkResult, WireError } from "./events.js";
 import { MAX_RUN_ID_LENGTH } from "./limits.js";
 import type { DaemonInfo, RetentionLease, RunState } from "./registry.js";
-import type {
-  ForkCall,
-  ForkPrefix,
-  ForkSpec,
-  Isolation,
-  Limits,
-  Overrides,
-  ParentIdentity,
-  PermissionPolicy,
-  PrefixSource,
-  ToolFilterSpec,
-  ToolHostRef,
-  TraceContext,
+import {
+  type CacheLeader,
+  type ForkCall,
+  type ForkPrefix,
+  type ForkSpec,
+  type Isolation,
+  type Limits,
+  MAX_CACHE_LEADER_WAIT_MS,
+  type Overrides,
+  type ParentIdentity,
+  type PermissionPolicy,
+  type PrefixSource,
+  type ToolFilterSpec,
+  type ToolHostRef,
+  type TraceContext,
 } from "./spec.js";
 import type { UsageTotals } from "./usage.js";
 
@@ -316,6 +318,10 @@ export const forkSpecArb: fc.Arbitrary<ForkSpec> = record<ForkSpec>(
     trace: traceArb,
     created_at: epochMsArb,
     deadline_at: epochMsArb,
+    cache_leader: record<CacheLeader>(
+      { run_id: runIdArb, wait_ms: fc.integer({ min: 1, max: MAX_CACHE_LEADER_WAIT_MS }) },
+      ["run_id", "wait_ms"],
+    ),
   },
   [
     "v",

@@ -544,6 +544,7 @@ describe("forward compatibility: unknown fields are ignored", () => {
         "tool_host",
         "trace",
         "deadline_at",
+        "cache_leader",
       ]),
     );
     fc.assert(

@@ -190,6 +190,7 @@ export {
   TERMINAL_RUN_STATUSES,
 } from "./registry.js";
 export type {
+  CacheLeader,
   ForkCall,
   ForkPrefix,
   ForkSpec,
@@ -208,6 +209,7 @@ export type {
   TraceContext,
 } from "./spec.js";
 export {
+  CacheLeaderSchema,
   EpochMsSchema,
   ForkCallSchema,
   ForkPrefixSchema,
@@ -215,6 +217,7 @@ export {
   IsolationSchema,
   LimitsSchema,
   LlmApiSchema,
+  MAX_CACHE_LEADER_WAIT_MS,
   NativePrefixSchema,
   OverridesSchema,
   ParentIdentitySchema,

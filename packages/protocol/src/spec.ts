@@ -258,6 +258,25 @@ export const ForkCallSchema = z.object({
   description: z.string().optional().describe("The fork call's description, for display."),
 });
 
+/** The longest a run waits for its cache leader's response to begin. @unit ms */
+export const MAX_CACHE_LEADER_WAIT_MS = 600_000;
+
+/**
+ * A warm-first follower's leader: the sibling whose first response writes the cache entry this run
+ * reads. The follower is claimed and its request built at once; its first model call waits.
+ */
+export const CacheLeaderSchema = z.object({
+  run_id: RunIdSchema.describe("The leader's run id."),
+  wait_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_CACHE_LEADER_WAIT_MS)
+    .describe(
+      "How long the first model call waits, from the claim, for the leader's response to begin (or the leader to end) before it goes anyway.",
+    ),
+});
+
 /** A fork spec, version 1. */
 export const ForkSpecSchema = z.object({
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
@@ -307,6 +326,9 @@ export const ForkSpecSchema = z.object({
     "The provider API that runs the child; Anthropic's Messages API when absent.",
   ),
   created_at: EpochMsSchema.describe("When the parent published the spec (ms since epoch)."),
+  cache_leader: CacheLeaderSchema.optional().describe(
+    "Warm-first: the sibling whose first response writes the cache entry this run reads. The run is claimed and its request built at once; its first model call goes once the leader's response has begun, the leader ended, or `wait_ms` passed. A daemon that does not know the field runs the child at once (it pays the shared delta as a cache write).",
+  ),
   /** After this the run is not started (or is stopped) and ends `failed` with `deadline_exceeded`. @unit ms since epoch */
   deadline_at: EpochMsSchema.optional().describe(
     "After this (ms since epoch) the run is not started, or is stopped, and ends `failed` with `deadline_exceeded`.",
@@ -327,6 +349,7 @@ export type PermissionPolicy = z.infer<typeof PermissionPolicySchema>;
 export type ToolHostRef = z.infer<typeof ToolHostRefSchema>;
 export type TraceContext = z.infer<typeof TraceContextSchema>;
 export type ForkCall = z.infer<typeof ForkCallSchema>;
+export type CacheLeader = z.infer<typeof CacheLeaderSchema>;
 /** A validated fork spec (defaults applied). */
 export type ForkSpec = z.infer<typeof ForkSpecSchema>;
 /** A fork spec as written by a sender (defaults may be omitted). */
