@@ -115,6 +115,30 @@ describe("awaitTerminalEvent on one server", () => {
     }
   });
 
+  it("reads the log only once `readAfter` settled (a run's spec stored), and hears what ends meanwhile", async () => {
+    const gets = await eventGets();
+    const consumers = await consumerCreates();
+    let launched!: () => void;
+    const launch = new Promise<void>((resolve) => {
+      launched = resolve;
+    });
+    try {
+      const waiting = awaitTerminalEvent(resources, "run-launching", { readAfter: launch });
+      // The wait's subscription is at the server (same connection, in order) and its read would follow.
+      await nc.flush();
+      await nc.flush();
+      expect(await gets.count()).toBe(0);
+      launched();
+      await gets.reached(1);
+      await store(resources, "run-launching", 1, "ended after the launch");
+      expect((await waiting).event).toMatchObject({ reason: "ended after the launch", seq: 1 });
+      expect(await consumers.count()).toBe(0);
+    } finally {
+      gets.stop();
+      consumers.stop();
+    }
+  });
+
   it("never takes a terminal event the stream refused: the log, through a consumer, decides", async () => {
     await store(resources, "run-fenced", 1);
     const gets = await eventGets();

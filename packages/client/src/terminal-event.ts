@@ -40,8 +40,15 @@ export interface LoggedTerminalEvent extends LoggedEvent {
 /** Options of {@link awaitTerminalEvent}. */
 export interface AwaitTerminalEventOptions {
   signal?: AbortSignal;
-  /** How long to rely on hints alone. @default TERMINAL_HINTS_FOR_MS @unit ms */
+  /** How long to rely on hints alone, from the first read. @default TERMINAL_HINTS_FOR_MS @unit ms */
   hintsForMs?: number;
+  /**
+   * The first read of the stored log also waits for this: the run's spec being stored (its launch).
+   * Nothing is lost by reading later — an event stored before the read is read, one stored after it is
+   * heard — and a fan-out's 100 waits made at once do not put 100 reads in the way of its first spec.
+   * A rejection counts as settled (the caller reports a failed launch).
+   */
+  readAfter?: Promise<unknown>;
 }
 
 /**
@@ -69,7 +76,7 @@ class TerminalWait {
   /** Aborted once the wait is settled: stops the consumer's read. */
   readonly #ended = new AbortController();
   readonly #hints: Subscription;
-  readonly #hintsEnd: NodeJS.Timeout;
+  #hintsEnd: NodeJS.Timeout | undefined;
   readonly #reconnects: ReconnectWatch;
   #resolve!: (logged: LoggedTerminalEvent) => void;
   #reject!: (error: unknown) => void;
@@ -92,7 +99,6 @@ class TerminalWait {
         else if (endsRun(message.data, runId)) this.#readLast(true);
       },
     });
-    this.#hintsEnd = setTimeout(() => this.#followLog(), options.hintsForMs ?? TERMINAL_HINTS_FOR_MS);
     // Hints sent while the connection was away are lost: the log is read again after each reconnect.
     this.#reconnects = watchReconnects(resources.nc, () => this.#readLast(false));
     // Registered once there is something to stop (the subscription above throws on a closed connection).
@@ -102,8 +108,14 @@ class TerminalWait {
       signal: this.#ended.signal,
     });
     // Once the subscription is at the server every later ending is heard: read what ended before.
+    const launched = options.readAfter?.catch(() => undefined);
     resources.nc.flush().then(
-      () => this.#readLast(false),
+      async () => {
+        await launched;
+        if (this.#ended.signal.aborted || this.#following) return;
+        this.#hintsEnd = setTimeout(() => this.#followLog(), options.hintsForMs ?? TERMINAL_HINTS_FOR_MS);
+        this.#readLast(false);
+      },
       () => this.#followLog(),
     );
   }

@@ -210,6 +210,7 @@ export type {
 } from "./spec.js";
 export {
   CacheLeaderSchema,
+  DEFAULT_CACHE_LEADER_WAIT_MS,
   EpochMsSchema,
   ForkCallSchema,
   ForkPrefixSchema,

@@ -260,6 +260,8 @@ export const ForkCallSchema = z.object({
 
 /** The longest a run waits for its cache leader's response to begin. @unit ms */
 export const MAX_CACHE_LEADER_WAIT_MS = 600_000;
+/** How long a run waits for its cache leader's response when its spec does not say. @unit ms */
+export const DEFAULT_CACHE_LEADER_WAIT_MS = 120_000;
 
 /**
  * A warm-first follower's leader: the sibling whose first response writes the cache entry this run
@@ -272,6 +274,7 @@ export const CacheLeaderSchema = z.object({
     .int()
     .min(1)
     .max(MAX_CACHE_LEADER_WAIT_MS)
+    .default(DEFAULT_CACHE_LEADER_WAIT_MS)
     .describe(
       "How long the first model call waits, from the claim, for the leader's response to begin (or the leader to end) before it goes anyway.",
     ),
