@@ -2,13 +2,7 @@
 // followers' only once the leader is claimed (its log's first event), each naming it as its
 // cache_leader — with `wait_ms` only when it is not the default.
 import { createForkPrefix } from "@forkd/core";
-import {
-  eventMsgId,
-  type ForkSpec,
-  forkEventCodec,
-  forkSpecCodec,
-  PROTOCOL_VERSION,
-} from "@forkd/protocol";
+import { eventMsgId, type ForkSpec, forkEventCodec, forkSpecCodec, PROTOCOL_VERSION } from "@forkd/protocol";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

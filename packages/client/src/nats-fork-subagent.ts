@@ -205,6 +205,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   // registered are only here). Bounded: past MAX_KNOWN_RUNS the oldest are forgotten, and runs a
   // cascade finds ended are dropped.
   readonly #known = new Map<string, NatsForkHandle>();
+  #lastGroupToken: { groupId: string; token: string } | undefined;
   // Every parent agent id this subagent forked for: what abortParent() cascades over by default.
   readonly #parents = new Set<string>();
 
@@ -520,6 +521,13 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     return handle;
   }
 
+  // A fan-out's children share one group: its token (an HMAC) is made once, not once per child.
+  #groupTokenOf(groupId: string): string {
+    if (this.#lastGroupToken?.groupId !== groupId)
+      this.#lastGroupToken = { groupId, token: groupToken(this.#ownerKey, groupId) };
+    return this.#lastGroupToken.token;
+  }
+
   #specOf(params: ForkParams, runId: string, prefix: PrefixSource): ForkSpecInput {
     const spec: ForkSpecInput = {
       v: PROTOCOL_VERSION,
@@ -533,7 +541,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     if (params.label !== undefined) spec.label = params.label;
     if (params.groupId !== undefined) {
       spec.group_id = params.groupId;
-      spec.group_token = groupToken(this.#ownerKey, params.groupId);
+      spec.group_token = this.#groupTokenOf(params.groupId);
     }
     if (params.querySource !== undefined) spec.query_source = params.querySource;
     if (params.forkCall !== undefined) spec.fork_call = params.forkCall;

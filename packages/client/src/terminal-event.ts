@@ -22,6 +22,7 @@ import { isTerminalEvent, type TerminalForkEvent } from "@forkd/protocol";
 import type { Subscription } from "@nats-io/transport-node";
 import { ClientError } from "./errors.js";
 import { type LoggedEvent, lastLoggedEvent, readEventLog } from "./event-log.js";
+import { flushSoon } from "./flush-soon.js";
 import { type ReconnectWatch, watchReconnects } from "./reconnects.js";
 import type { ForkResources } from "./resources.js";
 import { endsRun } from "./terminal-watch.js";
@@ -109,7 +110,7 @@ class TerminalWait {
     });
     // Once the subscription is at the server every later ending is heard: read what ended before.
     const launched = options.readAfter?.catch(() => undefined);
-    resources.nc.flush().then(
+    flushSoon(resources.nc).then(
       async () => {
         await launched;
         if (this.#ended.signal.aborted || this.#following) return;
