@@ -34,7 +34,11 @@ describe("flushSoon", () => {
     for (let i = 0; i < 100; i++) {
       // Each subscribes and then asks for the flush, as a result() does; the first asks before the
       // other 99 subscribe, and still covers them.
-      nc.subscribe(`soon.${i}`, { callback: (_error, message) => heard.push(message.subject) });
+      nc.subscribe(`soon.${i}`, {
+        callback: (_error, message) => {
+          heard.push(message.subject);
+        },
+      });
       waits.push(flushSoon(nc));
     }
     expect(new Set(waits).size).toBe(1);
