@@ -188,6 +188,17 @@ describe("CacheLeaderWatch", () => {
     watch.close();
   });
 
+  it("backs its reads off: a leader that never answers is read a handful of times, not every pollMs", async () => {
+    const leader = newLeader();
+    await store(leader, 1, accepted());
+    const { watch, reads } = countedWatch(5);
+    // 300 ms: 60 reads at a fixed 5 ms; doubling from 5 ms, the first read and six more.
+    await expect(watch.wait(leader, { timeoutMs: 300 })).resolves.toBe("timeout");
+    expect(reads.of.get(leader)).toBeGreaterThanOrEqual(3);
+    expect(reads.of.get(leader)).toBeLessThanOrEqual(12);
+    watch.close();
+  });
+
   it("an abort ends the wait with its reason", async () => {
     const leader = newLeader();
     await store(leader, 1, accepted());

@@ -13,8 +13,9 @@
 // One watch per leader per daemon, shared by every follower of that leader the daemon holds: a core
 // subscription on the leader's events subject (a hint: the daemon acts on the event's type only, and
 // a false hint costs a cache write, nothing more) and a read of the leader's last stored event, once
-// the subscription is at the server and then every `pollMs` (hints are lost while a connection is
-// away, or refused where an operator's permissions predate the subscription).
+// the subscription is at the server and then after `pollMs`, twice that, and so on up to 2 s (hints
+// are lost while a connection is away, or refused where an operator's permissions predate the
+// subscription). The backoff bounds what held runs naming leaders that never answer cost the stream.
 import type { ForkResources, LoggedEvent } from "@forkd/client";
 import { lastLoggedEvent } from "@forkd/client";
 import type { LlmClient } from "@forkd/core";
@@ -23,8 +24,10 @@ import type { CacheLeader } from "@forkd/protocol";
 import type { Subscription } from "@nats-io/transport-node";
 import type { DaemonLogger } from "./logger.js";
 
-/** How often a watched leader's last stored event is read while followers wait. @unit ms */
+/** How long after the first read of a watched leader's log the next comes; each wait doubles. @unit ms */
 export const LEADER_POLL_MS = 250;
+/** The longest wait between two reads of a watched leader's log. @unit ms */
+export const MAX_LEADER_POLL_MS = 2_000;
 /** How many leaders seen released are remembered, so later followers of theirs go at once. */
 const RELEASED_MEMORY = 1024;
 
@@ -97,6 +100,7 @@ class WatchedLeader {
   #release!: () => void;
   #subscription: Subscription | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #pollMs: number;
   #reading = false;
   #done = false;
   waiters = 0;
@@ -111,6 +115,7 @@ class WatchedLeader {
     this.released = new Promise<void>((resolve) => {
       this.#release = resolve;
     });
+    this.#pollMs = options.pollMs;
     const { nc, subjects } = options.resources;
     try {
       this.#subscription = nc.subscribe(subjects.events(runId), {
@@ -128,7 +133,15 @@ class WatchedLeader {
       () => this.#read(),
       () => this.#read(),
     );
-    this.#timer = setInterval(() => this.#read(), options.pollMs);
+    this.#schedulePoll();
+  }
+
+  #schedulePoll(): void {
+    this.#timer = setTimeout(() => {
+      this.#read();
+      this.#pollMs = Math.min(this.#pollMs * 2, MAX_LEADER_POLL_MS);
+      if (!this.#done) this.#schedulePoll();
+    }, this.#pollMs);
     this.#timer.unref();
   }
 
@@ -160,7 +173,7 @@ class WatchedLeader {
   /** Stops the hints and polls (released, or no follower waits any more). */
   stop(): void {
     this.#done = true;
-    clearInterval(this.#timer);
+    clearTimeout(this.#timer);
     this.#subscription?.unsubscribe();
   }
 }
