@@ -29,6 +29,7 @@ import {
   MAX_RUN_ID_LENGTH,
   MAX_SPEC_BYTES,
 } from "./limits.js";
+import { MAX_CACHE_LEADER_WAIT_MS } from "./spec.js";
 import { forkSubjects } from "./subjects.js";
 import { emptyUsageTotals } from "./usage.js";
 
@@ -449,6 +450,14 @@ describe("invalid run ids", () => {
         code: "invalid_spec",
         path: ["run_id"],
       });
+      // A cache leader is subscribed to by its run id: a wildcard there would hear every run.
+      const leaderError = refusal(() =>
+        forkSpecCodec.decode(json({ ...spec(), cache_leader: { run_id: id, wait_ms: 1_000 } })),
+      );
+      expect({ code: leaderError.code, path: leaderError.path }).toEqual({
+        code: "invalid_spec",
+        path: ["cache_leader", "run_id"],
+      });
       const eventError = refusal(() => forkEventCodec.decode(json({ ...event(), run_id: id })));
       expect({ code: eventError.code, path: eventError.path }).toEqual({
         code: "invalid_event",
@@ -456,6 +465,18 @@ describe("invalid run ids", () => {
       });
     },
   );
+
+  it("a cache leader's wait is 1 ms to MAX_CACHE_LEADER_WAIT_MS, 120 s when not given", () => {
+    const withWait = (wait: unknown) => json({ ...spec(), cache_leader: { run_id: "run-0", wait_ms: wait } });
+    expect(forkSpecCodec.decode(withWait(1)).cache_leader?.wait_ms).toBe(1);
+    expect(forkSpecCodec.decode(withWait(MAX_CACHE_LEADER_WAIT_MS)).cache_leader?.wait_ms).toBe(
+      MAX_CACHE_LEADER_WAIT_MS,
+    );
+    for (const wait of [0, MAX_CACHE_LEADER_WAIT_MS + 1, 1.5, -1])
+      expect(refusal(() => forkSpecCodec.decode(withWait(wait))).path).toEqual(["cache_leader", "wait_ms"]);
+    const defaulted = forkSpecCodec.decode(json({ ...spec(), cache_leader: { run_id: "run-0" } }));
+    expect(defaulted.cache_leader).toEqual({ run_id: "run-0", wait_ms: 120_000 });
+  });
 
   it("a run id of exactly MAX_RUN_ID_LENGTH characters is accepted", () => {
     const id = "x".repeat(MAX_RUN_ID_LENGTH);
