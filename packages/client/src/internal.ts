@@ -19,3 +19,4 @@ export type { ResolvedForkResourceOptions } from "./resource-options.js";
 export { resolveResourceOptions } from "./resource-options.js";
 export type { RunStateMutation } from "./run-registry.js";
 export { createRunEntry, updateRunState } from "./run-registry.js";
+export { type EventHint, eventHint } from "./terminal-watch.js";

@@ -66,12 +66,40 @@ export class TerminalWatch {
 
 const utf8 = new TextDecoder();
 
-/** Whether `data` is a terminal event of `runId`, read without the codec's full check: a hint, never a proof. */
-export function endsRun(data: Uint8Array, runId: string): boolean {
+/** The fields of an event heard on core NATS that a hint is read by. */
+export interface EventHint {
+  type: string;
+  /** `llm.request`, `heartbeat`: the turn. */
+  turn?: number | undefined;
+  /** `accepted`: the attempt resumes an earlier one. */
+  resumed?: boolean | undefined;
+}
+
+/**
+ * An event of `runId` heard on core NATS, read without the codec's full check — a hint, never a
+ * proof — or undefined when `data` is no event of that run.
+ */
+export function eventHint(data: Uint8Array, runId: string): EventHint | undefined {
   try {
-    const event = JSON.parse(utf8.decode(data)) as { type?: unknown; run_id?: unknown };
-    return event.run_id === runId && typeof event.type === "string" && isTerminalEventType(event.type);
+    const event = JSON.parse(utf8.decode(data)) as {
+      type?: unknown;
+      run_id?: unknown;
+      turn?: unknown;
+      resumed?: unknown;
+    };
+    if (event.run_id !== runId || typeof event.type !== "string") return undefined;
+    return {
+      type: event.type,
+      turn: typeof event.turn === "number" ? event.turn : undefined,
+      resumed: event.resumed === true,
+    };
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** Whether `data` is a terminal event of `runId` (a hint, see {@link eventHint}). */
+export function endsRun(data: Uint8Array, runId: string): boolean {
+  const hint = eventHint(data, runId);
+  return hint !== undefined && isTerminalEventType(hint.type);
 }

@@ -18,6 +18,7 @@
 // subscription). The backoff bounds what held runs naming leaders that never answer cost the stream.
 import type { ForkResources, LoggedEvent } from "@forkd/client";
 import { lastLoggedEvent } from "@forkd/client";
+import { type EventHint, eventHint } from "@forkd/client/internal";
 import type { LlmClient } from "@forkd/core";
 import { LlmError } from "@forkd/core";
 import type { CacheLeader } from "@forkd/protocol";
@@ -34,15 +35,6 @@ const RELEASED_MEMORY = 1024;
 /** Why a follower's first call went. */
 export type LeaderWaitEnd = "began" | "timeout";
 
-/** The fields of a leader's event that say whether its first response began. */
-export interface LeaderEventView {
-  type: string;
-  /** `llm.request`: the turn it opens. */
-  turn?: number | undefined;
-  /** `accepted`: the attempt resumes an earlier one. */
-  resumed?: boolean | undefined;
-}
-
 /**
  * Whether the leader's log, ending with `event`, shows its first response began (or the run ended).
  * Only the moments before a first response do not: claimed (not resumed), started, its first
@@ -50,7 +42,7 @@ export interface LeaderEventView {
  * attempt counts as begun (its first attempt may have begun it), since holding followers longer than
  * needed costs more than the cache write a wrong guess might.
  */
-export function leaderReleases(event: LeaderEventView): boolean {
+export function leaderReleases(event: EventHint): boolean {
   switch (event.type) {
     case "accepted":
       return event.resumed === true;
@@ -61,26 +53,6 @@ export function leaderReleases(event: LeaderEventView): boolean {
       return (event.turn ?? 1) > 1;
     default:
       return true;
-  }
-}
-
-/** A live event on the leader's subject, as a hint: its type (and the fields above), or undefined. */
-function hintOf(data: Uint8Array, leaderRunId: string): LeaderEventView | undefined {
-  try {
-    const event = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8")) as {
-      type?: unknown;
-      run_id?: unknown;
-      turn?: unknown;
-      resumed?: unknown;
-    };
-    if (event.run_id !== leaderRunId || typeof event.type !== "string") return undefined;
-    return {
-      type: event.type,
-      turn: typeof event.turn === "number" ? event.turn : undefined,
-      resumed: event.resumed === true,
-    };
-  } catch {
-    return undefined;
   }
 }
 
@@ -121,7 +93,7 @@ class WatchedLeader {
       this.#subscription = nc.subscribe(subjects.events(runId), {
         callback: (error, message) => {
           if (error) return; // refused, or gone: the polls remain
-          const hint = hintOf(message.data, runId);
+          const hint = eventHint(message.data, runId);
           if (hint !== undefined && leaderReleases(hint)) this.#settle();
         },
       });
@@ -151,7 +123,7 @@ class WatchedLeader {
     this.options.readLast(this.runId).then(
       (last) => {
         this.#reading = false;
-        if (last !== null && leaderReleases(last.event as LeaderEventView)) this.#settle();
+        if (last !== null && leaderReleases(last.event as EventHint)) this.#settle();
       },
       (error: unknown) => {
         this.#reading = false;

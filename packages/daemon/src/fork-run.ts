@@ -133,7 +133,7 @@ export async function executeForkRun(
       prefix,
       prefixHash: plan.prefixHash,
     });
-    // Whatever client the API gets, its calls count against the cluster-wide limits.
+    // Whatever client the API gets, its calls pass the run's gates: its cache leader, the cluster-wide limits.
     const llm = options.wrapClient ? options.wrapClient(client, api) : client;
     const resume =
       options.priorEvents.length > 0
