@@ -403,6 +403,14 @@ export class ForkDaemon {
         }
       } catch (error) {
         if (stop.aborted) break;
+        if (isLostPullRequest(error)) {
+          // The server sent nothing for this request, not even its idle heartbeats: it no longer holds
+          // it (seen on nats-server 2.9, rarely, with the daemon and the server both well). Specs may
+          // be waiting for exactly this daemon's slots (the others full), so it asks again at once;
+          // the delay below is for a fetch that fails as it starts, where asking at once would spin.
+          this.#logger.debug({ err: error }, "a pull request went unanswered; pulling again");
+          continue;
+        }
         this.#logger.warn({ err: error }, "pulling specs failed; retrying");
         await new Promise((resolveDelay) => setTimeout(resolveDelay, 500));
       }
@@ -666,4 +674,12 @@ export class ForkDaemon {
     }
     for (const run of this.#active.values()) void run.heartbeat();
   }
+}
+
+/**
+ * Whether a fetch ended because its pull request went unanswered: nats.js ends a fetch that heard
+ * neither a message nor an idle heartbeat for two heartbeat intervals with this error.
+ */
+function isLostPullRequest(error: unknown): boolean {
+  return error instanceof Error && error.name === "JetStreamError" && error.message === "heartbeats missed";
 }
