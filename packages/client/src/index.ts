@@ -26,6 +26,7 @@ export type {
   PermissionHandler,
 } from "./nats-fork-subagent.js";
 export { NatsForkHandle, NatsForkSubagent } from "./nats-fork-subagent.js";
+export { QUEUED_REGISTRATION_DELAY_MS } from "./queued-registration.js";
 export {
   bucketKeys,
   groupIndexKey,

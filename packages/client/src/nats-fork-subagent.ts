@@ -67,6 +67,7 @@ import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
 import { uploadPrefixBytes } from "./prefix-store.js";
+import { DeferredRegistrations } from "./queued-registration.js";
 import {
   entriesOfRuns,
   groupIndexKey,
@@ -120,6 +121,14 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
   prefixTransport?: "auto" | "inline" | "ref";
   /** @unit bytes @default INLINE_PREFIX_THRESHOLD_BYTES (32 KiB) */
   inlineThresholdBytes?: number;
+  /**
+   * How long a run whose spec is stored is left to a daemon's claim before this parent registers it as
+   * `queued` in the registry itself. A free daemon's claim then registers the run in one round trip;
+   * reading the run's state, controlling it, or closing this subagent writes a waiting registration
+   * at once. Other processes see an unclaimed run that much later.
+   * @unit ms @default QUEUED_REGISTRATION_DELAY_MS (20)
+   */
+  queuedRegistrationDelayMs?: number;
   /** Answers permission requests of forks launched with `permissions.mode: "ask"`. Without it they time out (deny). */
   onPermission?: PermissionHandler;
   /** A tool host (see {@link serveTools}) every fork of this subagent may call. */
@@ -205,6 +214,8 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   // registered are only here). Bounded: past MAX_KNOWN_RUNS the oldest are forgotten, and runs a
   // cascade finds ended are dropped.
   readonly #known = new Map<string, NatsForkHandle>();
+  // Queued registrations of runs forked here, each written a moment after its spec is stored.
+  readonly #registrations: DeferredRegistrations;
   #lastGroupToken: { groupId: string; token: string } | undefined;
   // Every parent agent id this subagent forked for: what abortParent() cascades over by default.
   readonly #parents = new Set<string>();
@@ -214,6 +225,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     this.#options = options;
     this.#ownerKey = options.ownerKey ?? newSecret();
     this.#logger = options.logger ?? silentLogger;
+    this.#registrations = new DeferredRegistrations(options.queuedRegistrationDelayMs);
     if (options.onPermission) this.#servePermissions(options.onPermission);
   }
 
@@ -434,13 +446,15 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     return new NatsForkHandle(this.resources, runId, Promise.resolve(), this.#logger, this.#ownerKey);
   }
 
-  /** Current registry entry of a run. */
+  /** Current registry entry of a run (a run forked here and still unclaimed is registered first). */
   async state(runId: string): Promise<RunState | null> {
+    await this.#registrations.flush(runId);
     return (await getRunState(this.resources, runId))?.state ?? null;
   }
 
   /** Stops the permission responder. Does not close the NATS connection. */
   async close(): Promise<void> {
+    await this.#registrations.flushAll();
     for (const close of this.#closers.splice(0)) close();
   }
 
@@ -507,13 +521,15 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
         );
       }
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
-      // that owns the run, and no run id is visible before its spec holds it.
+      // that owns the run, and no run id is visible before its spec holds it (a moment later: see
+      // #registerQueued).
       await this.#registerQueued(spec, ack.seq);
       if (prefixSource.kind === "ref") await this.#confirmStored(params.prefix!, prefixSource);
     })();
     const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
       groupId: params.groupId,
       parentAgentId: params.parent.agent_id,
+      register: () => this.#registrations.flush(runId),
     });
     this.#known.set(runId, handle);
     if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);
@@ -644,35 +660,38 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     }
   }
 
-  // The registry shows the run as queued until a daemon claims it; a daemon's claim wins if first.
+  // The run is indexed at once (a listing by parent or group finds it) and registered as queued a
+  // moment later: a daemon with a free slot claims it first, in one round trip (queued-registration.ts).
   async #registerQueued(spec: ForkSpecInput, specSeq: number): Promise<void> {
-    const queued = queuedRunState({
-      runId: spec.run_id,
-      createdAt: spec.created_at,
-      now: Date.now(),
-      specSeq,
-      parentAgentId: spec.parent.agent_id,
-      label: spec.label,
-      groupId: spec.group_id,
+    const runId = spec.run_id;
+    this.#registrations.schedule(runId, async () => {
+      const queued = queuedRunState({
+        runId,
+        createdAt: spec.created_at,
+        now: Date.now(),
+        specSeq,
+        parentAgentId: spec.parent.agent_id,
+        label: spec.label,
+        groupId: spec.group_id,
+      });
+      try {
+        await createRunEntry(this.resources, runId, runStateCodec.encode(queued));
+      } catch {
+        // Already registered: a daemon claimed it first, or an idempotent resubmission. (A run id whose
+        // entry was deleted is refused too; its daemon's claim registers it.)
+      }
     });
     // The parent index key lets `forkd ps --parent` list this parent's runs without a scan; the
     // retention sweep removes it with the entry.
-    const indexKeys = [parentIndexKey(spec.parent.agent_id, spec.run_id)];
-    if (spec.group_id !== undefined) indexKeys.push(groupIndexKey(spec.group_id, spec.run_id));
-    const indexed = Promise.all(
+    const indexKeys = [parentIndexKey(spec.parent.agent_id, runId)];
+    if (spec.group_id !== undefined) indexKeys.push(groupIndexKey(spec.group_id, runId));
+    await Promise.all(
       indexKeys.map((key) =>
         this.resources.runs
           .put(key, new Uint8Array(0))
           .catch((error: unknown) => this.#logger.warn({ err: error, key }, "could not index the run")),
       ),
     );
-    try {
-      await createRunEntry(this.resources, spec.run_id, runStateCodec.encode(queued));
-    } catch {
-      // Already registered: a daemon claimed it first, or an idempotent resubmission. (A run id whose
-      // entry was deleted is refused too; its daemon's claim registers it.)
-    }
-    await indexed;
   }
 
   #servePermissions(handler: PermissionHandler): void {
@@ -718,6 +737,9 @@ export class NatsForkHandle implements ForkHandle {
   readonly groupId: string | undefined;
   /** The parent agent id of the run, when it was forked here. */
   readonly parentAgentId: string | undefined;
+  // Writes the run's queued registration now if it still waits (a run forked here), so that a control
+  // flag lands on the entry its parent registers rather than on one it makes up.
+  readonly #register: () => Promise<void>;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
   #launched = false;
@@ -729,10 +751,15 @@ export class NatsForkHandle implements ForkHandle {
     launch: Promise<void>,
     logger: Logger,
     ownerKey: string,
-    origin: { groupId?: string | undefined; parentAgentId?: string | undefined } = {},
+    origin: {
+      groupId?: string | undefined;
+      parentAgentId?: string | undefined;
+      register?: () => Promise<void>;
+    } = {},
   ) {
     this.groupId = origin.groupId;
     this.parentAgentId = origin.parentAgentId;
+    this.#register = origin.register ?? (() => Promise.resolve());
     launch.then(
       () => {
         this.#launched = true;
@@ -896,6 +923,7 @@ export class NatsForkHandle implements ForkHandle {
     // milliseconds.
     if (!options.fastPathSent) resources.nc.publish(subject, bytes);
     // Then the registry flag, for a spec picked up or redelivered later.
+    await this.#register();
     await updateRunState(
       resources,
       this.runId,

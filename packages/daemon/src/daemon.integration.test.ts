@@ -173,6 +173,43 @@ describe("a daemon over real NATS", () => {
       expect((await forks.state(runId))?.status).toBe("queued");
     });
   });
+  it("registers a run by its claim when a daemon is free: the parent's queued registration waits, and is refused then", async () => {
+    const parent = await NatsForkSubagent.create(nc, { queuedRegistrationDelayMs: 60_000 });
+    try {
+      const runId = "claimed-first-1";
+      // Every write sent to the run's key (a core subscription hears refused ones too), with the
+      // sequence it expects the key to be at: 0 for a create.
+      const writes: { status: string; expects: string | undefined }[] = [];
+      const bucket = parent.resources.subjects.buckets.runs;
+      const subscription = nc.subscribe(`$KV.${bucket}.${runId}`, {
+        callback: (_error, message) => {
+          writes.push({
+            status: runStateCodec.decode(message.data).status,
+            expects: message.headers?.get("Nats-Expected-Last-Subject-Sequence"),
+          });
+        },
+      });
+      await nc.flush();
+      const fixture = await loadFixture("4k");
+      const handle = parent.fork({
+        runId,
+        prefix: createForkPrefix(fixture.request, fixture.response),
+        directive: "Summarise the codec module.",
+        parent: { agent_id: "parent-1" },
+      });
+      expect((await handle.result()).status).toBe("completed");
+      await parent.close(); // writes the waiting registration: a create, refused, the run has its entry
+      await nc.flush();
+      subscription.unsubscribe();
+      // The claim is the run's first write, a create; no compare-and-set from a queued entry followed it.
+      expect(writes[0]).toEqual({ status: "running", expects: "0" });
+      expect(writes.at(-1)).toEqual({ status: "queued", expects: "0" });
+      expect((await parent.state(runId))?.status).toBe("completed");
+    } finally {
+      await parent.close();
+    }
+  });
+
   it("runs a new run whose registry key was deleted: both one-round-trip creates are refused there, and the claim's fallback takes the key over", async () => {
     const runId = "deleted-key-run-1";
     const resources = forks.resources;

@@ -7,6 +7,7 @@ import {
   getRunState,
   type LoggedEvent,
   lastLoggedEvent,
+  QUEUED_REGISTRATION_DELAY_MS,
   type RunStateEntry,
 } from "@forkd/client";
 import {
@@ -715,17 +716,18 @@ export class RunExecutor {
 
   /**
    * The claim of a first delivery in one round trip: create the run's registry entry, claimed, while
-   * the log's last event and the registry entry are read alongside. The create succeeds only while the
-   * run has no entry at all (its parent has not registered it yet; nobody claimed, aborted or ended
-   * it), which is exactly the case where the full path would have read nothing from the registry
-   * before creating the same entry: no other owner, no abort flag. The log read is the full path's too
-   * (a run whose entry is gone may still have a log).
+   * the log's last event is read alongside. The create succeeds only while the run has no entry at all
+   * (its parent has not registered it yet; nobody claimed, aborted or ended it), which is exactly the
+   * case where the full path would have read nothing from the registry before creating the same entry:
+   * no other owner, no abort flag. The log read is the full path's too (a run whose entry is gone may
+   * still have a log).
    *
-   * When the entry exists (most often the parent's `queued` registration, which races this claim) the
-   * registry read made alongside is the full path's first read: returned as `read`, it saves that
-   * round trip, and the compare-and-set after it is the full path's (a change in between fails the
-   * compare and is read again). Undefined on any other outcome (the read found nothing: it ran before
-   * the entry was written; an error): the caller then reads the registry and the log itself.
+   * When the entry exists (the parent's `queued` registration, written once the run waited a moment
+   * in the queue; a control flag) the registry is read — beside the create when the spec waited that
+   * moment already, after the refusal otherwise: returned as `read`, it is the full path's first read,
+   * and the compare-and-set after it is the full path's (a change in between fails the compare and is
+   * read again). Undefined on any other outcome (the read found nothing: the entry was deleted in
+   * between; an error): the caller then reads the registry and the log itself.
    */
   async #claimUnregistered(
     runId: string,
@@ -739,15 +741,23 @@ export class RunExecutor {
     const { resources } = this.#deps;
     const now = Date.now();
     const state = this.#claimedState(null, runId, message, spec, now);
-    const [created, registered, last] = await Promise.allSettled([
+    // A parent registers its run only a moment after the spec is stored (client: queued-registration.ts):
+    // a spec taken sooner than that is claimed by this create, and a registry read beside it would be
+    // one more request ahead of the run's first model call. A spec that waited longer in the queue most
+    // likely has the parent's entry: the create will be refused, and the read beside it saves a round
+    // trip. (The stored time is the server's clock: a skew costs a round trip, never a wrong claim.)
+    const waitedMs = now - message.info.timestampNanos / 1e6;
+    const readBeside = waitedMs >= QUEUED_REGISTRATION_DELAY_MS;
+    const [created, last, readAlongside] = await Promise.allSettled([
       createRunEntry(resources, runId, runStateCodec.encode(state)),
-      getRunState(resources, runId),
       lastLoggedEvent(resources, runId),
+      readBeside ? getRunState(resources, runId) : Promise.resolve(undefined),
     ]);
     if (created.status === "rejected") {
-      if (registered.status === "rejected" || registered.value === null || last.status === "rejected")
-        return undefined;
-      return { read: { registered: registered.value, last: last.value } };
+      if (last.status === "rejected" || readAlongside.status === "rejected") return undefined;
+      const registered = readAlongside.value ?? (await getRunState(resources, runId).catch(() => null));
+      if (registered === null) return undefined;
+      return { read: { registered, last: last.value } };
     }
     if (last.status === "rejected") {
       // Claimed, but the log's position is unknown: without it no event can be published. Leave the
