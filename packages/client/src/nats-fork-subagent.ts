@@ -922,7 +922,9 @@ export class NatsForkHandle implements ForkHandle {
     // Fast path first (unless a cascade sent it already): a daemon running the run stops within
     // milliseconds.
     if (!options.fastPathSent) resources.nc.publish(subject, bytes);
-    // Then the registry flag, for a spec picked up or redelivered later.
+    // Then the registry flag, for a spec picked up or redelivered later — on the entry the parent
+    // registers (written now if it still waits), once the fast path has left for the socket.
+    await new Promise((resolveTurn) => setImmediate(resolveTurn));
     await this.#register();
     await updateRunState(
       resources,
