@@ -452,7 +452,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     return (await getRunState(this.resources, runId))?.state ?? null;
   }
 
-  /** Stops the permission responder. Does not close the NATS connection. */
+  /**
+   * Writes the `queued` registrations still waiting (see `queuedRegistrationDelayMs`) and stops the
+   * permission responder. Does not close the NATS connection: close this first.
+   */
   async close(): Promise<void> {
     await this.#registrations.flushAll();
     for (const close of this.#closers.splice(0)) close();
