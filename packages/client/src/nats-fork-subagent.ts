@@ -481,6 +481,9 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
 
   #fork(params: ForkParams, releaseAfter: Promise<void>, cacheLeader?: SpecCacheLeader): NatsForkHandle {
     const runId = params.runId ?? newRunId();
+    // Until the spec goes out, a run id made here has nothing stored under it (a given one may: a
+    // resubmission of a run that already ran).
+    let specUnsent = params.runId === undefined;
     // Everything but the prefix is checked before fork() returns (a bad param throws here); the
     // prefix (already validated by createForkPrefix) is encoded and hashed in the background, so
     // fork() returns at once even for the first fork of a 300k-token parent.
@@ -501,6 +504,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       const h = natsHeaders();
       if (spec.trace) h.set("traceparent", spec.trace.traceparent);
       let ack: PubAck;
+      specUnsent = false;
       try {
         ack = await this.resources.js.publish(this.resources.subjects.spec(runId), bytes, {
           msgID: runId,
@@ -533,6 +537,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       groupId: params.groupId,
       parentAgentId: params.parent.agent_id,
       register: () => this.#registrations.flush(runId),
+      specUnsent: () => specUnsent,
     });
     this.#known.set(runId, handle);
     if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);
@@ -743,6 +748,8 @@ export class NatsForkHandle implements ForkHandle {
   // Writes the run's queued registration now if it still waits (a run forked here), so that a control
   // flag lands on the entry its parent registers rather than on one it makes up.
   readonly #register: () => Promise<void>;
+  // Whether the run's spec has yet to go out (and nothing can be stored under its id before it does).
+  readonly #specUnsent: () => boolean;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
   #launched = false;
@@ -758,11 +765,13 @@ export class NatsForkHandle implements ForkHandle {
       groupId?: string | undefined;
       parentAgentId?: string | undefined;
       register?: () => Promise<void>;
+      specUnsent?: () => boolean;
     } = {},
   ) {
     this.groupId = origin.groupId;
     this.parentAgentId = origin.parentAgentId;
     this.#register = origin.register ?? (() => Promise.resolve());
+    this.#specUnsent = origin.specUnsent ?? (() => false);
     launch.then(
       () => {
         this.#launched = true;
@@ -828,6 +837,8 @@ export class NatsForkHandle implements ForkHandle {
       const terminal = await awaitTerminalEvent(this.#resources, this.runId, {
         signal: signal ? AbortSignal.any([signal, failed.signal]) : failed.signal,
         readAfter: this.#launch,
+        // Subscribed before the spec went out, on the same connection: every event will be heard.
+        readFirst: !this.#specUnsent(),
       });
       return forkOutcomeFromTerminalEvent(terminal.event);
     } catch (error) {

@@ -12,6 +12,7 @@ import {
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NatsForkSubagent } from "./nats-fork-subagent.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { awaitTerminalEvent } from "./terminal-event.js";
 
@@ -136,6 +137,53 @@ describe("awaitTerminalEvent on one server", () => {
     } finally {
       gets.stop();
       consumers.stop();
+    }
+  });
+
+  it("with readFirst false reads nothing until an ending is heard, then reads it", async () => {
+    const gets = await eventGets();
+    try {
+      const waiting = awaitTerminalEvent(resources, "run-unsent", { readFirst: false });
+      await nc.flush();
+      await nc.flush();
+      expect(await gets.count()).toBe(0);
+      await store(resources, "run-unsent", 1, "ended later");
+      expect((await waiting).event).toMatchObject({ reason: "ended later", seq: 1 });
+      expect(await gets.count()).toBe(1); // the heard ending, confirmed as stored
+    } finally {
+      gets.stop();
+    }
+  });
+
+  it("a fork's result() asked before its spec went out reads nothing at first; asked after, reads once", async () => {
+    const forks = await NatsForkSubagent.create(nc);
+    const gets = await eventGets();
+    try {
+      const early = forks.fork({ prefix: null, directive: "Wait.", parent: { agent_id: "parent-t" } });
+      const earlyResult = early.result();
+      await early.published();
+      await nc.flush();
+      await nc.flush();
+      expect(await gets.count()).toBe(0);
+      const late = forks.fork({ prefix: null, directive: "Wait.", parent: { agent_id: "parent-t" } });
+      await late.published();
+      const lateResult = late.result();
+      await gets.reached(1);
+      // A run id given by the caller may have a log already (a resubmission): its wait reads it.
+      const given = forks.fork({
+        runId: "run-given-1",
+        prefix: null,
+        directive: "Wait.",
+        parent: { agent_id: "parent-t" },
+      });
+      const givenResult = given.result();
+      await gets.reached(2);
+      for (const handle of [early, late, given]) await store(resources, handle.runId, 1, "ended by the test");
+      for (const outcome of await Promise.all([earlyResult, lateResult, givenResult]))
+        expect(outcome.status).toBe("killed");
+    } finally {
+      gets.stop();
+      await forks.close();
     }
   });
 

@@ -50,6 +50,14 @@ export interface AwaitTerminalEventOptions {
    * A rejection counts as settled (the caller reports a failed launch).
    */
   readAfter?: Promise<unknown>;
+  /**
+   * Whether the stored log is read once the subscription is at the server. False only where nothing
+   * of the run can be stored before this call: its spec goes out later on the same connection (a
+   * fresh run id, forked here), so every event comes after the subscription and is heard. Hints
+   * lost to a reconnect are read for all the same, and the hints window still ends in following the
+   * log. @default true
+   */
+  readFirst?: boolean;
 }
 
 /**
@@ -115,7 +123,7 @@ class TerminalWait {
         await launched;
         if (this.#ended.signal.aborted || this.#following) return;
         this.#hintsEnd = setTimeout(() => this.#followLog(), options.hintsForMs ?? TERMINAL_HINTS_FOR_MS);
-        this.#readLast(false);
+        if (options.readFirst !== false) this.#readLast(false);
       },
       () => this.#followLog(),
     );
