@@ -11,6 +11,7 @@ import {
   jetstreamManager,
   RetentionPolicy,
   StorageType,
+  type StreamConfig,
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { type ObjectStore, Objm } from "@nats-io/obj";
@@ -35,24 +36,41 @@ export interface ForkResources {
   readonly daemons: KV;
   readonly prefixes: ObjectStore;
   readonly options: ResolvedForkResourceOptions;
+  /**
+   * True when the specs stream keeps one spec per run id and the server refuses a second
+   * (`max_msgs_per_subject: 1`, `discard: new`, `discard_new_per_subject`): a spec a daemon holds is
+   * then the only one stored for its run, and so the run's owner, whatever the registry (which every
+   * parent of the account can write) says. False on a stream made before that guard.
+   */
+  readonly specsOnePerRun: boolean;
 }
 
+/** Creates the stream unless it exists; returns its configuration as stored (an existing one's own). */
 async function ensureStream(
   jsm: JetStreamManager,
   config: Parameters<JetStreamManager["streams"]["add"]>[0],
-) {
+): Promise<StreamConfig> {
   const name = config.name!;
   try {
-    await jsm.streams.info(name);
-    return;
+    return (await jsm.streams.info(name)).config;
   } catch {
     // not found: create below
   }
   try {
-    await jsm.streams.add(config);
+    return (await jsm.streams.add(config)).config;
   } catch (error) {
     if (!isAlreadyExists(error)) throw error;
+    return (await jsm.streams.info(name)).config;
   }
+}
+
+/** True for a specs stream whose server refuses a second spec for a run id while one is stored. */
+function keepsOneSpecPerRun(config: StreamConfig): boolean {
+  return (
+    config.max_msgs_per_subject === 1 &&
+    config.discard === DiscardPolicy.New &&
+    config.discard_new_per_subject === true
+  );
 }
 
 /**
@@ -68,7 +86,7 @@ export async function ensureForkResources(
   try {
     const jsm = await jetstreamManager(nc);
     const js = jetstream(nc);
-    await ensureStream(jsm, {
+    const specsConfig = await ensureStream(jsm, {
       name: subjects.streams.specs,
       subjects: [subjects.allSpecs],
       retention: RetentionPolicy.Workqueue,
@@ -77,7 +95,7 @@ export async function ensureForkResources(
       duplicate_window: nanos(resolved.duplicateWindowMs),
       // One spec per run id at a time, and the server refuses the second (error 10077) instead of
       // replacing the first: while a run's spec is queued or running, no other parent can store
-      // another spec for its id. The daemons still check ownership (streams made before this).
+      // another spec for its id. The daemons check ownership themselves on streams made before this.
       max_msgs_per_subject: 1,
       discard: DiscardPolicy.New,
       discard_new_per_subject: true,
@@ -138,7 +156,17 @@ export async function ensureForkResources(
       ttl: nanos(resolved.prefixesTtlMs),
       max_bytes: resolved.prefixesMaxBytes,
     });
-    return { nc, js, jsm, subjects, runs, daemons, prefixes, options: resolved };
+    return {
+      nc,
+      js,
+      jsm,
+      subjects,
+      runs,
+      daemons,
+      prefixes,
+      options: resolved,
+      specsOnePerRun: keepsOneSpecPerRun(specsConfig),
+    };
   } catch (cause) {
     throw new ClientError(
       "infrastructure",

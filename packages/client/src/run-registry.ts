@@ -1,7 +1,7 @@
 // The run registry (JetStream KV): one entry per run, changed only by compare-and-set so that
 // concurrent writers (a parent's abort, a daemon's claim, a stale daemon's heartbeat) never lose updates.
 
-import { type RunState, runStateCodec } from "@forkd/protocol";
+import { ProtocolError, type RunState, runStateCodec } from "@forkd/protocol";
 import { isWrongLastSequence } from "./jetstream-errors.js";
 import type { ForkResources } from "./resources.js";
 
@@ -29,6 +29,25 @@ export function createRunEntry(resources: ForkResources, runId: string, bytes: U
   return resources.runs.put(runId, bytes, { previousSeq: 0 });
 }
 
+/**
+ * A run's entry as a compare-and-set sees it. An entry that does not decode (every parent of the
+ * account can write the bucket) reads as no state at its revision: a mutation then decides as for an
+ * absent entry, and its write replaces the unreadable one instead of failing on it for ever.
+ */
+async function readForUpdate(
+  resources: ForkResources,
+  runId: string,
+): Promise<{ state: RunState | null; revision: number } | null> {
+  const entry = await resources.runs.get(runId);
+  if (entry?.operation !== "PUT" || entry.length === 0) return null;
+  try {
+    return { state: runStateCodec.decode(entry.value), revision: entry.revision };
+  } catch (error) {
+    if (!(error instanceof ProtocolError)) throw error;
+    return { state: null, revision: entry.revision };
+  }
+}
+
 /** What a mutation decides: write this state, or leave the entry alone. */
 export type RunStateMutation = RunState | "unchanged";
 
@@ -49,9 +68,9 @@ export async function updateRunState(
   const maxAttempts = options.maxAttempts ?? 20;
   for (let attempt = 1; ; attempt++) {
     const current =
-      attempt === 1 && options.known !== undefined ? options.known : await getRunState(resources, runId);
+      attempt === 1 && options.known !== undefined ? options.known : await readForUpdate(resources, runId);
     const next = mutate(current?.state ?? null);
-    if (next === "unchanged") return current;
+    if (next === "unchanged") return current?.state ? (current as RunStateEntry) : null;
     const bytes = runStateCodec.encode(next);
     try {
       const revision = current

@@ -8,6 +8,7 @@ export type { EventLogPosition, RunEventPublisherOptions } from "./event-publish
 export { RunEventPublisher } from "./event-publisher.js";
 export type { ForkRunOptions, RunTools, RunToolsFactory } from "./fork-run.js";
 export { executeForkRun } from "./fork-run.js";
+export { handleMaxDeliveries } from "./max-deliveries.js";
 export { natsPermissionAsker, toolHostDispatcher } from "./remote-tools.js";
 export type { ActiveRun, RunContext, RunExecutorDeps } from "./run-executor.js";
 export { RunExecutor } from "./run-executor.js";

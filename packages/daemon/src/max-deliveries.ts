@@ -1,11 +1,11 @@
 // A spec that exhausted max_deliver stays in the work-queue stream and nobody runs it again: the
 // daemons share the consumer's advisory (one of them, by queue group) and end the run as failed.
 import type { ForkResources } from "@forkd/client";
-import { getRunState } from "@forkd/client";
 import { isValidRunId, MAX_CONTROL_BYTES } from "@forkd/protocol";
 import { createCodec } from "@forkd/protocol/internal";
 import { z } from "zod";
 import type { DaemonLogger } from "./logger.js";
+import { readRunState } from "./registry-trust.js";
 import { failUnclaimedRun } from "./run-ending.js";
 
 // The fields forkd reads of the server's advisory (it has more). Decoded like any wire message: the
@@ -36,7 +36,11 @@ export async function handleMaxDeliveries(
     await resources.jsm.streams.deleteMessage(stream, advisory.stream_seq).catch(() => false);
     return;
   }
-  const owner = (await getRunState(resources, runId))?.state.spec_seq;
+  // Where the stream keeps one spec per run, the stored spec is the run's owner whatever the registry
+  // (every parent's to write) says; on an older stream the registry names the owner.
+  const owner = resources.specsOnePerRun
+    ? advisory.stream_seq
+    : (await readRunState(resources, runId, context.logger))?.state.spec_seq;
   if (owner !== undefined && owner !== advisory.stream_seq) {
     // Not the spec that owns the run: its failure to deliver says nothing about the run.
     await resources.jsm.streams.deleteMessage(stream, advisory.stream_seq).catch(() => false);
@@ -50,7 +54,8 @@ export async function handleMaxDeliveries(
       message: `the spec was delivered ${advisory.deliveries} times without completing (daemons crashed or lost their claim)`,
       retryable: false,
     },
-    advisory.stream_seq,
+    { specSeq: advisory.stream_seq, deliveries: advisory.deliveries },
+    context.logger,
   );
   if (failed)
     context.logger.warn({ runId, deliveries: advisory.deliveries }, "run failed: max_deliver exhausted");

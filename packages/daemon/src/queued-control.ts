@@ -6,7 +6,7 @@
 // spec meanwhile and published first keeps the run (ours is refused), and one that publishes after us
 // is fenced and stops (docs/protocol.md, "Stopping a queued run"). No registry compare-and-set comes
 // before the event: in a cascade every request of every run waits behind the others on the server.
-import { type ForkResources, getRunState, lastLoggedEvent } from "@forkd/client";
+import { type ForkResources, lastLoggedEvent } from "@forkd/client";
 import {
   type AbortRequest,
   decodeSpecOwnership,
@@ -20,6 +20,7 @@ import { DaemonError } from "./errors.js";
 import { RunEventPublisher } from "./event-publisher.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
+import { readRunState } from "./registry-trust.js";
 import { recordTerminal } from "./run-ending.js";
 import { abortAuthorized } from "./run-executor.js";
 import type { NamedSecret } from "./tools/secrets.js";
@@ -75,14 +76,15 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
   const runId = request.run_id;
   // The reads in one round trip.
   const [registered, stored] = await Promise.all([
-    getRunState(resources, runId),
+    readRunState(resources, runId, deps.logger),
     storedSpec(resources, runId),
   ]);
   if (registered === null || registered.state.status !== "queued" || stored === null) return false;
   // A run never claimed has no log; one handed back to the queue has one to append to.
   const last = registered.state.attempt === 0 ? null : await lastLoggedEvent(resources, runId);
-  // Only the spec that owns the run speaks for it.
-  const specSeq = registered.state.spec_seq ?? stored.seq;
+  // Only the spec that owns the run speaks for it: the stored one where the stream keeps one spec
+  // per run (the registry is every parent's to write), the one the registry names otherwise.
+  const specSeq = resources.specsOnePerRun ? stored.seq : (registered.state.spec_seq ?? stored.seq);
   if (specSeq !== stored.seq) return false;
   const spec = stored.spec;
   const mode = request.mode ?? "abort";

@@ -1,6 +1,6 @@
 // Ending a run in the registry, and failing a run that no attempt has claimed (a spec that cannot
 // be decoded, a spec that exhausted max_deliver): both the executor and the advisory handler do it.
-import { type ForkResources, getRunState, lastLoggedEvent, type RunStateEntry } from "@forkd/client";
+import { type ForkResources, lastLoggedEvent, type RunStateEntry } from "@forkd/client";
 import { updateRunState } from "@forkd/client/internal";
 import {
   emptyUsageTotals,
@@ -11,6 +11,8 @@ import {
   type WireError,
 } from "@forkd/protocol";
 import { RunEventPublisher } from "./event-publisher.js";
+import type { DaemonLogger } from "./logger.js";
+import { priorAttempt, readRunState } from "./registry-trust.js";
 
 /** Records a run's terminal event in the registry, unless a newer attempt owns the entry. */
 export async function recordTerminal(
@@ -55,12 +57,14 @@ export async function failUnclaimedRun(
   resources: ForkResources,
   runId: string,
   error: WireError,
-  specSeq?: number,
+  /** The failing spec: its stream sequence, and how often it was delivered. */
+  failing: { specSeq: number; deliveries: number },
+  logger: DaemonLogger,
 ): Promise<boolean> {
   const last = await lastLoggedEvent(resources, runId).catch(() => null);
   if (last && isTerminalEvent(last.event)) return false;
-  const current = await getRunState(resources, runId);
-  const attempt = (current?.state.attempt ?? 0) + 1;
+  const current = await readRunState(resources, runId, logger);
+  const attempt = priorAttempt(current?.state.attempt ?? 0, failing.deliveries, last) + 1;
   const publisher = new RunEventPublisher({
     js: resources.js,
     subjects: resources.subjects,
@@ -69,6 +73,6 @@ export async function failUnclaimedRun(
     position: { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 },
   });
   const event = await publisher.publish({ type: "failed", error, usage: emptyUsageTotals() });
-  await recordTerminal(resources, runId, event, attempt, specSeq);
+  await recordTerminal(resources, runId, event, attempt, failing.specSeq);
   return true;
 }

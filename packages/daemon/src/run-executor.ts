@@ -4,7 +4,6 @@
 import {
   ClientError,
   type ForkResources,
-  getRunState,
   type LoggedEvent,
   lastLoggedEvent,
   QUEUED_REGISTRATION_DELAY_MS,
@@ -57,6 +56,7 @@ import type { InlinePrefixCache } from "./inline-prefixes.js";
 import type { OpenAiClients } from "./llm-providers.js";
 import type { DaemonLogger } from "./logger.js";
 import type { DaemonMetrics } from "./metrics.js";
+import { priorAttempt, readRunState, registryDisagrees } from "./registry-trust.js";
 import { failUnclaimedRun, recordTerminal } from "./run-ending.js";
 import { startRunTracing } from "./run-tracing.js";
 import type { StorageHealth } from "./storage-health.js";
@@ -364,7 +364,9 @@ export class RunExecutor {
             return { ...current, heartbeat_at: now, updated_at: now, last_seq: publisher!.lastSeq, turn };
           });
           if (seen?.state.attempt === attempt) entry = seen;
-          if (seen && seen.state.attempt > attempt) stopWith({ kind: "fenced" });
+          // A higher attempt in the registry alone does not stop this one: every parent of the
+          // account can write that entry. A newer attempt that really claimed the run publishes in
+          // its log, and this attempt's next publish is then fenced (the catch below).
           if (seen?.state.abort && !isTerminalRunStatus(seen.state.status)) requestAbort(seen.state.abort);
         } catch (error) {
           if (error instanceof DaemonError && error.code === "fenced") stopWith({ kind: "fenced" });
@@ -649,9 +651,15 @@ export class RunExecutor {
         resources,
         runId,
         (current) => {
-          // Another spec became the owner between the read and this write.
-          if (current?.spec_seq !== undefined && current.spec_seq !== message.seq) return "unchanged";
-          return this.#claimedState(current, runId, message, spec, now);
+          // Another spec became the owner between the read and this write (only on a stream that
+          // can hold two specs for one run: otherwise the spec in hand is the owner, see #admit).
+          if (
+            !resources.specsOnePerRun &&
+            current?.spec_seq !== undefined &&
+            current.spec_seq !== message.seq
+          )
+            return "unchanged";
+          return this.#claimedState(current, runId, message, spec, now, last);
         },
         { known: registered },
       );
@@ -671,7 +679,8 @@ export class RunExecutor {
           message: `JetStream cannot store the run's claim: ${(error as Error).message}`,
           retryable: true,
         },
-        message.seq,
+        { specSeq: message.seq, deliveries: message.info.deliveryCount },
+        logger,
       ).catch((failure: unknown) => logger.error({ err: failure }, "could not record the storage failure"));
       await removeSpec(resources, message);
       metrics?.runsEnded.inc({ outcome: "failed" });
@@ -691,6 +700,8 @@ export class RunExecutor {
     message: JsMsg,
     spec: ForkSpec,
     now: number,
+    /** The log's last event (null: none). */
+    last: LoggedEvent | null,
   ): RunState {
     return {
       ...(current ??
@@ -702,11 +713,15 @@ export class RunExecutor {
           label: spec.label,
           groupId: spec.group_id,
         })),
-      // A claim ends a handoff (failover.ts): the run is someone's again.
+      // A claim ends a handoff (failover.ts): the run is someone's again. An end the entry claims
+      // without a terminal event in the log (#admit) is not carried into the running run.
       handoff: undefined,
+      ended_at: undefined,
+      usage: undefined,
+      error: undefined,
       spec_seq: message.seq,
       status: "running",
-      attempt: (current?.attempt ?? 0) + 1,
+      attempt: priorAttempt(current?.attempt ?? 0, message.info.deliveryCount, last) + 1,
       daemon_id: this.#deps.config.daemonId,
       updated_at: now,
       heartbeat_at: now,
@@ -740,7 +755,7 @@ export class RunExecutor {
   > {
     const { resources } = this.#deps;
     const now = Date.now();
-    const state = this.#claimedState(null, runId, message, spec, now);
+    const state = this.#claimedState(null, runId, message, spec, now, null);
     // A parent registers its run only a moment after the spec is stored (client: queued-registration.ts):
     // a spec taken sooner than that is claimed by this create, and a registry read beside it would be
     // one more request ahead of the run's first model call. A spec that waited longer in the queue most
@@ -751,11 +766,12 @@ export class RunExecutor {
     const [created, last, readAlongside] = await Promise.allSettled([
       createRunEntry(resources, runId, runStateCodec.encode(state)),
       lastLoggedEvent(resources, runId),
-      readBeside ? getRunState(resources, runId) : Promise.resolve(undefined),
+      readBeside ? readRunState(resources, runId, this.#deps.logger) : Promise.resolve(undefined),
     ]);
     if (created.status === "rejected") {
       if (last.status === "rejected" || readAlongside.status === "rejected") return undefined;
-      const registered = readAlongside.value ?? (await getRunState(resources, runId).catch(() => null));
+      const registered =
+        readAlongside.value ?? (await readRunState(resources, runId, this.#deps.logger).catch(() => null));
       if (registered === null) return undefined;
       return { read: { registered, last: last.value } };
     }
@@ -793,20 +809,34 @@ export class RunExecutor {
       return null;
     }
 
-    // 1. Ownership. A run belongs to the first spec stored for its id (the registry names it by its
-    // stream sequence): any other spec for that id, valid or not, is refused and removed, and never
-    // fails, fences or resumes the run. An ended run is not run again.
+    // 1. Ownership. A run belongs to the first spec stored for its id: any other spec for that id,
+    // valid or not, is refused and removed, and never fails, fences or resumes the run. An ended run
+    // is not run again.
     const [registered, last] = read
       ? [read.registered, read.last]
-      : await Promise.all([getRunState(resources, runId), lastLoggedEvent(resources, runId)]);
-    if (registered && isTerminalRunStatus(registered.state.status)) {
-      await message.ackAck().catch(() => false);
-      return null;
-    }
-    const ownerSeq = registered?.state.spec_seq;
-    if (ownerSeq !== undefined && ownerSeq !== message.seq) {
-      await this.refuseSpec(message, ownerSeq, logger);
-      return null;
+      : await Promise.all([readRunState(resources, runId, logger), lastLoggedEvent(resources, runId)]);
+    if (resources.specsOnePerRun) {
+      // The server stores one spec per run id at a time: the spec in hand is the run's owner, and
+      // only the run's log (the daemons' alone) says it ended (#claim reads it). The registry is every
+      // parent's to write: an entry that names another spec or an end the log does not hold was
+      // forged (docs/security.md), and must not make this daemon drop another parent's run.
+      if (registered && registryDisagrees(registered.state, message.seq, last))
+        logger.warn(
+          { code: "registry_disagrees", specSeq: message.seq, registered: registered.state },
+          "the run's registry entry names another spec or an end its log does not hold: ignored",
+        );
+    } else {
+      // A specs stream made before the one-spec guard: the registry names the owning spec by its
+      // stream sequence, and its end.
+      if (registered && isTerminalRunStatus(registered.state.status)) {
+        await message.ackAck().catch(() => false);
+        return null;
+      }
+      const ownerSeq = registered?.state.spec_seq;
+      if (ownerSeq !== undefined && ownerSeq !== message.seq) {
+        await this.refuseSpec(message, ownerSeq, logger);
+        return null;
+      }
     }
 
     // 2. Validate. A malformed spec fails its own run, never the daemon.
@@ -825,7 +855,13 @@ export class RunExecutor {
     } catch (error) {
       const wire = toWireError(error);
       logger.warn({ err: error }, "malformed spec: failing its run");
-      await failUnclaimedRun(resources, runId, wire, message.seq);
+      await failUnclaimedRun(
+        resources,
+        runId,
+        wire,
+        { specSeq: message.seq, deliveries: message.info.deliveryCount },
+        logger,
+      );
       message.term();
       metrics?.runsEnded.inc({ outcome: "failed" });
       return null;

@@ -20,13 +20,13 @@ export const RunStateSchema = z.object({
   v: z.literal(PROTOCOL_VERSION).describe("Protocol version."),
   run_id: RunIdSchema.describe("The run; also the key."),
   status: RunStatusSchema.describe("Where the run is; the last three are final."),
-  /** Highest attempt that claimed the run; a daemon holding a lower one is fenced. */
+  /** Highest attempt that claimed the run; the next claim takes the one after it (fencing is the log's). */
   attempt: z
     .number()
     .int()
     .nonnegative()
     .describe(
-      "Highest attempt that claimed the run (0 while queued); a daemon holding a lower one is fenced.",
+      "Highest attempt that claimed the run (0 while queued); the next claim takes the one after it. Fencing is the event log's.",
     ),
   daemon_id: z.string().min(1).optional().describe("The daemon running (or that last ran) the run."),
   /** The run's owner: the specs-stream sequence of the first spec stored for this run id. */
@@ -36,7 +36,7 @@ export const RunStateSchema = z.object({
     .positive()
     .optional()
     .describe(
-      "Stream sequence of the spec that owns the run (the first stored for its id); a daemon refuses any other spec for it.",
+      "Stream sequence of the spec that owns the run (the first stored for its id); on a specs stream without the one-spec guard a daemon refuses any other spec for it.",
     ),
   /** Last event seq published. */
   last_seq: z.number().int().nonnegative().describe("Last event seq published (0 before the first)."),
