@@ -173,11 +173,7 @@ describe("a parent that forges another parent's registry entry", () => {
       }));
       for (const [index, [, forge]] of forgeries.entries()) {
         const runId = victims[index]!.handle.runId;
-        // The parent's own `queued` entry, with the spec's sequence, is what the attacker rewrites.
-        const registered = await waitFor(async () => {
-          const state = await victimParent.state(runId);
-          return state?.spec_seq !== undefined ? state : undefined;
-        });
+        const registered = await queuedEntry(victimParent, runId);
         await resources.runs.put(runId, forge(registered));
       }
       await startDaemon("forged-queued-d", { prefix: "forged_queued", concurrency: 4 });
@@ -211,10 +207,7 @@ describe("a parent that forges another parent's registry entry", () => {
         directive: "Say hello.",
         parent: { agent_id: "victim" },
       });
-      const registered = await waitFor(async () => {
-        const state = await victimParent.state(victim.runId);
-        return state?.spec_seq !== undefined ? state : undefined;
-      });
+      const registered = await queuedEntry(victimParent, victim.runId);
       await resources.runs.put(victim.runId, json({ ...registered, spec_seq: registered.spec_seq! + 1000 }));
       await victim.abort("the user changed their mind");
       expect((await victim.result()).status).toBe("killed");
@@ -304,6 +297,14 @@ describe("a spec that exhausted max_deliver, its registry entry naming another s
     expect(await resources.jsm.streams.getMessage(resources.subjects.streams.specs, { seq })).toBeNull();
   });
 });
+
+/** The parent's own `queued` entry for its run, once it names the stored spec: what an attacker rewrites. */
+function queuedEntry(parent: NatsForkSubagent, runId: string): Promise<RunState> {
+  return waitFor(async () => {
+    const state = await parent.state(runId);
+    return state?.spec_seq !== undefined ? state : undefined;
+  });
+}
 
 function json(value: unknown): string {
   return JSON.stringify(value);
