@@ -8,9 +8,10 @@ import {
   MAX_SPEC_BYTES,
   PROTOCOL_VERSION,
 } from "@forkd/protocol";
+import { spliceInlineSpec } from "@forkd/protocol/internal";
 import { loadFixture } from "@forkd/testing";
 import { beforeAll, describe, expect, it } from "vitest";
-import { InlineSpecWriter, spliceInlineSpec } from "./inline-spec.js";
+import { InlineSpecWriter } from "./inline-spec.js";
 
 let prefix: ForkPrefix;
 

@@ -3,26 +3,7 @@
 // (validated per fork). Encoding the whole spec per fork re-serialised and re-validated the prefix
 // for every sibling.
 import { type ForkSpecInput, forkSpecCodec } from "@forkd/protocol";
-
-const utf8 = new TextEncoder();
-const INLINE_OPENING = utf8.encode(',"prefix":{"kind":"inline","prefix":');
-const CLOSING = utf8.encode("}}");
-
-/**
- * The bytes of `spec` with `prefixBytes` (a prefix as `forkPrefixCodec` encodes it) as its inline
- * prefix: `spec`'s own fields first, `prefix` last. Checks nothing; see {@link InlineSpecWriter}.
- */
-export function spliceInlineSpec(spec: Omit<ForkSpecInput, "prefix">, prefixBytes: Uint8Array): Uint8Array {
-  const rest = utf8.encode(JSON.stringify({ ...spec, prefix: undefined }));
-  const bytes = new Uint8Array(rest.byteLength - 1 + INLINE_OPENING.byteLength + prefixBytes.byteLength + 2);
-  bytes.set(rest.subarray(0, rest.byteLength - 1)); // without its closing brace
-  let at = rest.byteLength - 1;
-  bytes.set(INLINE_OPENING, at);
-  at += INLINE_OPENING.byteLength;
-  bytes.set(prefixBytes, at);
-  bytes.set(CLOSING, at + prefixBytes.byteLength);
-  return bytes;
-}
+import { spliceInlineSpec } from "@forkd/protocol/internal";
 
 /**
  * Writes inline specs whose checks are shared. A caller validates each spec's own fields (the spec with

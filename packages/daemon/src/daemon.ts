@@ -188,7 +188,9 @@ export class ForkDaemon {
       ...(this.#callLimits ? { callLimits: this.#callLimits } : {}),
       resources,
       prefixCache: new PrefixCache(),
-      inlinePrefixes: new InlinePrefixCache(),
+      inlinePrefixes: new InlinePrefixCache(undefined, (how) =>
+        this.#options.metrics?.inlinePrefixSpecs.inc({ decoded: how }),
+      ),
       config,
       logger: this.#logger,
       storage: this.#storage,

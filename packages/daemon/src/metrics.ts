@@ -31,6 +31,8 @@ export interface DaemonMetrics {
   readonly callSlotWait: Histogram<"scope">;
   /** Calls that found no free slot and queued for one, per scope. */
   readonly callSlotWaits: Counter<"scope">;
+  /** Specs with an inline prefix, by how they were decoded: `tail` (a kept prefix's bytes ended the spec), `hash`, `whole`. */
+  readonly inlinePrefixSpecs: Counter<"decoded">;
 }
 
 /** Creates the metrics on a fresh registry. */
@@ -46,6 +48,12 @@ export function createDaemonMetrics(): DaemonMetrics {
       registers,
     }),
     runsActive: new Gauge({ name: "forkd_runs_active", help: "Runs in progress on this daemon", registers }),
+    inlinePrefixSpecs: new Counter({
+      name: "forkd_inline_prefix_specs_total",
+      help: "Specs carrying their prefix inline, by how they were decoded: tail (ended with a kept prefix's bytes: only the spec's own fields parsed), hash (parsed whole, the prefix then found kept), whole (parsed and validated whole, the prefix kept)",
+      labelNames: ["decoded"],
+      registers,
+    }),
     callLimit: new Gauge({
       name: "forkd_call_limit",
       help: "Model calls at once a cluster-wide limit allows, per scope (key:<hash>, model:<name>, tenant:<id>)",

@@ -112,4 +112,25 @@ describe("observability", () => {
     expect(body).toMatch(/^forkd_queue_wait_seconds_count \d+/m);
     expect(value(/^forkd_runs_active (\d+)/m)).toBe(0);
   });
+
+  it("counts the inline specs recognised by their prefix's bytes", async () => {
+    const fixture = await loadFixture("4k"); // small enough to travel inline
+    const prefix = createForkPrefix(fixture.request, fixture.response);
+    const handles = ["First sibling.", "Second sibling."].map((directive) =>
+      forks.fork({ prefix, directive, parent: { agent_id: "parent-inline" } }),
+    );
+    for (const handle of handles) expect((await handle.result()).status).toBe("completed");
+    const response = await fetch(daemon.metricsUrl!);
+    const body = await response.text();
+    const count = (how: string) =>
+      Number(
+        body.match(new RegExp(`^forkd_inline_prefix_specs_total\\{decoded="${how}"\\} (\\d+)`, "m"))?.[1] ??
+          0,
+      );
+    // The client writes the prefix's bytes last in each spec: after the first, only the specs' own
+    // fields are parsed.
+    expect(count("tail")).toBeGreaterThanOrEqual(1);
+    expect(count("hash")).toBe(0);
+    expect(count("tail") + count("whole")).toBeGreaterThanOrEqual(2);
+  });
 });

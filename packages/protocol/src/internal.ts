@@ -16,4 +16,5 @@ export {
   stopProof,
   toolHostProof,
 } from "./control-proof.js";
+export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";
