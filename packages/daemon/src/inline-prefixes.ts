@@ -40,18 +40,12 @@ interface KeptPrefix {
   tail: Uint8Array;
 }
 
-/** How a spec with an inline prefix was decoded (see {@link InlinePrefixStats}). */
+/**
+ * How a spec with an inline prefix was decoded: `tail`, recognised by its last bytes (only the spec's
+ * own fields parsed); `hash`, parsed whole and its prefix then found by its hash; `whole`, parsed and
+ * validated whole.
+ */
 export type InlinePrefixDecode = "tail" | "hash" | "whole";
-
-/** Counts of how specs with an inline prefix were decoded. */
-export interface InlinePrefixStats {
-  /** Recognised by their last bytes: only the spec's own fields were parsed. */
-  tailHits: number;
-  /** Parsed whole, their prefix then found by its hash. */
-  hashHits: number;
-  /** Parsed and validated whole. */
-  misses: number;
-}
 
 /**
  * Decodes fork specs as `forkSpecCodec.decode` does — the same checks, the same errors, the same
@@ -68,8 +62,6 @@ export class InlinePrefixCache {
   /** Keys of the kept prefixes with a known tail, by the tail's length. */
   readonly #keysByTailLength = new Map<number, Set<string>>();
   #bytes = 0;
-  readonly #stats: InlinePrefixStats = { tailHits: 0, hashHits: 0, misses: 0 };
-
   readonly #onDecode: ((how: InlinePrefixDecode) => void) | undefined;
 
   /**
@@ -84,11 +76,6 @@ export class InlinePrefixCache {
   /** Number of kept prefixes. */
   get size(): number {
     return this.#entries.size;
-  }
-
-  /** How the specs with an inline prefix were decoded so far. */
-  get stats(): Readonly<InlinePrefixStats> {
-    return { ...this.#stats };
   }
 
   /** A spec, validated; its inline prefix is the shared copy when one was kept. @throws {ProtocolError} */
@@ -106,14 +93,14 @@ export class InlinePrefixCache {
     const key = createHash("sha256").update(json).digest("hex");
     const kept = this.#entries.get(key);
     if (kept) {
-      this.#counted("hash");
+      this.#onDecode?.("hash");
       this.#touch(key, kept);
       // The rest of the spec is checked as always; the prefix it carries is the one kept, byte for byte.
       const rest = forkSpecCodec.decode(JSON.stringify({ ...raw, prefix: { kind: "none" } }));
       return { ...rest, prefix: { kind: "inline", prefix: kept.prefix } };
     }
     const spec = forkSpecCodec.decode(data);
-    this.#counted("whole");
+    this.#onDecode?.("whole");
     if (spec.prefix.kind === "inline") this.#keep(key, spec.prefix.prefix, json);
     return spec;
   }
@@ -135,18 +122,11 @@ export class InlinePrefixCache {
       } catch {
         return undefined; // refused by the full decode, with the error the codec gives for the whole spec
       }
-      this.#counted("tail");
+      this.#onDecode?.("tail");
       this.#touch(key, kept);
       return { ...rest, prefix: { kind: "inline", prefix: kept.prefix } };
     }
     return undefined;
-  }
-
-  #counted(how: InlinePrefixDecode): void {
-    if (how === "tail") this.#stats.tailHits++;
-    else if (how === "hash") this.#stats.hashHits++;
-    else this.#stats.misses++;
-    this.#onDecode?.(how);
   }
 
   #keep(key: string, prefix: ForkPrefix, json: string): void {
