@@ -198,11 +198,17 @@ describe("a daemon over real NATS", () => {
         parent: { agent_id: "parent-1" },
       });
       expect((await handle.result()).status).toBe("completed");
+      // The registry records the end just after the terminal event; wait for it, so that the
+      // waiting registration is the key's last write and not raced by the daemon's.
+      await waitFor(async () => ((await parent.state(runId))?.status === "completed" ? true : undefined));
       await parent.close(); // writes the waiting registration: a create, refused, the run has its entry
       await nc.flush();
       subscription.unsubscribe();
       // The claim is the run's first write, a create; no compare-and-set from a queued entry followed it.
       expect(writes[0]).toEqual({ status: "running", expects: "0" });
+      expect(writes.filter((write) => write.status === "queued")).toEqual([
+        { status: "queued", expects: "0" },
+      ]);
       expect(writes.at(-1)).toEqual({ status: "queued", expects: "0" });
       expect((await parent.state(runId))?.status).toBe("completed");
     } finally {
