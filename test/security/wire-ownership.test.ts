@@ -182,7 +182,12 @@ describe("a parent that forges another parent's registry entry", () => {
         expect(outcome.status, name).toBe("completed");
         const log = (await readStoredEvents(resources, handle.runId)).map((stored) => stored.event);
         expect(attemptsOf(log), name).toEqual([1]);
-        expect((await victimParent.state(handle.runId))?.status, name).toBe("completed");
+        // The registry records the end just after the terminal event the outcome was read from.
+        const ended = await waitFor(async () => {
+          const state = await victimParent.state(handle.runId);
+          return state?.status === "running" ? undefined : state;
+        });
+        expect(ended?.status, name).toBe("completed");
       }
     } finally {
       await victimParent.close();
