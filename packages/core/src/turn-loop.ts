@@ -204,8 +204,11 @@ export async function runTurnLoop(options: TurnLoopOptions): Promise<TurnLoopOut
     deadlines.push({ at: options.deadlineAt, limitMs: Math.max(0, options.deadlineAt - startedAt) });
   const deadline = deadlines.sort((a, b) => a.at - b.at)[0];
   if (deadline !== undefined && !signal.aborted) {
-    const timeoutError = new RunTimeoutError(deadline.limitMs);
-    const fire = () => controller.abort(new StopRequest("timeout", timeoutError.message, timeoutError));
+    // The error is made when the deadline passes, not for every run that has one (every daemon run does).
+    const fire = () => {
+      const timeoutError = new RunTimeoutError(deadline.limitMs);
+      controller.abort(new StopRequest("timeout", timeoutError.message, timeoutError));
+    };
     const remaining = deadline.at - clock.now();
     if (remaining <= 0) fire();
     else timer = setTimeout(fire, remaining);
