@@ -205,6 +205,13 @@ describe("forkd under deploy/nats/accounts.conf", () => {
   });
 
   it("a daemon sweeps finished runs and collects unused prefixes with the daemon's rights alone", async () => {
+    // Every spec acked first: a finished run's spec the first daemon had not acked yet would come back
+    // only after ack_wait (30 s), to the sweeper, and keep its run until then.
+    await waitFor(
+      async () =>
+        (await parent.resources.jsm.streams.info(parent.resources.subjects.streams.specs)).state.messages ===
+        0,
+    );
     // The first daemon hands its lease over when it stops; one with windows of a second takes it.
     await daemon.stop({ graceMs: 0 });
     const config = loadDaemonConfig({
@@ -235,10 +242,22 @@ describe("forkd under deploy/nats/accounts.conf", () => {
       async () => {
         const { keys, prefixes } = await stored();
         if (keys.length === 0 && prefixes.length === 0) return true;
-        // What is left, and who holds the lease, is what a timeout reports (its cause).
+        // What is left (each run's entry as the sweeper reads it), and who holds the lease, is what a
+        // timeout reports (its cause).
         const lease = await readRetentionLease(parent.resources);
+        const runs = await Promise.all(
+          keys
+            .filter((key) => !key.includes("."))
+            .slice(0, 5)
+            .map(async (key) => {
+              const state = await parent.state(key).catch((error: unknown) => String(error));
+              return typeof state === "string" || state === null
+                ? { key, state }
+                : { key, status: state.status, ended_at: state.ended_at, updated_at: state.updated_at };
+            }),
+        );
         throw new Error(
-          `left: ${keys.length} registry keys (${keys.slice(0, 5).join(", ")}), ${prefixes.length} prefixes; retention lease ${JSON.stringify(lease)} at ${Date.now()}`,
+          `left: ${keys.length} registry keys (${keys.slice(0, 5).join(", ")}; runs ${JSON.stringify(runs)}), ${prefixes.length} prefixes; retention lease ${JSON.stringify(lease)} at ${Date.now()}`,
         );
       },
       { timeoutMs: 30_000 },
