@@ -3,7 +3,9 @@
 // ago than the window — its events (deleted one by one, found through the subject index), its parent
 // index key and its registry entry (purges of the runs bucket's stream filtered on the key, which
 // leave no delete marker behind). Every step is idempotent, so a sweep cut short is finished by
-// the next one. A queued or running run is never touched, however old.
+// the next one. A queued or running run is never touched, however old; nor is an ended one whose spec
+// is still in the work queue (its daemon's ack was lost): its next delivery must find the ended log,
+// or it would run the run again.
 import {
   isTerminalRunStatus,
   PROTOCOL_VERSION,
@@ -22,6 +24,8 @@ import { getEachMessage, scanStream } from "./stream-scan.js";
 export interface SweepResult {
   /** Finished runs removed (entry, index key and events). */
   runsRemoved: number;
+  /** Finished runs kept because their spec is still in the work queue; a later sweep removes them. */
+  runsKeptQueued: number;
   /** Registry entries read. */
   scanned: number;
 }
@@ -80,7 +84,21 @@ export async function removeFinishedRun(
 }
 
 /**
- * Removes every run that ended at least `retentionMs` before `now`. Reads the runs bucket's stream
+ * Whether the run's spec is still in the work queue. A daemon acks a spec once it has recorded the
+ * run's end; a spec still there means that ack was lost (the daemon died just before it, or its
+ * connection dropped), and the spec will be delivered again. That delivery reads the run's log to
+ * learn that it ended: removing the log first would have it run the run again.
+ */
+async function specStillQueued(resources: ForkResources, runId: string): Promise<boolean> {
+  const stored = await resources.jsm.streams.getMessage(resources.subjects.streams.specs, {
+    last_by_subj: resources.subjects.spec(runId),
+  });
+  return stored !== null;
+}
+
+/**
+ * Removes every run that ended at least `retentionMs` before `now`, but for one whose spec is still
+ * in the work queue (see {@link specStillQueued}). Reads the runs bucket's stream
  * from its oldest write and stops at the first written after the cutoff: a run written later cannot
  * have ended before it, so the work is the expired runs plus the live runs still at the head (queued
  * ones wait there; running ones rewrite their entries on every heartbeat and move to the tail).
@@ -92,7 +110,7 @@ export async function sweepFinishedRuns(
   options: { retentionMs: number; now?: number },
 ): Promise<SweepResult> {
   const cutoff = (options.now ?? Date.now()) - options.retentionMs;
-  const result: SweepResult = { runsRemoved: 0, scanned: 0 };
+  const result: SweepResult = { runsRemoved: 0, runsKeptQueued: 0, scanned: 0 };
   let fromSeq = 1;
   for (;;) {
     const expired: { state: RunState; revision: number }[] = [];
@@ -120,12 +138,17 @@ export async function sweepFinishedRuns(
       }
     }
     for (let i = 0; i < expired.length; i += SWEEP_CONCURRENCY) {
-      await Promise.all(
-        expired
-          .slice(i, i + SWEEP_CONCURRENCY)
-          .map(({ state, revision }) => removeFinishedRun(resources, state, revision)),
+      const removed = await Promise.all(
+        expired.slice(i, i + SWEEP_CONCURRENCY).map(async ({ state, revision }) => {
+          if (await specStillQueued(resources, state.run_id)) return false;
+          await removeFinishedRun(resources, state, revision);
+          return true;
+        }),
       );
-      result.runsRemoved += Math.min(SWEEP_CONCURRENCY, expired.length - i);
+      for (const done of removed) {
+        if (done) result.runsRemoved++;
+        else result.runsKeptQueued++;
+      }
     }
     if (!more) return result;
   }

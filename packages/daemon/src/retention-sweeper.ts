@@ -122,6 +122,12 @@ export class RetentionSweeper {
       if (runs.runsRemoved > 0 || prefixesRemoved > 0) {
         logger.info({ ...this.#lastSweep, scanned: runs.scanned }, "retention: removed finished runs");
       }
+      if (runs.runsKeptQueued > 0) {
+        logger.info(
+          { runs_kept: runs.runsKeptQueued },
+          "retention: kept finished runs whose spec is still queued (an ack was lost); removed once it is acked",
+        );
+      }
       await this.#hold();
     } catch (error) {
       logger.warn({ err: error }, "retention sweep failed; retrying at the next tick");
