@@ -10,6 +10,7 @@
 //   run is queued, listed with a KV key filter; one group's runs the same way, `group.<group_id>.<run_id>`.
 import { createHash } from "node:crypto";
 import { type RunState, runStateCodec } from "@forkd/protocol";
+import type { StoredMsg } from "@nats-io/jetstream";
 import type { ForkResources } from "./resources.js";
 import { getRunState, type RunStateEntry } from "./run-registry.js";
 import { scanStream } from "./stream-scan.js";
@@ -59,6 +60,16 @@ export async function liveRunIds(resources: ForkResources): Promise<string[]> {
     if (runId !== undefined) ids.push(runId);
   }
   return ids;
+}
+
+/**
+ * The spec stored in the work queue for `runId` (one get by subject), or null when none is: the run has
+ * not been forked yet, or it ended and its daemon acked the spec.
+ */
+export function readStoredSpec(resources: ForkResources, runId: string): Promise<StoredMsg | null> {
+  return resources.jsm.streams.getMessage(resources.subjects.streams.specs, {
+    last_by_subj: resources.subjects.spec(runId),
+  });
 }
 
 /** The registry entries of `runIds`, one get each, in parallel; a run with no (or a malformed) entry is left out. */

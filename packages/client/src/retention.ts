@@ -16,7 +16,13 @@ import {
   runStateCodec,
 } from "@forkd/protocol";
 import { isWrongLastSequence } from "./jetstream-errors.js";
-import { groupIndexKey, parentIndexKey, runEntriesFilter, runsKeySubject } from "./registry-index.js";
+import {
+  groupIndexKey,
+  parentIndexKey,
+  readStoredSpec,
+  runEntriesFilter,
+  runsKeySubject,
+} from "./registry-index.js";
 import type { ForkResources } from "./resources.js";
 import { getEachMessage, scanStream } from "./stream-scan.js";
 
@@ -90,10 +96,7 @@ export async function removeFinishedRun(
  * learn that it ended: removing the log first would have it run the run again.
  */
 async function specStillQueued(resources: ForkResources, runId: string): Promise<boolean> {
-  const stored = await resources.jsm.streams.getMessage(resources.subjects.streams.specs, {
-    last_by_subj: resources.subjects.spec(runId),
-  });
-  return stored !== null;
+  return (await readStoredSpec(resources, runId)) !== null;
 }
 
 /**

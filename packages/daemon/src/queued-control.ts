@@ -7,6 +7,7 @@
 // is fenced and stops (docs/protocol.md, "Stopping a queued run"). No registry compare-and-set comes
 // before the event: in a cascade every request of every run waits behind the others on the server.
 import { type ForkResources, lastLoggedEvent } from "@forkd/client";
+import { readStoredSpec } from "@forkd/client/internal";
 import {
   type AbortRequest,
   decodeSpecOwnership,
@@ -53,9 +54,7 @@ async function storedSpec(
   resources: ForkResources,
   runId: string,
 ): Promise<{ spec: ForkSpecOwnership; seq: number } | null> {
-  const stored = await resources.jsm.streams
-    .getMessage(resources.subjects.streams.specs, { last_by_subj: resources.subjects.spec(runId) })
-    .catch(() => null);
+  const stored = await readStoredSpec(resources, runId).catch(() => null);
   if (stored === null) return null;
   try {
     const spec = decodeSpecOwnership(stored.data);
