@@ -137,6 +137,12 @@ export interface PromptCacheOptions {
 /**
  * Cache keys of a layout: a running SHA-256 over the blocks, copied out only at the positions asked
  * for, so a 48k-token prompt is hashed once per request however many breakpoints it has.
+ *
+ * The text between two positions is handed to the hash in one `update` rather than two or three per
+ * block (the 48k fixture's request, 175 blocks and 21 positions: 0.55 → 0.44 ms per request, a fifth of
+ * the cost of its keys). The digests are the same: every piece joined here begins with a control character
+ * (`\u0001`, `\u0004`) or follows one (`\u0003`), so no surrogate pair can form across two pieces,
+ * and the UTF-8 of the joined text is the UTF-8 of its pieces, one after the other.
  */
 export function prefixKeys(
   layout: PromptLayout,
@@ -147,14 +153,17 @@ export function prefixKeys(
   if (positions.size === 0) return keys;
   const last = Math.max(...positions);
   const h = createHash("sha256");
-  h.update(`${scope}\u0000${layout.model}\u0000`);
+  let pending = `${scope}\u0000${layout.model}\u0000`;
   const blocks = layout.blocks;
   for (let i = 0; i <= last; i++) {
     const b = blocks[i]!;
-    if (i === layout.firstMessageBlock) h.update(`\u0004${layout.messagesContext}`);
-    h.update(`\u0001${b.segment}|${b.header}\u0002${b.content.length}\u0003`);
-    h.update(b.content);
-    if (positions.has(i)) keys.set(i, h.copy().digest("base64url"));
+    if (i === layout.firstMessageBlock) pending += `\u0004${layout.messagesContext}`;
+    pending += `\u0001${b.segment}|${b.header}\u0002${b.content.length}\u0003${b.content}`;
+    if (positions.has(i)) {
+      h.update(pending);
+      pending = "";
+      keys.set(i, h.copy().digest("base64url"));
+    }
   }
   return keys;
 }
