@@ -62,7 +62,6 @@ import { context, isSpanContextValid, trace } from "@opentelemetry/api";
 import { ClientError } from "./errors.js";
 import { readEventLog } from "./event-log.js";
 import { ForkGroup } from "./fork-group.js";
-import { InlineSpecWriter } from "./inline-spec.js";
 import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
@@ -80,6 +79,7 @@ import {
 import type { ForkResourceOptions } from "./resource-options.js";
 import { ensureForkResources, type ForkResources } from "./resources.js";
 import { createRunEntry, getRunState, type RunStateEntry, updateRunState } from "./run-registry.js";
+import { SpecWriter } from "./spec-writer.js";
 import { awaitTerminalEvent } from "./terminal-event.js";
 import { TerminalWatch } from "./terminal-watch.js";
 
@@ -198,7 +198,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   // Encoded prefixes by object identity: N forks of one parent encode, hash and upload once.
   readonly #encodedPrefixes = new WeakMap<ForkPrefix, { bytes: Uint8Array; ref: StoredPrefixRef }>();
   /** Inline specs: each prefix's bytes checked once, spliced into every spec that carries it. */
-  readonly #inlineSpecs = new InlineSpecWriter();
+  readonly #specWriter = new SpecWriter();
   // Uploads by prefix hash, with when they were made: past half the store's TTL the object may be
   // gone by the time a daemon reads it, so the next fork checks (and uploads) again.
   readonly #uploads = new Map<string, { done: Promise<void>; at: number }>();
@@ -494,12 +494,14 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     this.#parents.add(params.parent.agent_id);
     const launch = (async () => {
       await Promise.resolve();
-      const { prefixSource, upload } = this.#prefixSource(params.prefix);
+      const { prefixSource, upload, ref } = this.#prefixSource(params.prefix);
       const spec = { ...withoutPrefix, prefix: prefixSource };
       const bytes =
         prefixSource.kind === "inline"
           ? this.#inlineSpecBytes(withoutPrefix, prefixSource.prefix)
-          : forkSpecCodec.encode(spec);
+          : ref !== undefined
+            ? this.#specWriter.byReference(withoutPrefix, ref)
+            : forkSpecCodec.encode(spec);
       await Promise.all([upload, releaseAfter]);
       const h = natsHeaders();
       if (spec.trace) h.set("traceparent", spec.trace.traceparent);
@@ -582,7 +584,12 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     return spec;
   }
 
-  #prefixSource(prefix: ForkPrefix | null): { prefixSource: PrefixSource; upload: Promise<void> } {
+  /** Where the spec finds `prefix`; `ref` (the encoding cache's object) when it is stored. */
+  #prefixSource(prefix: ForkPrefix | null): {
+    prefixSource: PrefixSource;
+    upload: Promise<void>;
+    ref?: StoredPrefixRef;
+  } {
     if (prefix === null) return { prefixSource: { kind: "none" }, upload: Promise.resolve() };
     const transport = this.#options.prefixTransport ?? "auto";
     if (transport === "inline")
@@ -605,10 +612,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
         if (this.#uploads.get(ref.hash) === made) this.#uploads.delete(ref.hash);
       });
     }
-    return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done };
+    return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done, ref };
   }
 
-  /** A spec with `prefix` inline: its checked bytes spliced into the spec's own (see {@link InlineSpecWriter}). */
+  /** A spec with `prefix` inline: its checked bytes spliced into the spec's own (see {@link SpecWriter}). */
   #inlineSpecBytes(withoutPrefix: ForkSpecInput, prefix: ForkPrefix): Uint8Array {
     let prefixBytes: Uint8Array;
     try {
@@ -617,7 +624,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // A prefix that does not validate: the spec codec says why, at the field's path in the spec.
       return forkSpecCodec.encode({ ...withoutPrefix, prefix: { kind: "inline", prefix } });
     }
-    return this.#inlineSpecs.write(withoutPrefix, prefixBytes);
+    return this.#specWriter.inline(withoutPrefix, prefixBytes);
   }
 
   /** The prefix's bytes as stored (and as spliced into inline specs), encoded and validated once per prefix object. */

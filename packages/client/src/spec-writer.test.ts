@@ -5,13 +5,14 @@ import {
   forkPrefixCodec,
   forkSpecCodec,
   MAX_JSON_DEPTH,
+  MAX_PREFIX_BYTES,
   MAX_SPEC_BYTES,
   PROTOCOL_VERSION,
 } from "@forkd/protocol";
 import { spliceInlineSpec } from "@forkd/protocol/internal";
 import { loadFixture } from "@forkd/testing";
 import { beforeAll, describe, expect, it } from "vitest";
-import { InlineSpecWriter } from "./inline-spec.js";
+import { SpecWriter } from "./spec-writer.js";
 
 let prefix: ForkPrefix;
 
@@ -69,9 +70,9 @@ describe("inline specs from checked bytes", () => {
     expect(() => forkSpecCodec.encode({ ...spec, prefix: { kind: "inline", prefix: deep } })).toThrow(
       expect.objectContaining({ code: "too_deep" }),
     );
-    const writer = new InlineSpecWriter();
-    expect(() => writer.write(spec, prefixBytes)).toThrow(expect.objectContaining({ code: "too_deep" }));
-    expect(() => writer.write(specOf("Deep, again."), prefixBytes)).toThrow(
+    const writer = new SpecWriter();
+    expect(() => writer.inline(spec, prefixBytes)).toThrow(expect.objectContaining({ code: "too_deep" }));
+    expect(() => writer.inline(specOf("Deep, again."), prefixBytes)).toThrow(
       expect.objectContaining({ code: "too_deep" }),
     );
   });
@@ -82,10 +83,56 @@ describe("inline specs from checked bytes", () => {
       params: { ...prefix.params, system: "x".repeat(MAX_SPEC_BYTES - 200 * 1024) },
     } as ForkPrefix;
     const prefixBytes = forkPrefixCodec.encode(big);
-    const writer = new InlineSpecWriter();
-    expect(forkSpecCodec.decode(writer.write(specOf("Short."), prefixBytes)).directive).toBe("Short.");
+    const writer = new SpecWriter();
+    expect(forkSpecCodec.decode(writer.inline(specOf("Short."), prefixBytes)).directive).toBe("Short.");
     const long = specOf("y".repeat(250 * 1024));
-    expect(() => writer.write(long, prefixBytes)).toThrow(
+    expect(() => writer.inline(long, prefixBytes)).toThrow(
+      expect.objectContaining({ code: "payload_too_large" }),
+    );
+  });
+});
+
+describe("specs naming a stored prefix", () => {
+  const ref = { hash: "a".repeat(64), size: 48_000 };
+  const whole = (spec: Omit<ForkSpecInput, "prefix">, named = ref) =>
+    forkSpecCodec.encode({ ...spec, prefix: { kind: "ref", hash: named.hash, size: named.size } });
+
+  it("writes the bytes the codec writes for the whole spec, for the first spec of a prefix and the next", () => {
+    const writer = new SpecWriter();
+    for (const directive of ["First child.", "Second child.", 'A "quoted" } child.']) {
+      const spec = { ...specOf(directive), prefix: { kind: "none" as const } };
+      expect(Buffer.from(writer.byReference(spec, ref)).equals(Buffer.from(whole(spec)))).toBe(true);
+    }
+  });
+
+  it("refuses a reference the spec's schema refuses, for every spec that names it", () => {
+    const writer = new SpecWriter();
+    for (const bad of [
+      { hash: "not-a-sha256", size: 10 },
+      { hash: "b".repeat(64), size: MAX_PREFIX_BYTES + 1 },
+    ]) {
+      for (const directive of ["One.", "Two."]) {
+        expect(() => writer.byReference(specOf(directive), bad)).toThrow(
+          expect.objectContaining({ code: "invalid_spec" }),
+        );
+      }
+    }
+  });
+
+  it("checks a reference by the object it was given, not by a hash it names", () => {
+    const writer = new SpecWriter();
+    writer.byReference(specOf("Checks the reference."), ref);
+    const sameHashTooBig = { hash: ref.hash, size: MAX_PREFIX_BYTES + 1 };
+    expect(() => writer.byReference(specOf("Reuses its hash."), sameHashTooBig)).toThrow(
+      expect.objectContaining({ code: "invalid_spec" }),
+    );
+  });
+
+  it("refuses a later spec of a checked reference once it is over the size limit", () => {
+    const writer = new SpecWriter();
+    expect(forkSpecCodec.decode(writer.byReference(specOf("Short."), ref)).directive).toBe("Short.");
+    const long = specOf("y".repeat(MAX_SPEC_BYTES));
+    expect(() => writer.byReference(long, ref)).toThrow(
       expect.objectContaining({ code: "payload_too_large" }),
     );
   });
