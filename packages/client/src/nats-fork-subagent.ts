@@ -489,7 +489,8 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     // fork() returns at once even for the first fork of a 300k-token parent.
     const withoutPrefix = this.#specOf(params, runId, { kind: "none" });
     if (cacheLeader !== undefined) withoutPrefix.cache_leader = cacheLeader;
-    forkSpecCodec.encode(withoutPrefix);
+    // These are also the whole spec's bytes when there is no prefix to carry.
+    const withoutPrefixBytes = forkSpecCodec.encode(withoutPrefix);
     if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
     this.#parents.add(params.parent.agent_id);
     const launch = (async () => {
@@ -501,7 +502,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
           ? this.#inlineSpecBytes(withoutPrefix, prefixSource.prefix)
           : ref !== undefined
             ? this.#specWriter.byReference(withoutPrefix, ref)
-            : forkSpecCodec.encode(spec);
+            : withoutPrefixBytes;
       await Promise.all([upload, releaseAfter]);
       const h = natsHeaders();
       if (spec.trace) h.set("traceparent", spec.trace.traceparent);
