@@ -6,7 +6,13 @@ import { createForkPrefix } from "@forkd/core";
 import { prepareForkRun, sealSharedPrefix } from "@forkd/core/internal";
 import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
-import { type SerialisedBody, serialisedBodyStream, serialiseSealedBody } from "./request-body.js";
+import {
+  bodyChunks,
+  COPIED_CHUNK_MAX_BYTES,
+  type SerialisedBody,
+  serialisedBodyStream,
+  serialiseSealedBody,
+} from "./request-body.js";
 
 function fixturePrefix(name: "4k" | "48k"): ForkPrefix {
   const url = new URL(`../../fixtures/turns/parent-turn-${name}.json`, import.meta.url);
@@ -110,5 +116,67 @@ describe("serialiseSealedBody", () => {
     // Without it the client still sends the right bytes, only serialised per child: this test is
     // what notices an SDK upgrade that renamed it.
     expect(typeof (Anthropic.prototype as unknown as { buildBody?: unknown }).buildBody).toBe("function");
+  });
+});
+
+describe("bodyChunks", () => {
+  const bytes = (length: number, fill: number) => new Uint8Array(length).fill(fill);
+  const joined = (parts: readonly Uint8Array[]) => Buffer.concat(parts);
+
+  it("sends a child of a 4k parent in one chunk: one write with the request's headers, not nine", () => {
+    const body = serialiseSealedBody(childBody(sealSharedPrefix(fixturePrefix("4k")), 1))!;
+    expect(body.parts.length).toBeGreaterThan(5);
+    const chunks = bodyChunks(body.parts);
+    expect(chunks).toHaveLength(1);
+    expect(Buffer.compare(chunks[0]!, joined(body.parts))).toBe(0);
+  });
+
+  it("is what the stream hands fetch: a 4k child in one chunk", async () => {
+    const body = serialiseSealedBody(childBody(sealSharedPrefix(fixturePrefix("4k")), 1))!;
+    const read: Uint8Array[] = [];
+    for await (const chunk of serialisedBodyStream(body)) read.push(chunk);
+    expect(read).toHaveLength(1);
+    expect(Buffer.compare(read[0]!, joined(body.parts))).toBe(0);
+  });
+
+  it("sends a child of a 48k parent in three chunks, the parent's messages as the very cached buffer", async () => {
+    const prefix = sealSharedPrefix(fixturePrefix("48k"));
+    const body = serialiseSealedBody(childBody(prefix, 1))!;
+    const messages = body.parts.find((part) => part.byteLength > COPIED_CHUNK_MAX_BYTES);
+    expect(messages).toBeDefined();
+    const chunks = bodyChunks(body.parts);
+    expect(chunks).toHaveLength(3);
+    expect(chunks[1]).toBe(messages);
+    expect(Buffer.compare(joined(chunks), joined(body.parts))).toBe(0);
+    // Siblings send the same buffer; the stream fetch reads gives JSON.stringify's bytes.
+    expect(bodyChunks(serialiseSealedBody(childBody(prefix, 2))!.parts)[1]).toBe(messages);
+    expect(await text(body)).toBe(JSON.stringify(childBody(prefix, 1)));
+  });
+
+  it("copies small parts together up to the limit exactly, and never copies a part larger than it", () => {
+    const small = bytes(10, 1);
+    const fits = bytes(COPIED_CHUNK_MAX_BYTES - 10, 2);
+    const together = bodyChunks([small, fits]);
+    expect(together).toHaveLength(1);
+    expect(Buffer.compare(together[0]!, joined([small, fits]))).toBe(0);
+
+    const overByOne = bytes(COPIED_CHUNK_MAX_BYTES - 9, 3);
+    const apart = bodyChunks([small, overByOne]);
+    expect(apart).toHaveLength(2);
+    // A run of one part is not copied either.
+    expect(apart[0]).toBe(small);
+    expect(apart[1]).toBe(overByOne);
+
+    const large = bytes(COPIED_CHUNK_MAX_BYTES + 1, 4);
+    const tail = [bytes(3, 5), bytes(4, 6)];
+    const around = bodyChunks([small, large, ...tail]);
+    expect(around).toHaveLength(3);
+    expect(around[0]).toBe(small);
+    expect(around[1]).toBe(large);
+    expect(Buffer.compare(around[2]!, joined(tail))).toBe(0);
+
+    const atLimit = bytes(COPIED_CHUNK_MAX_BYTES, 7);
+    expect(bodyChunks([atLimit])[0]).toBe(atLimit);
+    expect(bodyChunks([])).toEqual([]);
   });
 });
