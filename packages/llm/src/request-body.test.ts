@@ -8,8 +8,8 @@ import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/proto
 import { describe, expect, it } from "vitest";
 import {
   bodyChunks,
-  COPIED_CHUNK_MAX_BYTES,
   type SerialisedBody,
+  SINGLE_CHUNK_MAX_BYTES,
   serialisedBodyStream,
   serialiseSealedBody,
 } from "./request-body.js";
@@ -122,11 +122,15 @@ describe("serialiseSealedBody", () => {
 describe("bodyChunks", () => {
   const bytes = (length: number, fill: number) => new Uint8Array(length).fill(fill);
   const joined = (parts: readonly Uint8Array[]) => Buffer.concat(parts);
+  const bodyOf = (...parts: Uint8Array[]): SerialisedBody => ({
+    parts,
+    byteLength: parts.reduce((sum, part) => sum + part.byteLength, 0),
+  });
 
   it("sends a child of a 4k parent in one chunk: one write with the request's headers, not nine", () => {
     const body = serialiseSealedBody(childBody(sealSharedPrefix(fixturePrefix("4k")), 1))!;
     expect(body.parts.length).toBeGreaterThan(5);
-    const chunks = bodyChunks(body.parts);
+    const chunks = bodyChunks(body);
     expect(chunks).toHaveLength(1);
     expect(Buffer.compare(chunks[0]!, joined(body.parts))).toBe(0);
   });
@@ -139,44 +143,27 @@ describe("bodyChunks", () => {
     expect(Buffer.compare(read[0]!, joined(body.parts))).toBe(0);
   });
 
-  it("sends a child of a 48k parent in three chunks, the parent's messages as the very cached buffer", async () => {
+  it("sends a child of a 48k parent in its parts, the cached buffers themselves, never a copy", async () => {
     const prefix = sealSharedPrefix(fixturePrefix("48k"));
     const body = serialiseSealedBody(childBody(prefix, 1))!;
-    const messages = body.parts.find((part) => part.byteLength > COPIED_CHUNK_MAX_BYTES);
-    expect(messages).toBeDefined();
-    const chunks = bodyChunks(body.parts);
-    expect(chunks).toHaveLength(3);
-    expect(chunks[1]).toBe(messages);
-    expect(Buffer.compare(joined(chunks), joined(body.parts))).toBe(0);
-    // Siblings send the same buffer; the stream fetch reads gives JSON.stringify's bytes.
-    expect(bodyChunks(serialiseSealedBody(childBody(prefix, 2))!.parts)[1]).toBe(messages);
-    expect(await text(body)).toBe(JSON.stringify(childBody(prefix, 1)));
+    expect(body.byteLength).toBeGreaterThan(SINGLE_CHUNK_MAX_BYTES);
+    const read: Uint8Array[] = [];
+    for await (const chunk of serialisedBodyStream(body)) read.push(chunk);
+    expect(read).toHaveLength(body.parts.length);
+    for (const [i, chunk] of read.entries()) expect(chunk).toBe(body.parts[i]);
   });
 
-  it("copies small parts together up to the limit exactly, and never copies a part larger than it", () => {
-    const small = bytes(10, 1);
-    const fits = bytes(COPIED_CHUNK_MAX_BYTES - 10, 2);
-    const together = bodyChunks([small, fits]);
+  it("copies a body of exactly the limit into one chunk, and leaves one byte more in its parts", () => {
+    const head = bytes(10, 1);
+    const fits = bodyOf(head, bytes(SINGLE_CHUNK_MAX_BYTES - 10, 2));
+    const together = bodyChunks(fits);
     expect(together).toHaveLength(1);
-    expect(Buffer.compare(together[0]!, joined([small, fits]))).toBe(0);
+    expect(Buffer.compare(together[0]!, joined(fits.parts))).toBe(0);
 
-    const overByOne = bytes(COPIED_CHUNK_MAX_BYTES - 9, 3);
-    const apart = bodyChunks([small, overByOne]);
-    expect(apart).toHaveLength(2);
-    // A run of one part is not copied either.
-    expect(apart[0]).toBe(small);
-    expect(apart[1]).toBe(overByOne);
-
-    const large = bytes(COPIED_CHUNK_MAX_BYTES + 1, 4);
-    const tail = [bytes(3, 5), bytes(4, 6)];
-    const around = bodyChunks([small, large, ...tail]);
-    expect(around).toHaveLength(3);
-    expect(around[0]).toBe(small);
-    expect(around[1]).toBe(large);
-    expect(Buffer.compare(around[2]!, joined(tail))).toBe(0);
-
-    const atLimit = bytes(COPIED_CHUNK_MAX_BYTES, 7);
-    expect(bodyChunks([atLimit])[0]).toBe(atLimit);
-    expect(bodyChunks([])).toEqual([]);
+    const over = bodyOf(head, bytes(SINGLE_CHUNK_MAX_BYTES - 9, 3));
+    expect(bodyChunks(over)).toBe(over.parts);
+    // One part is already one write: it goes as it is.
+    const single = bodyOf(bytes(100, 4));
+    expect(bodyChunks(single)).toBe(single.parts);
   });
 });

@@ -1,8 +1,8 @@
 // Serialises a Messages API body to exactly the bytes `JSON.stringify` would give, reusing the bytes
 // of the values that belong to a sealed shared prefix (`sealSharedPrefix`). Siblings of one parent
 // send the same ~190 kB of prefix: serialised once per parent, each child's body is those bytes (the
-// very buffers, not a copy, for the large ones) plus its own few hundred bytes. A sealed value is deeply
-// frozen, so bytes cached by its identity cannot go stale.
+// very buffers, not a copy) plus its own few hundred bytes. A sealed value is deeply frozen, so bytes
+// cached by its identity cannot go stale.
 import { isSealedValue } from "@forkd/core/internal";
 
 // How deep the writer walks before it hands a value to JSON.stringify: body → messages → message →
@@ -180,41 +180,22 @@ export function serialiseSealedBody(body: Record<string, unknown>): SerialisedBo
 }
 
 /**
- * Parts up to this size are copied together with their neighbours into one chunk; a larger part (the
- * parent's messages at 48k) is handed to the socket as it is. fetch writes each chunk of a stream body
- * with a write of its own (the first one with the request's headers), so the nine parts of a child's
- * body were nine system calls, where a body in one buffer is one. @unit bytes
+ * A body up to this size is sent as one chunk, its parts copied together: fetch writes each chunk of a
+ * stream body with a system call of its own (the first one with the request's headers), so the nine
+ * parts of a child's body were nine writes, where one buffer is one. A larger body (a 48k parent's) goes
+ * in its parts, the shared ones never copied: a copy per child, even a transient one, shows in the
+ * daemon's memory with 100 children in flight (bench #8). @unit bytes
  */
-export const COPIED_CHUNK_MAX_BYTES = 64 * 1024;
+export const SINGLE_CHUNK_MAX_BYTES = 64 * 1024;
 
 /**
- * The chunks `parts` are sent in: runs of parts of at most {@link COPIED_CHUNK_MAX_BYTES} (together)
- * copied into one buffer, each larger part as it is (the same buffer, never copied). A child of a 4k
- * parent is one chunk; of a 48k parent, three: what comes before the parent's messages, the messages'
- * shared bytes, and the child's own tail.
+ * The chunks `body` is sent in: one buffer, its parts copied together, when it is at most
+ * {@link SINGLE_CHUNK_MAX_BYTES} long (a child of a 4k parent); otherwise its parts as they are (the
+ * same buffers, never copied).
  */
-export function bodyChunks(parts: readonly Uint8Array[]): Uint8Array[] {
-  const chunks: Uint8Array[] = [];
-  let run: Uint8Array[] = [];
-  let runBytes = 0;
-  const endRun = (): void => {
-    if (run.length === 1) chunks.push(run[0]!);
-    else if (run.length > 1) chunks.push(Buffer.concat(run, runBytes));
-    run = [];
-    runBytes = 0;
-  };
-  for (const part of parts) {
-    if (part.byteLength > COPIED_CHUNK_MAX_BYTES) {
-      endRun();
-      chunks.push(part);
-      continue;
-    }
-    if (runBytes + part.byteLength > COPIED_CHUNK_MAX_BYTES) endRun();
-    run.push(part);
-    runBytes += part.byteLength;
-  }
-  endRun();
-  return chunks;
+export function bodyChunks(body: SerialisedBody): readonly Uint8Array[] {
+  if (body.parts.length <= 1 || body.byteLength > SINGLE_CHUNK_MAX_BYTES) return body.parts;
+  return [Buffer.concat(body.parts, body.byteLength)];
 }
 
 /**
@@ -224,7 +205,7 @@ export function bodyChunks(parts: readonly Uint8Array[]): Uint8Array[] {
  * stream hands its chunks to the socket untouched, so the shared parts are never copied.
  */
 export function serialisedBodyStream(body: SerialisedBody): ReadableStream<Uint8Array> {
-  const chunks = bodyChunks(body.parts);
+  const chunks = bodyChunks(body);
   return new ReadableStream<Uint8Array>({
     start(controller) {
       for (const chunk of chunks) controller.enqueue(chunk);
