@@ -2,11 +2,12 @@
 // followers' only once the leader is claimed (its log's first event), each naming it as its
 // cache_leader — with `wait_ms` only when it is not the default.
 import { createForkPrefix } from "@forkd/core";
-import { eventMsgId, type ForkSpec, forkEventCodec, forkSpecCodec, PROTOCOL_VERSION } from "@forkd/protocol";
+import { type ForkSpec, forkSpecCodec } from "@forkd/protocol";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsForkSubagent } from "./nats-fork-subagent.js";
+import { publishAccepted } from "./test-support/claimed.js";
 
 let server: NatsServerHandle;
 let nc: NatsConnection;
@@ -42,25 +43,7 @@ async function specsSeen(): Promise<{ specs: ForkSpec[]; sent: unknown[]; stop: 
 }
 
 /** What a daemon's claim leaves in the run's log first: its `accepted` event. */
-async function claim(runId: string): Promise<void> {
-  const event = forkEventCodec.decode(
-    JSON.stringify({
-      v: PROTOCOL_VERSION,
-      run_id: runId,
-      seq: 1,
-      attempt: 1,
-      ts: Date.now(),
-      type: "accepted",
-      daemon_id: "d1",
-      queue_wait_ms: 1,
-      delivery: 1,
-      resumed: false,
-    }),
-  );
-  await forks.resources.js.publish(forks.resources.subjects.events(runId), forkEventCodec.encode(event), {
-    msgID: eventMsgId(runId, 1),
-  });
-}
+const claim = (runId: string): Promise<void> => publishAccepted(forks.resources, runId);
 
 describe("warm-first fan-out, parent side", () => {
   it("publishes the followers once the leader is claimed, naming it; wait_ms only when not the default", async () => {

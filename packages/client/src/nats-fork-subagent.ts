@@ -484,6 +484,9 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     // Until the spec goes out, a run id made here has nothing stored under it (a given one may: a
     // resubmission of a run that already ran).
     let specUnsent = params.runId === undefined;
+    // One of the run's events was heard (by result()'s hints): a daemon's claim registered the run.
+    // It can be heard before the spec's acknowledgement is handled, and then no registration is made.
+    let claimHeard = false;
     // Everything but the prefix is checked before fork() returns (a bad param throws here); the
     // prefix (already validated by createForkPrefix) is encoded and hashed in the background, so
     // fork() returns at once even for the first fork of a 300k-token parent.
@@ -533,13 +536,17 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       // Registered after the spec is stored, with its stream sequence: the registry names the spec
       // that owns the run, and no run id is visible before its spec holds it (a moment later: see
       // #registerQueued).
-      await this.#registerQueued(spec, ack.seq);
+      await this.#registerQueued(spec, ack.seq, claimHeard);
       if (prefixSource.kind === "ref") await this.#confirmStored(params.prefix!, prefixSource);
     })();
     const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
       groupId: params.groupId,
       parentAgentId: params.parent.agent_id,
       register: () => this.#registrations.flush(runId),
+      registeredByClaim: () => {
+        claimHeard = true;
+        this.#registrations.skip(runId);
+      },
       specUnsent: () => specUnsent,
     });
     this.#known.set(runId, handle);
@@ -677,26 +684,28 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   }
 
   // The run is indexed at once (a listing by parent or group finds it) and registered as queued a
-  // moment later: a daemon with a free slot claims it first, in one round trip (queued-registration.ts).
-  async #registerQueued(spec: ForkSpecInput, specSeq: number): Promise<void> {
+  // moment later: a daemon with a free slot claims it first, in one round trip (queued-registration.ts)
+  // — not at all when one of its events was heard already.
+  async #registerQueued(spec: ForkSpecInput, specSeq: number, claimHeard: boolean): Promise<void> {
     const runId = spec.run_id;
-    this.#registrations.schedule(runId, async () => {
-      const queued = queuedRunState({
-        runId,
-        createdAt: spec.created_at,
-        now: Date.now(),
-        specSeq,
-        parentAgentId: spec.parent.agent_id,
-        label: spec.label,
-        groupId: spec.group_id,
+    if (!claimHeard)
+      this.#registrations.schedule(runId, async () => {
+        const queued = queuedRunState({
+          runId,
+          createdAt: spec.created_at,
+          now: Date.now(),
+          specSeq,
+          parentAgentId: spec.parent.agent_id,
+          label: spec.label,
+          groupId: spec.group_id,
+        });
+        try {
+          await createRunEntry(this.resources, runId, runStateCodec.encode(queued));
+        } catch {
+          // Already registered: a daemon claimed it first, or an idempotent resubmission. (A run id whose
+          // entry was deleted is refused too; its daemon's claim registers it.)
+        }
       });
-      try {
-        await createRunEntry(this.resources, runId, runStateCodec.encode(queued));
-      } catch {
-        // Already registered: a daemon claimed it first, or an idempotent resubmission. (A run id whose
-        // entry was deleted is refused too; its daemon's claim registers it.)
-      }
-    });
     // The parent index key lets `forkd ps --parent` list this parent's runs without a scan; the
     // retention sweep removes it with the entry.
     const indexKeys = [parentIndexKey(spec.parent.agent_id, runId)];
@@ -756,6 +765,8 @@ export class NatsForkHandle implements ForkHandle {
   // Writes the run's queued registration now if it still waits (a run forked here), so that a control
   // flag lands on the entry its parent registers rather than on one it makes up.
   readonly #register: () => Promise<void>;
+  // Drops that registration: the run's claim registered it (one of its events was heard).
+  readonly #registeredByClaim: () => void;
   // Whether the run's spec has yet to go out (and nothing can be stored under its id before it does).
   readonly #specUnsent: () => boolean;
   #result: Promise<ForkOutcome> | undefined;
@@ -773,12 +784,14 @@ export class NatsForkHandle implements ForkHandle {
       groupId?: string | undefined;
       parentAgentId?: string | undefined;
       register?: () => Promise<void>;
+      registeredByClaim?: () => void;
       specUnsent?: () => boolean;
     } = {},
   ) {
     this.groupId = origin.groupId;
     this.parentAgentId = origin.parentAgentId;
     this.#register = origin.register ?? (() => Promise.resolve());
+    this.#registeredByClaim = origin.registeredByClaim ?? (() => undefined);
     this.#specUnsent = origin.specUnsent ?? (() => false);
     launch.then(
       () => {
@@ -847,6 +860,7 @@ export class NatsForkHandle implements ForkHandle {
         readAfter: this.#launch,
         // Subscribed before the spec went out, on the same connection: every event will be heard.
         readFirst: !this.#specUnsent(),
+        onHeard: this.#registeredByClaim,
       });
       return forkOutcomeFromTerminalEvent(terminal.event);
     } catch (error) {

@@ -93,4 +93,34 @@ describe("DeferredRegistrations", () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(calls()).toBe(1);
   });
+
+  it("skip drops a waiting registration: nothing is written after its delay or on flushAll", async () => {
+    const registrations = new DeferredRegistrations(50);
+    const { write, calls } = countedWrite();
+    registrations.schedule("run-1", write);
+    registrations.skip("run-1");
+    registrations.skip("run-unknown");
+    expect(registrations.size).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await registrations.flushAll();
+    await registrations.flush("run-1");
+    expect(calls()).toBe(0);
+  });
+
+  it("a skip during the write leaves it to finish, and a flush still waits for it", async () => {
+    const registrations = new DeferredRegistrations(10);
+    const { write, calls, finish } = countedWrite();
+    registrations.schedule("run-1", write);
+    await vi.advanceTimersByTimeAsync(10);
+    registrations.skip("run-1");
+    let flushed = false;
+    void registrations.flush("run-1").then(() => {
+      flushed = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(flushed).toBe(false);
+    finish();
+    await vi.advanceTimersByTimeAsync(0);
+    expect([calls(), flushed]).toEqual([1, true]);
+  });
 });

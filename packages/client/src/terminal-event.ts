@@ -18,14 +18,14 @@
 // stored), the wait follows the log through a consumer, from the run's last stored event on: whatever
 // hint was missed, the terminal event is at or after it.
 
-import { isTerminalEvent, type TerminalForkEvent } from "@forkd/protocol";
+import { isTerminalEvent, isTerminalEventType, type TerminalForkEvent } from "@forkd/protocol";
 import type { Subscription } from "@nats-io/transport-node";
 import { ClientError } from "./errors.js";
 import { type LoggedEvent, lastLoggedEvent, readEventLog } from "./event-log.js";
 import { flushSoon } from "./flush-soon.js";
 import { type ReconnectWatch, watchReconnects } from "./reconnects.js";
 import type { ForkResources } from "./resources.js";
-import { endsRun } from "./terminal-watch.js";
+import { eventHint } from "./terminal-watch.js";
 
 /**
  * How long the wait relies on hints before it follows the log through a consumer: a hint lost without
@@ -58,6 +58,12 @@ export interface AwaitTerminalEventOptions {
    * log. @default true
    */
   readFirst?: boolean;
+  /**
+   * Called once, when the first event of the run is heard: a daemon publishes one only once its claim
+   * is stored. A hint like any other (see above): a heard event may be one JetStream refused, which a
+   * daemon that lost the run sends — and that run was claimed too.
+   */
+  onHeard?: () => void;
 }
 
 /**
@@ -101,11 +107,18 @@ class TerminalWait {
       this.#resolve = resolve;
       this.#reject = reject;
     });
+    let onHeard = options.onHeard;
     this.#hints = resources.nc.subscribe(resources.subjects.events(runId), {
       callback: (error, message) => {
-        if (error)
-          this.#followLog(); // not allowed to subscribe, or the subscription is gone
-        else if (endsRun(message.data, runId)) this.#readLast(true);
+        if (error) return this.#followLog(); // not allowed to subscribe, or the subscription is gone
+        const hint = eventHint(message.data, runId);
+        if (hint === undefined) return;
+        if (onHeard !== undefined) {
+          const heard = onHeard;
+          onHeard = undefined;
+          heard();
+        }
+        if (isTerminalEventType(hint.type)) this.#readLast(true);
       },
     });
     // Hints sent while the connection was away are lost: the log is read again after each reconnect.
