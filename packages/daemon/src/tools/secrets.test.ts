@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   daemonSecrets,
   registerDaemonSecrets,
+  SHORTEST_SHAPED_SECRET,
   scrubSecrets,
   scrubSecretsDeep,
   secretsOf,
@@ -73,6 +74,28 @@ describe("scrubSecrets", () => {
   });
 });
 
+describe("scrubSecrets: texts too short to hold a secret", () => {
+  it("scrubs a text exactly as long as the shortest secret, and one exactly as long as a shaped key", () => {
+    const secrets = secretsOf({ A_TOKEN: "abcdefgh" });
+    expect(scrubSecrets("abcdefgh", secrets)).toBe("[redacted A_TOKEN]");
+    expect(scrubSecrets("abcdefg", secrets)).toBe("abcdefg");
+    const key = `sk-ant-${"a".repeat(16)}`;
+    expect(key).toHaveLength(SHORTEST_SHAPED_SECRET);
+    expect(scrubSecrets(key, [])).toBe("[redacted anthropic key]");
+    expect(scrubSecrets(key, secrets)).toBe("[redacted anthropic key]");
+    expect(scrubSecrets(`sk-ant-${"Z_-9".repeat(4)}`, [])).toBe("[redacted anthropic key]");
+  });
+
+  it("finds an NKey seed in a text of exactly its length, and a secret shorter than the given minimum", () => {
+    const seed = `SU${"A".repeat(56)}`;
+    expect(scrubSecrets(seed, [])).toBe("[redacted nkey seed]");
+    expect(scrubSecrets("abc", [{ name: "SHORT", value: "abc" }])).toBe("[redacted SHORT]");
+    expect(scrubSecretsDeep({ abc: "abc" }, [{ name: "SHORT", value: "abc" }])).toEqual({
+      "[redacted SHORT]": "[redacted SHORT]",
+    });
+  });
+});
+
 describe("scrubSecretsDeep", () => {
   const secrets = secretsOf({ A_TOKEN: "secret-value" });
 
@@ -92,5 +115,18 @@ describe("scrubSecretsDeep", () => {
     expect(scrubbed).not.toBe(partly);
     expect(scrubbed.keep).toBe(partly.keep);
     expect(scrubbed.change).toEqual(["[redacted A_TOKEN]"]);
+  });
+
+  it("copies what comes before and after the first change, in order", () => {
+    const value = { first: 1, second: ["a", "secret-value", "b"], "secret-value": "x", last: { y: 2 } };
+    const scrubbed = scrubSecretsDeep(value, secrets);
+    expect(Object.entries(scrubbed)).toEqual([
+      ["first", 1],
+      ["second", ["a", "[redacted A_TOKEN]", "b"]],
+      ["[redacted A_TOKEN]", "x"],
+      ["last", { y: 2 }],
+    ]);
+    expect(scrubbed.last).toBe(value.last);
+    expect(value.second).toEqual(["a", "secret-value", "b"]);
   });
 });
