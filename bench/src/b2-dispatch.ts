@@ -2,13 +2,14 @@
 // NATS node on loopback, against the in-process fork with the same client and simulator.
 import type { ForkHandle, ForkSubagent } from "@forkd/core";
 import type { FixtureName } from "@forkd/testing";
+import type { Subscription } from "@nats-io/transport-node";
 import { type Cluster, startClusterWithSimProcess } from "./cluster.js";
 import { CpuMeter } from "./cpu.js";
 import { parentTurn, taggedDirective } from "./fixtures.js";
 import { inProcessForks } from "./in-process.js";
 import { measureNatsFloor } from "./nats-floor.js";
 import { type SimProcess, TaggedRequests } from "./sim-process.js";
-import { now, round, type Summary, summarize } from "./stats.js";
+import { now, percentile, round, type Summary, summarize } from "./stats.js";
 import type { BenchContext, Benchmark } from "./types.js";
 
 /** Issue #14: forkd's added latency over the in-process fork, at each percentile, 48k and 4k alike. */
@@ -27,70 +28,113 @@ interface Sample {
   accepted?: number;
 }
 
-/** Forks `count` children one after the other; each waits for its result before the next starts. */
-async function measure(
-  cluster: Cluster<SimProcess>,
-  forks: ForkSubagent,
-  fixture: FixtureName,
-  label: string,
-  count: number,
-  warmup: number,
-): Promise<Sample[]> {
-  const turn = await parentTurn(fixture);
-  const received = new TaggedRequests(cluster.sim);
-  const seen = new Map<string, Partial<Record<"spec" | "accepted", number>>>();
-  const offEvents = cluster.watch.onEvent(({ event, at }) => {
-    if (event.type !== "accepted") return;
-    const stages = seen.get(event.run_id);
-    if (stages) stages[event.type] ??= at;
-  });
-  const specs = cluster.watch.nc.subscribe("agent.fork.*"); // the spec subject of every run
-  void (async () => {
-    for await (const message of specs) {
-      const at = now();
-      const runId = message.subject.slice("agent.fork.".length);
-      const stages = seen.get(runId);
-      if (stages) stages.spec ??= at;
-    }
-  })();
-  const samples: Sample[] = [];
-  let meter: CpuMeter | undefined;
-  try {
-    for (let i = 0; i < warmup + count; i++) {
-      if (i === warmup) meter = new CpuMeter({ nats_server: cluster.server.pid });
-      const tag = `${label}-${i}`;
+/** The four series, each a size and a way of forking. */
+type SeriesLabel = "n48" | "i48" | "n4" | "i4";
+
+/**
+ * Forks children one after the other, each after the previous one's result. Watches the spec subject
+ * and the runs' `accepted` events for the stages, and meters CPU per series across all its blocks.
+ */
+class DispatchProbe {
+  readonly #cluster: Cluster<SimProcess>;
+  readonly #received: TaggedRequests;
+  readonly #seen = new Map<string, Partial<Record<"spec" | "accepted", number>>>();
+  readonly #offEvents: () => void;
+  readonly #specs: Subscription;
+  /** CPU of the counted forks of each series, and how many. @unit ms */
+  readonly cpu = new Map<SeriesLabel, { thisProcess: number; natsServer: number; forks: number }>();
+
+  constructor(cluster: Cluster<SimProcess>) {
+    this.#cluster = cluster;
+    this.#received = new TaggedRequests(cluster.sim);
+    this.#offEvents = cluster.watch.onEvent(({ event, at }) => {
+      if (event.type !== "accepted") return;
+      const stages = this.#seen.get(event.run_id);
+      if (stages) stages[event.type] ??= at;
+    });
+    const specs = cluster.watch.nc.subscribe("agent.fork.*"); // the spec subject of every run
+    this.#specs = specs;
+    void (async () => {
+      for await (const message of specs) {
+        const at = now();
+        const stages = this.#seen.get(message.subject.slice("agent.fork.".length));
+        if (stages) stages.spec ??= at;
+      }
+    })();
+  }
+
+  /** `count` forks of `fixture`, measured (their CPU added to `label`'s) unless `warmUp`. */
+  async block(
+    forks: ForkSubagent,
+    fixture: FixtureName,
+    label: SeriesLabel,
+    count: number,
+    warmUp = false,
+  ): Promise<Sample[]> {
+    const turn = await parentTurn(fixture);
+    const meter = warmUp ? undefined : new CpuMeter({ nats_server: this.#cluster.server.pid });
+    const samples: Sample[] = [];
+    for (let i = 0; i < count; i++) {
+      const tag = `${label}-${this.#seen.size}`;
       const started = now();
       const handle: ForkHandle = forks.fork({
         prefix: turn.prefix,
         directive: taggedDirective(tag, "Dispatch probe: answer in one line."),
         parent: { agent_id: "bench-parent" },
       });
-      seen.set(handle.runId, {});
+      const stages: Partial<Record<"spec" | "accepted", number>> = {};
+      this.#seen.set(handle.runId, stages);
       const outcome = await handle.result();
       if (outcome.status !== "completed") throw new Error(`fork ${tag} ended ${outcome.status}`);
-      const at = (await received.get(tag)).receivedAt;
-      if (i < warmup) continue;
-      const stages = seen.get(handle.runId) ?? {};
+      const at = (await this.#received.get(tag)).receivedAt;
       const sample: Sample = { total: at - started };
       if (stages.spec !== undefined) sample.spec = stages.spec - started;
       if (stages.accepted !== undefined) sample.accepted = stages.accepted - started;
       samples.push(sample);
     }
-    const cpu = meter?.readMs() ?? {};
-    cpuPerFork.set(label, {
-      thisProcess: round((cpu.this_process_ms ?? Number.NaN) / count, 3),
-      natsServer: round((cpu.nats_server_ms ?? Number.NaN) / count, 3),
-    });
-  } finally {
-    received.close();
-    offEvents();
-    specs.unsubscribe();
+    if (meter) {
+      const cpu = meter.readMs();
+      const sum = this.cpu.get(label) ?? { thisProcess: 0, natsServer: 0, forks: 0 };
+      sum.thisProcess += cpu.this_process_ms ?? Number.NaN;
+      sum.natsServer += cpu.nats_server_ms ?? Number.NaN;
+      sum.forks += count;
+      this.cpu.set(label, sum);
+    }
+    return samples;
   }
-  return samples;
+
+  /** CPU per counted fork of each series, end to end: dispatch, the model call, the result. @unit ms */
+  cpuPerFork(): Record<string, { thisProcess: number; natsServer: number }> {
+    return Object.fromEntries(
+      [...this.cpu].map(([label, sum]) => [
+        label,
+        {
+          thisProcess: round(sum.thisProcess / sum.forks, 3),
+          natsServer: round(sum.natsServer / sum.forks, 3),
+        },
+      ]),
+    );
+  }
+
+  close(): void {
+    this.#received.close();
+    this.#offEvents();
+    this.#specs.unsubscribe();
+  }
 }
 
-/** CPU per counted fork of each series (by its label), end to end: dispatch, the model call, the result. @unit ms */
-const cpuPerFork = new Map<string, { thisProcess: number; natsServer: number }>();
+/** The order of a round's blocks: forkd and the in-process fork adjacent at each size, every other round reversed. */
+function roundOrder(round: number): SeriesLabel[][] {
+  return round % 2 === 0
+    ? [
+        ["n48", "i48"],
+        ["n4", "i4"],
+      ]
+    : [
+        ["i4", "n4"],
+        ["i48", "n48"],
+      ];
+}
 
 function stage(samples: Sample[], key: keyof Sample): Summary {
   return summarize(samples.map((s) => s[key]).filter((v): v is number => v !== undefined));
@@ -112,9 +156,10 @@ export const dispatchBenchmark: Benchmark = {
   id: 2,
   name: "dispatch latency: fork() → first request byte at the simulator",
   async run(context: BenchContext) {
-    const count = context.quick ? 200 : 1000;
+    const rounds = context.quick ? 3 : 9;
+    const block48 = context.quick ? 60 : 100;
+    const block4 = context.quick ? 30 : 50;
     const warmup = context.quick ? 30 : 100;
-    const smallCount = context.quick ? 100 : 300;
     // The simulator runs in its own process (a provider is remote): its parsing and hashing of each
     // body is not counted against forkd's or the in-process fork's latency.
     const cluster = await startClusterWithSimProcess({
@@ -122,28 +167,58 @@ export const dispatchBenchmark: Benchmark = {
       concurrency: 64,
       simEvents: ["request"],
     });
+    const probe = new DispatchProbe(cluster);
     try {
-      const forks = await cluster.subagent(); // prefixTransport "auto": 48k by reference, 4k inline
+      const forkd = await cluster.subagent(); // prefixTransport "auto": 48k by reference, 4k inline
       const inProcess = inProcessForks(cluster.sim);
-      context.log(`48k prefix: ${warmup} warm-up + ${count} forks, then the in-process baseline`);
-      const nats48 = await measure(cluster, forks, "48k", "n48", count, warmup);
-      const base48 = await measure(cluster, inProcess, "48k", "i48", count, warmup);
-      context.log(`4k prefix: ${smallCount} forks each`);
-      const nats4 = await measure(cluster, forks, "4k", "n4", smallCount, warmup);
-      const base4 = await measure(cluster, inProcess, "4k", "i4", smallCount, warmup);
-      context.log(`the raw JetStream floor: ${smallCount} publish → pull → KV create, one at a time`);
-      const floor = await measureNatsFloor(cluster.server.url, smallCount, warmup);
+      const forkerOf = (label: SeriesLabel): ForkSubagent => (label.startsWith("n") ? forkd : inProcess);
+      const fixtureOf = (label: SeriesLabel): "48k" | "4k" => (label.endsWith("48") ? "48k" : "4k");
+      const blockOf = (label: SeriesLabel) => (label.endsWith("48") ? block48 : block4);
+      const labels: SeriesLabel[] = ["n48", "i48", "n4", "i4"];
+      context.log(`warm-up: ${warmup} forks per series`);
+      for (const label of labels) await probe.block(forkerOf(label), fixtureOf(label), label, warmup, true);
+      // Rounds of short blocks, forkd's and the in-process fork's of one size one after the other: the
+      // machine's speed drifts by more than the target within minutes (bench/README.md, "2."), and a
+      // round's difference is taken between blocks measured moments apart.
+      context.log(`${rounds} rounds of ${block48} (48k) and ${block4} (4k) forks per series`);
+      const samples: Record<SeriesLabel, Sample[]> = { n48: [], i48: [], n4: [], i4: [] };
+      const overheadByRound: Record<"48k" | "4k", number[]> = { "48k": [], "4k": [] };
+      for (let r = 0; r < rounds; r++) {
+        for (const pair of roundOrder(r)) {
+          const blocks = new Map<SeriesLabel, Sample[]>();
+          for (const label of pair) {
+            const measured = await probe.block(forkerOf(label), fixtureOf(label), label, blockOf(label));
+            blocks.set(label, measured);
+            samples[label].push(...measured);
+          }
+          const p50 = (label: SeriesLabel) =>
+            percentile(
+              blocks.get(label)!.map((sample) => sample.total),
+              50,
+            );
+          const [forkdLabel, inProcessLabel] = pair[0]!.startsWith("n") ? pair : [pair[1]!, pair[0]!];
+          overheadByRound[fixtureOf(forkdLabel!)].push(round(p50(forkdLabel!) - p50(inProcessLabel!)));
+        }
+      }
+      context.log(`the raw JetStream floor: ${block4 * rounds} publish → pull → KV create, one at a time`);
+      const floor = await measureNatsFloor(cluster.server.url, block4 * rounds, warmup);
+      const nats48 = samples.n48;
+      const base48 = samples.i48;
+      const nats4 = samples.n4;
+      const base4 = samples.i4;
+      const cpuPerFork = probe.cpuPerFork();
 
       const total48 = stage(nats48, "total");
       const baseTotal48 = stage(base48, "total");
       const total4 = stage(nats4, "total");
       const baseTotal4 = stage(base4, "total");
-      const overhead = (forkd: Summary, inProcess: Summary) => ({
-        p50: round(forkd.p50 - inProcess.p50),
+      // p50: the median of the rounds' differences; p99: the pooled samples' (a block has too few for its own).
+      const overhead = (size: "48k" | "4k", forkd: Summary, inProcess: Summary) => ({
+        p50: round(percentile(overheadByRound[size], 50)),
         p99: round(forkd.p99 - inProcess.p99),
       });
-      const overhead48 = overhead(total48, baseTotal48);
-      const overhead4 = overhead(total4, baseTotal4);
+      const overhead48 = overhead("48k", total48, baseTotal48);
+      const overhead4 = overhead("4k", total4, baseTotal4);
       const overheadMisses: string[] = [];
       for (const [size, { p50, p99 }] of [
         ["48k", overhead48],
@@ -157,12 +232,13 @@ export const dispatchBenchmark: Benchmark = {
       const pass = overheadMisses.length === 0;
       const absolutePass = total48.p50 <= P50_TARGET_MS && total48.p99 <= P99_TARGET_MS;
       const notes = [
+        `Measured in ${rounds} rounds after ${warmup} unmeasured forks per series: each round runs a block of forkd forks and a block of in-process forks of one size one after the other (${block48} at 48k, ${block4} at 4k), every other round in reverse order (${roundOrder(0).flat().join(" → ")}; then ${roundOrder(1).flat().join(" → ")}). The p50 overhead is the median of the rounds' differences of block medians (48k ${JSON.stringify(overheadByRound["48k"])}, 4k ${JSON.stringify(overheadByRound["4k"])} ms); p99 and the latencies are over all blocks of a series.`,
         "Each fork is launched after the previous one's result() resolved (one at a time), so the figure is the latency of one dispatch, not of a queue. The parent calls handle.result() at once, as a parent would: a core subscription on the run's events subject, made while the spec travels on the same connection, and one read of the stored last event once the terminal one is heard.",
         "End point: `receivedAt` of the simulator's log entry (request headers received), matched to its fork by a tag in the directive, reported by the simulator's process over IPC and converted to this process's clock (performance.timeOrigin + performance.now()).",
         "Stages come from an observer connection: a core subscription on `agent.fork.*` (the spec passing through the server) and on the events subject (`accepted`, which a run publishes after its first request); each adds one loopback hop (~0.1 ms).",
         `Median stages, 48k: ${JSON.stringify(breakdown(nats48))}.`,
         `Median stages, 4k: ${JSON.stringify(breakdown(nats4))}.`,
-        `CPU per fork, end to end (dispatch, model call, result), by series (n48/n4: forkd, i48/i4: in-process; this process holds the parent and the daemon): ${JSON.stringify(Object.fromEntries(cpuPerFork))} ms. Less noisy than the latencies on a shared machine: compare these across runs.`,
+        `CPU per fork, end to end (dispatch, model call, result), by series (n48/n4: forkd, i48/i4: in-process; this process holds the parent and the daemon): ${JSON.stringify(cpuPerFork)} ms. Less noisy than the latencies on a shared machine: compare these across runs.`,
         `forkd's added latency over the in-process fork (forkd − in-process at the same percentile; the verdict): 48k p50 ${overhead48.p50} ms, p99 ${overhead48.p99} ms; 4k p50 ${overhead4.p50} ms, p99 ${overhead4.p99} ms. The in-process fork itself needs ${baseTotal48.p50} ms at 48k (build the child request, hash the cache key, serialise ~190 kB in the SDK, send it).`,
         `The earlier absolute target (48k p50 ≤ ${P50_TARGET_MS} ms, p99 ≤ ${P99_TARGET_MS} ms): ${absolutePass ? "met" : "missed"}.`,
         `The daemon and the parent share this process (and its event loop); the simulator runs in a process of its own (a provider is remote; its per-request parsing and hashing, ~1.6 ms more at 48k than at 4k, is not counted against either side), and so does nats-server. A 2-core machine runs all of it. The simulator's timestamps are converted to this process's clock (offset ${round(cluster.sim.clock.offsetMs, 3)} ms, known to ±${round(cluster.sim.clock.uncertaintyMs, 3)} ms; the overhead, a difference of two such times, does not depend on it).`,
@@ -174,8 +250,9 @@ export const dispatchBenchmark: Benchmark = {
           "48k_ms": total48,
           "4k_ms": total4,
           overhead_ms: { "48k": overhead48, "4k": overhead4 },
+          overhead_p50_by_round_ms: overheadByRound,
           "48k_stages_p50_ms": breakdown(nats48),
-          cpu_per_fork_ms: Object.fromEntries(cpuPerFork),
+          cpu_per_fork_ms: cpuPerFork,
         },
         baseline: {
           in_process_48k_ms: baseTotal48,
@@ -191,8 +268,9 @@ export const dispatchBenchmark: Benchmark = {
         baselineHeadline: `in-process 48k: p50 ${baseTotal48.p50} ms, p99 ${baseTotal48.p99} ms (4k: ${baseTotal4.p50} / ${baseTotal4.p99}); raw JetStream stored-then-claimed floor p50 ${floor.claimed.p50} ms, p99 ${floor.claimed.p99} ms`,
         pass,
         params: {
-          forks_48k: count,
-          forks_4k: smallCount,
+          rounds,
+          forks_48k: block48 * rounds,
+          forks_4k: block4 * rounds,
           warmup,
           daemons: 1,
           concurrency: 64,
@@ -203,6 +281,7 @@ export const dispatchBenchmark: Benchmark = {
         notes,
       };
     } finally {
+      probe.close();
       await cluster.stop();
     }
   },
