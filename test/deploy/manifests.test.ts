@@ -79,6 +79,23 @@ describe("deploy/docker/Dockerfile", () => {
     expect(cli.bin.forkd).toBe("./dist/bin.js");
   });
 
+  it("fetches with every patch of a patched dependency in place (pnpm refuses a lockfile whose patch is missing)", () => {
+    const workspace = parse(readRepoFile("pnpm-workspace.yaml")) as {
+      patchedDependencies?: Record<string, string>;
+    };
+    const patches = Object.values(workspace.patchedDependencies ?? {});
+    expect(patches.length).toBeGreaterThan(0);
+    const fetchAt = instructions.findIndex((line) => line.startsWith("RUN pnpm fetch"));
+    const patchesAt = instructions.findIndex((line) => /^COPY patches \.\/patches$/.test(line));
+    expect(fetchAt).toBeGreaterThan(0);
+    expect(patchesAt).toBeGreaterThan(0);
+    expect(patchesAt).toBeLessThan(fetchAt);
+    for (const patch of patches) {
+      expect(patch.startsWith("patches/")).toBe(true);
+      expect(existsSync(repoPath(patch))).toBe(true);
+    }
+  });
+
   it("runs as a non-root user, `forkd daemon` by default, stopped by SIGTERM", () => {
     const user = finalStage.filter((line) => line.startsWith("USER ")).at(-1);
     expect(user).toBeDefined();
