@@ -174,6 +174,8 @@ export const dispatchBenchmark: Benchmark = {
       const forkerOf = (label: SeriesLabel): ForkSubagent => (label.startsWith("n") ? forkd : inProcess);
       const fixtureOf = (label: SeriesLabel): "48k" | "4k" => (label.endsWith("48") ? "48k" : "4k");
       const blockOf = (label: SeriesLabel) => (label.endsWith("48") ? block48 : block4);
+      const forkdOf = { "48k": "n48", "4k": "n4" } as const;
+      const inProcessOf = { "48k": "i48", "4k": "i4" } as const;
       const labels: SeriesLabel[] = ["n48", "i48", "n4", "i4"];
       context.log(`warm-up: ${warmup} forks per series`);
       for (const label of labels) await probe.block(forkerOf(label), fixtureOf(label), label, warmup, true);
@@ -196,8 +198,9 @@ export const dispatchBenchmark: Benchmark = {
               blocks.get(label)!.map((sample) => sample.total),
               50,
             );
-          const [forkdLabel, inProcessLabel] = pair[0]!.startsWith("n") ? pair : [pair[1]!, pair[0]!];
-          overheadByRound[fixtureOf(forkdLabel!)].push(round(p50(forkdLabel!) - p50(inProcessLabel!)));
+          // A pair holds one size's forkd series ("n…") and in-process series ("i…"), in either order.
+          const size = fixtureOf(pair[0]!);
+          overheadByRound[size].push(round(p50(forkdOf[size]) - p50(inProcessOf[size])));
         }
       }
       context.log(`the raw JetStream floor: ${block4 * rounds} publish → pull → KV create, one at a time`);
