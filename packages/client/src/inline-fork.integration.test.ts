@@ -44,6 +44,25 @@ describe("inline specs", () => {
     }
   });
 
+  it("marks a run id it made as fresh, and not one the caller gave (a resubmission must be claimed first)", async () => {
+    const made = forks.fork({ prefix, directive: "A new run.", parent: { agent_id: "parent-1" } });
+    const given = forks.fork({
+      prefix,
+      directive: "A run id the caller chose.",
+      parent: { agent_id: "parent-1" },
+      runId: "run-given-by-the-caller-1",
+    });
+    await Promise.all([made.published(), given.published()]);
+    const storedSpec = async (runId: string) =>
+      forkSpecCodec.decode(
+        (await forks.resources.jsm.streams.getMessage(forks.resources.subjects.streams.specs, {
+          last_by_subj: forks.resources.subjects.spec(runId),
+        }))!.data,
+      );
+    expect((await storedSpec(made.runId)).fresh_run_id).toBe(true);
+    expect((await storedSpec(given.runId)).fresh_run_id).toBeUndefined();
+  });
+
   it("refuses a prefix that does not validate with the spec codec's error, at its path in the spec", async () => {
     const invalid = {
       ...prefix,

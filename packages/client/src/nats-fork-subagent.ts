@@ -572,6 +572,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       owner_token: ownerToken(this.#ownerKey, runId),
       created_at: Date.now(),
     };
+    if (params.runId === undefined) spec.fresh_run_id = true;
     if (params.label !== undefined) spec.label = params.label;
     if (params.groupId !== undefined) {
       spec.group_id = params.groupId;

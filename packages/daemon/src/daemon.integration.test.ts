@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { lastLoggedEvent, NatsForkSubagent } from "@forkd/client";
 import { readStoredEvents } from "@forkd/client/internal";
-import { createForkPrefix } from "@forkd/core";
+import { createForkPrefix, type LlmCallOptions, type LlmClient, type LlmRequest } from "@forkd/core";
 import { AnthropicLlmClient } from "@forkd/llm";
 import {
   type ForkEvent,
@@ -34,6 +34,14 @@ const daemons: RunningDaemon[] = [];
 
 const silent = createDaemonLogger({ level: "silent", format: "json", daemonId: "test" });
 
+/** Every model call the daemons made, as the turn loop asked for it (the SDK may not have sent it). */
+const modelCalls: { request: LlmRequest; signal: AbortSignal | undefined }[] = [];
+
+/** The model calls whose request holds `text` (a directive). */
+function callsWith(text: string): typeof modelCalls {
+  return modelCalls.filter((call) => JSON.stringify(call.request.messages).includes(text));
+}
+
 async function startTestDaemon(id: string, overrides: Record<string, unknown> = {}): Promise<RunningDaemon> {
   const config = loadDaemonConfig({
     env: {},
@@ -47,10 +55,18 @@ async function startTestDaemon(id: string, overrides: Record<string, unknown> = 
       ...overrides,
     },
   });
-  const running = await startDaemon(config, {
-    logger: silent,
-    llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-test-daemon", retry: { maxRetries: 0 } }),
+  const anthropic = new AnthropicLlmClient({
+    baseURL: sim.url,
+    apiKey: "sk-test-daemon",
+    retry: { maxRetries: 0 },
   });
+  const llm: LlmClient = {
+    createMessage: (request: LlmRequest, options?: LlmCallOptions) => {
+      modelCalls.push({ request, signal: options?.signal });
+      return anthropic.createMessage(request, options);
+    },
+  };
+  const running = await startDaemon(config, { logger: silent, llm });
   daemons.push(running);
   return running;
 }
@@ -86,42 +102,64 @@ function permissionHandler() {
 
 /**
  * Completes a fork, changes its registry entry with `alter`, publishes a spec for the run again and
- * expects the daemon to record the end the log holds and run nothing: no model call, no event.
+ * expects the daemon to record the end the log holds and run nothing: no model call, no event. A spec
+ * that claims a fresh run id (`fresh_run_id`, false here: a hostile or broken parent) may have its
+ * first model call sent ahead of the claim; the refused claim must then abort it and store nothing.
  */
 async function expectEndedRunNotRunAgain(
   alter: (resources: NatsForkSubagent["resources"], runId: string) => Promise<void>,
+  options: {
+    claimsFresh?: boolean;
+    parent?: NatsForkSubagent;
+    /** False where the run must be claimed before its first call: a daemon or a spec that does not call ahead. */
+    callsAhead?: boolean;
+    groupId?: string;
+  } = {},
 ): Promise<void> {
+  const parent = options.parent ?? forks;
   const fixture = await loadFixture("4k");
-  const handle = forks.fork({
+  const handle = parent.fork({
     prefix: createForkPrefix(fixture.request, fixture.response),
     directive: "Summarise the codec module.",
     parent: { agent_id: "parent-1" },
   });
   expect((await handle.result()).status).toBe("completed");
-  const resources = forks.resources;
+  const resources = parent.resources;
   const logged = await readStoredEvents(resources, handle.runId);
-  await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
+  await waitFor(async () => (await parent.state(handle.runId))?.status === "completed");
   await alter(resources, handle.runId);
   const requestsBefore = sim.requests().length;
   const spec = forkSpecCodec.encode({
     v: PROTOCOL_VERSION,
     run_id: handle.runId,
     parent: { agent_id: "parent-1", lineage: [] },
-    directive: "Summarise the codec module again.",
+    directive: `Summarise the codec module again (${handle.runId}).`,
     prefix: { kind: "none" },
     created_at: Date.now(),
+    ...(options.claimsFresh ? { fresh_run_id: true as const } : {}),
+    ...(options.groupId ? { group_id: options.groupId } : {}),
   });
   await resources.js.publish(resources.subjects.spec(handle.runId), spec, {
     msgID: `again-${handle.runId}`,
   });
-  await waitFor(async () => (await forks.state(handle.runId))?.status === "completed");
+  await waitFor(async () => (await parent.state(handle.runId))?.status === "completed");
   await waitFor(
     async () => (await resources.jsm.streams.info(resources.subjects.streams.specs)).state.messages === 0,
   );
-  expect(sim.requests().length).toBe(requestsBefore);
+  const calledAgain = callsWith(`again (${handle.runId})`);
+  if (options.claimsFresh && options.callsAhead !== false) {
+    // The call went ahead (everything between the spec's decoding and the call is microtasks, so the
+    // claim's refusal cannot be read before it), and the refusal aborted it.
+    expect(calledAgain).toHaveLength(1);
+    await waitFor(() => calledAgain[0]!.signal?.aborted);
+    expect(sim.requests().length).toBeLessThanOrEqual(requestsBefore + 1);
+  } else {
+    expect(calledAgain).toEqual([]);
+    expect(sim.requests().length).toBe(requestsBefore);
+  }
   // The log's last event is still the one that ended it (readStoredEvents stops at the terminal one).
   expect(await lastLoggedEvent(resources, handle.runId)).toEqual(logged.at(-1));
-  expect((await forks.state(handle.runId))?.last_seq).toBe(logged.at(-1)?.event.seq);
+  expect((await parent.state(handle.runId))?.last_seq).toBe(logged.at(-1)?.event.seq);
 }
 
 describe("a daemon over real NATS", () => {
@@ -172,6 +210,43 @@ describe("a daemon over real NATS", () => {
       await resources.runs.put(runId, runStateCodec.encode(queued));
       expect((await forks.state(runId))?.status).toBe("queued");
     });
+  });
+
+  it("stores nothing of a spec that calls a used run id fresh, whose registry entry is gone: the call ahead of the claim is aborted, the log's end recorded", async () => {
+    await expectEndedRunNotRunAgain(
+      async (resources, runId) => {
+        const bucket = resources.subjects.buckets.runs;
+        await resources.jsm.streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${runId}` });
+      },
+      { claimsFresh: true },
+    );
+  });
+
+  it("stores nothing of a spec that calls a used run id fresh, whose registry entry ended: the claim's create is refused and the call ahead of it aborted", async () => {
+    await expectEndedRunNotRunAgain(async () => undefined, { claimsFresh: true });
+  });
+
+  it("makes no model call before the claim of a group's run, fresh or not: its budget reserves spend before each call", async () => {
+    await expectEndedRunNotRunAgain(async () => undefined, {
+      claimsFresh: true,
+      groupId: "group-of-a-used-run-id",
+      callsAhead: false,
+    });
+  });
+
+  it("makes no model call before the claim where the operator turned calling ahead off", async () => {
+    // A daemon and a parent of their own (subjects under another prefix): daemon-a must not take it.
+    await startTestDaemon("daemon-no-call-ahead", { prefix: "noahead", callAheadOfClaim: false });
+    const parent = await NatsForkSubagent.create(nc, { prefix: "noahead" });
+    try {
+      await expectEndedRunNotRunAgain(async () => undefined, {
+        claimsFresh: true,
+        parent,
+        callsAhead: false,
+      });
+    } finally {
+      await parent.close();
+    }
   });
   it("registers a run by its claim when a daemon is free: the parent's queued registration waits, and is not made once it hears the run", async () => {
     const parent = await NatsForkSubagent.create(nc, { queuedRegistrationDelayMs: 60_000 });

@@ -7,6 +7,8 @@ export type DaemonErrorCode =
   | "nats_unavailable"
   | "publish_failed"
   | "fenced"
+  /** A first delivery's claim, which its run went ahead of, was not stored (`callAheadOfClaim`). */
+  | "claim_refused"
   | "run_ended"
   | "event_too_large"
   | "model_not_allowed"

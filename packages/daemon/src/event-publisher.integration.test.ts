@@ -1,5 +1,6 @@
 // RunEventPublisher's start gate against a real nats-server: a run's first events wait for its first
-// model request to be written (the run gives them the next turn of the event loop), in order.
+// model request to be written (the run gives them the next turn of the event loop), in order, and for
+// its claim when the run went ahead of it (a refused claim: nothing is stored).
 import { ensureForkResources, type ForkResources } from "@forkd/client";
 import { readStoredEvents } from "@forkd/client/internal";
 import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
@@ -51,9 +52,19 @@ describe("RunEventPublisher's start gate", () => {
     expect(stored.map((entry) => entry.event.type === "heartbeat" && entry.event.turn)).toEqual([1, 2]);
   });
 
-  it("starts too when the gate fails: a gate only orders, it never drops an event", async () => {
-    const writer = gated("gated-run-2", Promise.reject(new Error("the gate failed")));
-    await writer.publish({ type: "heartbeat", daemon_id: "d", turn: 1 });
-    expect((await readStoredEvents(resources, "gated-run-2")).map((entry) => entry.event.seq)).toEqual([1]);
+  it("stores nothing when the gate fails: a run ahead of its claim publishes only once the claim holds", async () => {
+    let refuse!: (error: Error) => void;
+    const writer = gated("gated-run-2", new Promise<void>((_, reject) => (refuse = reject)));
+    expect(writer.fenced).toBe(false);
+    const first = writer.publish({ type: "heartbeat", daemon_id: "d", turn: 1 });
+    refuse(new Error("the claim was refused"));
+    await expect(first).rejects.toMatchObject({ code: "fenced" });
+    expect(writer.fenced).toBe(true);
+    // Later events too: the attempt owns nothing.
+    await expect(writer.publish({ type: "heartbeat", daemon_id: "d", turn: 2 })).rejects.toMatchObject({
+      code: "fenced",
+    });
+    await nc.flush();
+    expect(await readStoredEvents(resources, "gated-run-2")).toEqual([]);
   });
 });

@@ -52,7 +52,9 @@ export interface RunEventPublisherOptions {
    * Publishing starts once this settles: events published before wait for it, in order. A run gives
    * the next turn of the event loop, so that its first model request is written before its first
    * events are encoded and sent (they are not awaited before that request; see the turn loop's
-   * durability barrier).
+   * durability barrier). When it rejects, the attempt publishes nothing, as if fenced: a run that
+   * called the model ahead of its claim (`callAheadOfClaim`) gives its claim, and a refused claim
+   * owns nothing.
    * @default at once
    */
   startAfter?: Promise<unknown>;
@@ -82,7 +84,13 @@ export class RunEventPublisher {
     this.#seq = options.position.lastSeq;
     this.#lastStreamSeq = options.position.lastStreamSeq;
     this.#secrets = options.secrets ?? daemonSecrets();
-    if (options.startAfter) this.#chain = options.startAfter.catch(() => undefined);
+    if (options.startAfter)
+      this.#chain = options.startAfter.then(
+        () => undefined,
+        () => {
+          this.#fenced = true;
+        },
+      );
   }
 
   /** Seq of the last event stored by this publisher (or the log's last when nothing was published yet). */

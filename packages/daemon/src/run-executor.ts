@@ -183,6 +183,8 @@ export function abortAuthorized(
 type StopReason =
   | { kind: "abort"; reason: string; requestedAt: number | undefined }
   | { kind: "release" }
+  /** A first delivery ran ahead of its claim, and the claim was refused (see `#claimAhead`). */
+  | { kind: "claim_refused" }
   | { kind: "fenced" }
   /** The daemon ends the run `failed` with this error (an event too large to publish). */
   | { kind: "failed"; error: DaemonError };
@@ -288,6 +290,11 @@ export class RunExecutor {
           onPaused: (paused) => context.onPaused?.(paused),
           mayResume: () => context.mayResume?.() ?? true,
           handOff: () => stopWith({ kind: "release" }),
+          claimRefused: () => {
+            // Whatever stopped the run meanwhile, this attempt owns nothing to end: a redelivery does.
+            stop = { kind: "claim_refused" };
+            controller.abort(new Error("run stopped: claim_refused"));
+          },
           onPriorSteers: (ids) => {
             for (const id of ids) steerIds.add(id);
           },
@@ -389,6 +396,8 @@ export class RunExecutor {
       onPaused: (paused: boolean) => void;
       mayResume: () => boolean;
       handOff: () => void;
+      /** The claim a first delivery ran ahead of was refused: stop, publishing nothing. */
+      claimRefused: () => void;
       /** Ids of the steering messages an earlier attempt already added (a replayed request is ignored). */
       onPriorSteers: (ids: string[]) => void;
       onClaimed: (attempt: number, publisher: RunEventPublisher, claimed: RunStateEntry) => void;
@@ -413,7 +422,11 @@ export class RunExecutor {
     let claim: { claimed: RunStateEntry; now: number } | null;
     const firstSpec =
       delivery === 1 ? decodeSpecQuietly(runId, message, this.#deps.inlinePrefixes) : undefined;
-    const firstClaim = firstSpec ? await this.#claimUnregistered(runId, message, firstSpec) : undefined;
+    const ahead = firstSpec
+      ? this.#claimAhead(runId, message, firstSpec, hooks.claimRefused, logger)
+      : undefined;
+    const firstClaim =
+      ahead?.assumed ?? (firstSpec ? await this.#claimUnregistered(runId, message, firstSpec) : undefined);
     if (firstSpec && firstClaim?.claimed) {
       spec = firstSpec;
       hooks.onSpec(spec);
@@ -438,7 +451,7 @@ export class RunExecutor {
     const attempt = claimed.state.attempt;
     const position: EventLogPosition = { lastSeq: last?.event.seq ?? 0, lastStreamSeq: last?.streamSeq ?? 0 };
     this.#secrets ??= daemonSecrets();
-    const publisher = new RunEventPublisher({
+    const publisher: RunEventPublisher = new RunEventPublisher({
       js: resources.js,
       subjects: resources.subjects,
       runId,
@@ -446,11 +459,15 @@ export class RunExecutor {
       position,
       groupId: spec.group_id,
       secrets: this.#secrets,
-      // The run's first model request goes out in this turn of the event loop; its events follow.
-      startAfter: new Promise((resolveTurn) => setImmediate(resolveTurn)),
+      // The run's first model request goes out in this turn of the event loop; its events follow (and
+      // follow the claim, when the run did not wait for it: the claim is then this attempt's when
+      // stored, before any of its events is).
+      startAfter: ahead
+        ? ahead.confirmed.then((stored) => hooks.onClaimed(attempt, publisher, stored))
+        : new Promise((resolveTurn) => setImmediate(resolveTurn)),
       ...(this.#deps.storage ? { storage: this.#deps.storage } : {}),
     });
-    hooks.onClaimed(attempt, publisher, claimed);
+    if (!ahead) hooks.onClaimed(attempt, publisher, claimed);
     const priorEvents: ForkEvent[] =
       position.lastSeq > 0 ? (await readStoredEvents(resources, runId)).map((l) => l.event) : [];
     const resumed = priorEvents.length > 0;
@@ -564,6 +581,15 @@ export class RunExecutor {
         metrics?.abortLatency.observe(Math.max(0, Date.now() - stop.requestedAt) / 1000);
     } catch (error) {
       const stop = hooks.stopReason() ?? (error instanceof RunStopped ? error.stop : undefined);
+      if (stop?.kind === "claim_refused") {
+        // Nothing of this attempt was stored; the full path of the next delivery settles the spec
+        // (another owner's run, an abort flag, a log that is not empty, a claim that failed).
+        message.nak();
+        traced = "claim_refused";
+        metrics?.runsEnded.inc({ outcome: "claim_refused" });
+        logger.info({}, "the claim a first delivery ran ahead of was refused: spec handed back");
+        return;
+      }
       if (stop?.kind === "release") {
         await publisher.flush().catch(() => undefined);
         message.nak();
@@ -730,6 +756,59 @@ export class RunExecutor {
   }
 
   /**
+   * A first delivery's claim, sent while the run goes on (`callAheadOfClaim`): its first model request
+   * leaves without waiting for the answer, which costs a round trip and the CPU to read it on a busy
+   * daemon (bench #2). Only where the claim is all but certain and nothing the run does before it is
+   * stored can be seen: a run id its parent made for this spec (`fresh_run_id`: no log, no other
+   * owner; a resubmitted one is claimed first, so a run that ended is never called again), taken from
+   * the queue before its parent registers it (so the create finds no entry: no abort flag); not a group's
+   * run (its budget reserves spend before each call: a refused claim would leave the reservation), not a
+   * Gemini child (its explicit cache is made at the provider before the call), and not while JetStream
+   * does not store (a spec handed back at once would spend its deliveries). Until the claim is stored the run's events wait
+   * (`startAfter`), and so do its tools (the turn loop's durability barrier waits for its events). A
+   * refused claim — or one that failed — stops the run (its model request is aborted), publishes
+   * nothing and hands the spec back at once: the next delivery takes the full path.
+   *
+   * Returns the claim as it will be stored, or undefined when the run must wait for its claim.
+   */
+  #claimAhead(
+    runId: string,
+    message: JsMsg,
+    spec: ForkSpec,
+    refused: () => void,
+    logger: DaemonLogger,
+  ):
+    | {
+        assumed: { claimed: { claimed: RunStateEntry; now: number }; last: null; read?: undefined };
+        confirmed: Promise<RunStateEntry>;
+      }
+    | undefined {
+    const { config, storage } = this.#deps;
+    const now = Date.now();
+    if (
+      !config.callAheadOfClaim ||
+      spec.fresh_run_id !== true ||
+      spec.group_id !== undefined ||
+      spec.provider?.api === "gemini" ||
+      storage?.available === false ||
+      likelyRegistered(message, now)
+    )
+      return undefined;
+    const state = this.#claimedState(null, runId, message, spec, now, null);
+    const confirmed = this.#claimUnregistered(runId, message, spec, { state, now }).then((outcome) => {
+      if (outcome?.claimed === undefined || outcome.last !== null)
+        throw new DaemonError("claim_refused", `the claim of run ${runId}'s first delivery was refused`);
+      return outcome.claimed.claimed;
+    });
+    confirmed.catch((error: unknown) => {
+      logger.info({ err: error }, "a run that called ahead of its claim stops: the claim did not hold");
+      refused();
+    });
+    // The revision is the stored claim's; nothing reads it before the claim is stored (`confirmed`).
+    return { assumed: { claimed: { claimed: { state, revision: 0 }, now }, last: null }, confirmed };
+  }
+
+  /**
    * The claim of a first delivery in one round trip: create the run's registry entry, claimed, while
    * the log's last event is read alongside. The create succeeds only while the run has no entry at all
    * (its parent has not registered it yet; nobody claimed, aborted or ended it), which is exactly the
@@ -748,21 +827,16 @@ export class RunExecutor {
     runId: string,
     message: JsMsg,
     spec: ForkSpec,
+    ahead?: { state: RunState; now: number },
   ): Promise<
     | { claimed: { claimed: RunStateEntry; now: number }; last: LoggedEvent | null; read?: undefined }
     | { claimed?: undefined; read: { registered: RunStateEntry; last: LoggedEvent | null } }
     | undefined
   > {
     const { resources } = this.#deps;
-    const now = Date.now();
-    const state = this.#claimedState(null, runId, message, spec, now, null);
-    // A parent registers its run only a moment after the spec is stored (client: queued-registration.ts):
-    // a spec taken sooner than that is claimed by this create, and a registry read beside it would be
-    // one more request ahead of the run's first model call. A spec that waited longer in the queue most
-    // likely has the parent's entry: the create will be refused, and the read beside it saves a round
-    // trip. (The stored time is the server's clock: a skew costs a round trip, never a wrong claim.)
-    const waitedMs = now - message.info.timestampNanos / 1e6;
-    const readBeside = waitedMs >= QUEUED_REGISTRATION_DELAY_MS;
+    const now = ahead?.now ?? Date.now();
+    const state = ahead?.state ?? this.#claimedState(null, runId, message, spec, now, null);
+    const readBeside = !ahead && likelyRegistered(message, now);
     const [created, last, readAlongside] = await Promise.allSettled([
       createRunEntry(resources, runId, runStateCodec.encode(state)),
       lastLoggedEvent(resources, runId),
@@ -1007,6 +1081,18 @@ function decodeSpecQuietly(
  * Takes a spec out of the work queue without running it: `term()` stops its redelivery, and the
  * delete removes it from the stream (a terminated message may otherwise stay in a work-queue stream).
  */
+/**
+ * Whether the parent has most likely registered the run of a spec taken only now. A parent registers
+ * its run a moment after the spec is stored (client: queued-registration.ts): a spec taken sooner than
+ * that is claimed by a create, and a registry read beside it would be one more request ahead of the
+ * run's first model call. A spec that waited longer most likely has the parent's entry: the create will
+ * be refused, and a read beside it saves a round trip. (The stored time is the server's clock: a skew
+ * costs a round trip, never a wrong claim.)
+ */
+function likelyRegistered(message: JsMsg, now: number): boolean {
+  return now - message.info.timestampNanos / 1e6 >= QUEUED_REGISTRATION_DELAY_MS;
+}
+
 async function removeSpec(resources: ForkResources, message: JsMsg): Promise<void> {
   message.term();
   await resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, message.seq).catch(() => false);

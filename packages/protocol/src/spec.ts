@@ -329,6 +329,12 @@ export const ForkSpecSchema = z.object({
     "The provider API that runs the child; Anthropic's Messages API when absent.",
   ),
   created_at: EpochMsSchema.describe("When the parent published the spec (ms since epoch)."),
+  fresh_run_id: z
+    .literal(true)
+    .optional()
+    .describe(
+      "The parent made `run_id` for this spec: nothing was stored under it before. A daemon may then send the run's first model request while its claim is in flight (its events and tools still wait for the claim; a refused claim aborts the request). A parent that resubmits a run id omits it: such a spec is claimed before any model call.",
+    ),
   cache_leader: CacheLeaderSchema.optional().describe(
     "Warm-first: the sibling whose first response writes the cache entry this run reads. The run is claimed and its request built at once; its first model call goes once the leader's response has begun, the leader ended, or `wait_ms` passed. A daemon that does not know the field runs the child at once (it pays the shared delta as a cache write).",
   ),
