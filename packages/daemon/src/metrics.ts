@@ -81,7 +81,7 @@ export function createDaemonMetrics(): DaemonMetrics {
     }),
     runsEnded: new Counter({
       name: "forkd_runs_ended_total",
-      help: "Runs that ended here, by outcome (completed, failed, aborted, released, fenced, refused: a spec taken out of the queue unrun)",
+      help: "Runs that ended here, by outcome (completed, failed, aborted, released, fenced, refused: a spec taken out of the queue unrun, claim_refused: a first request ahead of a refused claim, the spec handed back)",
       labelNames: ["outcome"],
       registers,
     }),
