@@ -111,7 +111,7 @@ async function expectEndedRunNotRunAgain(
   options: {
     claimsFresh?: boolean;
     parent?: NatsForkSubagent;
-    /** False where the run must be claimed before its first call: a daemon or a spec that does not call ahead. */
+    /** False where the run is claimed before its first call: a daemon or a spec that does not call ahead. */
     callsAhead?: boolean;
     groupId?: string;
   } = {},

@@ -764,10 +764,10 @@ export class RunExecutor {
    * the queue before its parent registers it (so the create finds no entry: no abort flag); not a group's
    * run (its budget reserves spend before each call: a refused claim would leave the reservation), not a
    * Gemini child (its explicit cache is made at the provider before the call), and not while JetStream
-   * does not store (a spec handed back at once would spend its deliveries). Until the claim is stored the run's events wait
-   * (`startAfter`), and so do its tools (the turn loop's durability barrier waits for its events). A
-   * refused claim — or one that failed — stops the run (its model request is aborted), publishes
-   * nothing and hands the spec back at once: the next delivery takes the full path.
+   * does not store (a spec handed back at once would spend its deliveries). Until the claim is stored
+   * the run's events wait (`startAfter`), and so do its tools (the turn loop's durability barrier waits
+   * for its events). A refused claim — or one that failed — stops the run (its model request is
+   * aborted), publishes nothing and hands the spec back at once: the next delivery takes the full path.
    *
    * Returns the claim as it will be stored, or undefined when the run must wait for its claim.
    */
@@ -1078,10 +1078,6 @@ function decodeSpecQuietly(
 }
 
 /**
- * Takes a spec out of the work queue without running it: `term()` stops its redelivery, and the
- * delete removes it from the stream (a terminated message may otherwise stay in a work-queue stream).
- */
-/**
  * Whether the parent has most likely registered the run of a spec taken only now. A parent registers
  * its run a moment after the spec is stored (client: queued-registration.ts): a spec taken sooner than
  * that is claimed by a create, and a registry read beside it would be one more request ahead of the
@@ -1093,6 +1089,10 @@ function likelyRegistered(message: JsMsg, now: number): boolean {
   return now - message.info.timestampNanos / 1e6 >= QUEUED_REGISTRATION_DELAY_MS;
 }
 
+/**
+ * Takes a spec out of the work queue without running it: `term()` stops its redelivery, and the
+ * delete removes it from the stream (a terminated message may otherwise stay in a work-queue stream).
+ */
 async function removeSpec(resources: ForkResources, message: JsMsg): Promise<void> {
   message.term();
   await resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, message.seq).catch(() => false);
