@@ -155,6 +155,30 @@ describe("awaitTerminalEvent on one server", () => {
     }
   });
 
+  it("with readFirst false flushes nothing, and one that reads first flushes once", async () => {
+    const counted = await connect({ servers: server.url });
+    try {
+      const on = await ensureForkResources(counted);
+      let flushes = 0;
+      const flush = counted.flush.bind(counted);
+      counted.flush = () => {
+        flushes++;
+        return flush();
+      };
+      const unsent = awaitTerminalEvent(on, "run-unsent-flush", { readFirst: false });
+      await new Promise((resolveTurn) => setImmediate(resolveTurn));
+      expect(flushes).toBe(0);
+      await store(on, "run-unsent-flush", 1, "heard without a flush");
+      expect((await unsent).event).toMatchObject({ reason: "heard without a flush" });
+      expect(flushes).toBe(0);
+      const sent = awaitTerminalEvent(on, "run-unsent-flush");
+      expect((await sent).event).toMatchObject({ reason: "heard without a flush" });
+      expect(flushes).toBe(1);
+    } finally {
+      await counted.close();
+    }
+  });
+
   it("a fork's result() asked before its spec went out reads nothing at first; asked after, reads once", async () => {
     const forks = await NatsForkSubagent.create(nc);
     const gets = await eventGets();

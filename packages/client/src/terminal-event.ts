@@ -129,9 +129,13 @@ class TerminalWait {
       once: true,
       signal: this.#ended.signal,
     });
-    // Once the subscription is at the server every later ending is heard: read what ended before.
+    // Once the subscription is at the server every later ending is heard: read what ended before. A
+    // wait that reads nothing first needs no flush: the run's spec goes out after the subscription on
+    // this connection, so the spec's acknowledgement (`readAfter`) already comes after the server has
+    // the subscription — a PING and its PONG less inside every dispatch (bench #2).
     const launched = options.readAfter?.catch(() => undefined);
-    flushSoon(resources.nc).then(
+    const atServer = options.readFirst === false ? Promise.resolve() : flushSoon(resources.nc);
+    atServer.then(
       async () => {
         await launched;
         if (this.#ended.signal.aborted || this.#following) return;
