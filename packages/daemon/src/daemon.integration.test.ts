@@ -162,6 +162,30 @@ async function expectEndedRunNotRunAgain(
   expect((await parent.state(handle.runId))?.last_seq).toBe(logged.at(-1)?.event.seq);
 }
 
+/** Writes `runId`'s registry entry as its parent registers a queued run (no owning spec named). */
+async function registerQueued(
+  resources: NatsForkSubagent["resources"],
+  runId: string,
+  abort?: { reason: string; requested_at: number },
+): Promise<void> {
+  const queued = queuedRunState({ runId, createdAt: Date.now(), now: Date.now(), parentAgentId: "parent-1" });
+  await resources.runs.put(runId, runStateCodec.encode(abort ? { ...queued, abort } : queued));
+}
+
+/** Publishes a spec for `runId` that says its parent made the id (`fresh_run_id`), as forkd's client does. */
+async function publishFreshSpec(runId: string, directive: string): Promise<void> {
+  const spec = forkSpecCodec.encode({
+    v: PROTOCOL_VERSION,
+    run_id: runId,
+    parent: { agent_id: "parent-1", lineage: [] },
+    directive,
+    prefix: { kind: "none" },
+    created_at: Date.now(),
+    fresh_run_id: true,
+  });
+  await forks.resources.js.publish(forks.resources.subjects.spec(runId), spec, { msgID: runId });
+}
+
 describe("a daemon over real NATS", () => {
   it("runs a fork of the 4k fixture to completion with a contiguous event log", async () => {
     const fixture = await loadFixture("4k");
@@ -201,13 +225,7 @@ describe("a daemon over real NATS", () => {
   it("does not run a run again whose log ended while its registry entry says queued: the claim's create fails, and the log read beside it still counts", async () => {
     await expectEndedRunNotRunAgain(async (resources, runId) => {
       // The registry behind the log (as if the end was never recorded), naming no owning spec.
-      const queued = queuedRunState({
-        runId,
-        createdAt: Date.now(),
-        now: Date.now(),
-        parentAgentId: "parent-1",
-      });
-      await resources.runs.put(runId, runStateCodec.encode(queued));
+      await registerQueued(resources, runId);
       expect((await forks.state(runId))?.status).toBe("queued");
     });
   });
@@ -224,6 +242,37 @@ describe("a daemon over real NATS", () => {
 
   it("stores nothing of a spec that calls a used run id fresh, whose registry entry ended: the claim's create is refused and the call ahead of it aborted", async () => {
     await expectEndedRunNotRunAgain(async () => undefined, { claimsFresh: true });
+  });
+
+  it("takes over its parent's queued registration when that got there before the claim: the call ahead goes on, once", async () => {
+    const resources = forks.resources;
+    const runId = "fresh-but-registered-1";
+    const directive = `Registered first (${runId}).`;
+    // As the parent writes it a moment after the spec is stored, here before: the claim's create is refused.
+    await registerQueued(resources, runId);
+    await publishFreshSpec(runId, directive);
+    await waitFor(async () => (await forks.state(runId))?.status === "completed");
+    const calls = callsWith(directive);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.signal?.aborted).toBe(false);
+    const events = (await readStoredEvents(resources, runId)).map((l) => l.event);
+    expect(seqs(events)).toEqual(events.map((_, i) => i + 1));
+    expect(events[0]).toMatchObject({ type: "accepted", delivery: 1, attempt: 1 });
+    expect(events.every((event) => event.attempt === 1)).toBe(true);
+  });
+
+  it("does not take over a registration that carries an abort flag: the call ahead is aborted and the run ends aborted", async () => {
+    const resources = forks.resources;
+    const runId = "fresh-but-aborted-1";
+    const directive = `Aborted while queued (${runId}).`;
+    // Only the flag: no abort on the fast path that a daemon could have heard.
+    await registerQueued(resources, runId, { reason: "flagged while queued", requested_at: Date.now() });
+    await publishFreshSpec(runId, directive);
+    await waitFor(async () => (await forks.state(runId))?.status === "aborted");
+    const events = (await readStoredEvents(resources, runId)).map((l) => l.event);
+    expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "flagged while queued" });
+    for (const call of callsWith(directive)) expect(call.signal?.aborted).toBe(true);
   });
 
   it("makes no model call before the claim of a group's run, fresh or not: its budget reserves spend before each call", async () => {

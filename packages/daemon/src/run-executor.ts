@@ -795,10 +795,13 @@ export class RunExecutor {
     )
       return undefined;
     const state = this.#claimedState(null, runId, message, spec, now, null);
-    const confirmed = this.#claimUnregistered(runId, message, spec, { state, now }).then((outcome) => {
-      if (outcome?.claimed === undefined || outcome.last !== null)
-        throw new DaemonError("claim_refused", `the claim of run ${runId}'s first delivery was refused`);
-      return outcome.claimed.claimed;
+    const confirmed = this.#claimUnregistered(runId, message, spec, { state, now }).then(async (outcome) => {
+      if (outcome?.claimed !== undefined && outcome.last === null) return outcome.claimed.claimed;
+      if (outcome?.read !== undefined && outcome.read.last === null) {
+        const taken = await this.#claimOverRegistration(runId, message, spec, outcome.read.registered, state);
+        if (taken !== undefined) return taken;
+      }
+      throw new DaemonError("claim_refused", `the claim of run ${runId}'s first delivery was refused`);
     });
     confirmed.catch((error: unknown) => {
       logger.info({ err: error }, "a run that called ahead of its claim stops: the claim did not hold");
@@ -806,6 +809,43 @@ export class RunExecutor {
     });
     // The revision is the stored claim's; nothing reads it before the claim is stored (`confirmed`).
     return { assumed: { claimed: { claimed: { state, revision: 0 }, now }, last: null }, confirmed };
+  }
+
+  /**
+   * The claim of a run that called ahead, when its parent's `queued` registration got there first: it is
+   * written a moment after the spec is stored, and a loaded daemon's create can arrive later still. As
+   * the full path does, the claim takes it over by compare-and-set — while it is still that registration
+   * (never claimed, no abort flag, this spec's or naming none) and the claim gives the attempt the run
+   * already publishes as (`assumed`). Undefined otherwise: the claim is refused, and the full path of the
+   * next delivery decides.
+   */
+  async #claimOverRegistration(
+    runId: string,
+    message: JsMsg,
+    spec: ForkSpec,
+    registered: RunStateEntry,
+    assumed: RunState,
+  ): Promise<RunStateEntry | undefined> {
+    const untouched = (entry: RunState | null): entry is RunState =>
+      entry?.status === "queued" &&
+      entry.attempt === 0 &&
+      entry.abort === undefined &&
+      (entry.spec_seq === undefined || entry.spec_seq === message.seq);
+    if (!untouched(registered.state)) return undefined;
+    let written: RunState | undefined;
+    const claimed = await updateRunState(
+      this.#deps.resources,
+      runId,
+      (current) => {
+        if (!untouched(current)) return "unchanged";
+        written = this.#claimedState(current, runId, message, spec, Date.now(), null);
+        return written;
+      },
+      { known: registered },
+    );
+    return claimed !== null && claimed.state === written && written.attempt === assumed.attempt
+      ? claimed
+      : undefined;
   }
 
   /**
