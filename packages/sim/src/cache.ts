@@ -22,6 +22,7 @@
 import { createHash } from "node:crypto";
 import type { Clock } from "./clock.js";
 import { invalidRequest } from "./errors.js";
+import { PrefixKeyMemo } from "./prefix-key-memo.js";
 import type { PromptLayout } from "./prompt.js";
 import type { CacheControl, CacheTtl, InputUsage } from "./types.js";
 
@@ -174,6 +175,7 @@ export class PromptCache {
   readonly #clock: Clock;
   readonly #lookback: number;
   readonly #minTokens: (model: string) => number;
+  readonly #keys = new PrefixKeyMemo();
   #plans = 0;
   #hits = 0;
   #misses = 0;
@@ -216,7 +218,7 @@ export class PromptCache {
     for (const bp of breakpoints) {
       for (let p = bp.block; p >= 0 && p >= bp.block - this.#lookback; p--) positions.add(p);
     }
-    const keys = prefixKeys(layout, scope, positions);
+    const keys = this.#keys.keys(layout, scope, positions);
     const cumulative = new Array<number>(blocks.length);
     let sum = 0;
     for (let i = 0; i < blocks.length; i++) {
