@@ -133,7 +133,9 @@ async function expectEndedRunNotRunAgain(
     v: PROTOCOL_VERSION,
     run_id: handle.runId,
     parent: { agent_id: "parent-1", lineage: [] },
-    directive: `Summarise the codec module again (${handle.runId}).`,
+    // The provider holds the answer (a long time to first token): a call made ahead of the claim can
+    // end only by the refusal's abort, which the test then waits for.
+    directive: `Summarise the codec module again (${handle.runId}).\n@sim ttft 600000`,
     prefix: { kind: "none" },
     created_at: Date.now(),
     ...(options.claimsFresh ? { fresh_run_id: true as const } : {}),
@@ -148,8 +150,9 @@ async function expectEndedRunNotRunAgain(
   );
   const calledAgain = callsWith(`again (${handle.runId})`);
   if (options.claimsFresh && options.callsAhead !== false) {
-    // The call went ahead (everything between the spec's decoding and the call is microtasks, so the
-    // claim's refusal cannot be read before it), and the refusal aborted it.
+    // The call went ahead (everything between the spec's decoding and the call is microtasks, and the
+    // claim goes out on the next turn, so its refusal cannot be read before it), and the refusal
+    // aborted it.
     expect(calledAgain).toHaveLength(1);
     await waitFor(() => calledAgain[0]!.signal?.aborted);
     expect(sim.requests().length).toBeLessThanOrEqual(requestsBefore + 1);
@@ -264,7 +267,8 @@ describe("a daemon over real NATS", () => {
   it("does not take over a registration that carries an abort flag: the call ahead is aborted and the run ends aborted", async () => {
     const resources = forks.resources;
     const runId = "fresh-but-aborted-1";
-    const directive = `Aborted while queued (${runId}).`;
+    // Held by the provider, as above: the call ahead can end only by the abort.
+    const directive = `Aborted while queued (${runId}).\n@sim ttft 600000`;
     // Only the flag: no abort on the fast path that a daemon could have heard.
     await registerQueued(resources, runId, { reason: "flagged while queued", requested_at: Date.now() });
     await publishFreshSpec(runId, directive);

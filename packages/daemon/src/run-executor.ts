@@ -757,8 +757,8 @@ export class RunExecutor {
 
   /**
    * A first delivery's claim, sent while the run goes on (`callAheadOfClaim`): its first model request
-   * leaves without waiting for the answer, which costs a round trip and the CPU to read it on a busy
-   * daemon (bench #2). Only where the claim is all but certain and nothing the run does before it is
+   * leaves without waiting for the answer (a round trip, and the CPU to read it on a busy daemon: bench
+   * #2), and before the claim itself, which goes out on the event loop's next turn. Only where the claim is all but certain and nothing the run does before it is
    * stored can be seen: a run id its parent made for this spec (`fresh_run_id`: no log, no other
    * owner; a resubmitted one is claimed first, so a run that ended is never called again), taken from
    * the queue before its parent registers it (so the create finds no entry: no abort flag); not a group's
@@ -795,7 +795,12 @@ export class RunExecutor {
     )
       return undefined;
     const state = this.#claimedState(null, runId, message, spec, now, null);
-    const confirmed = this.#claimUnregistered(runId, message, spec, { state, now }).then(async (outcome) => {
+    // Sent on the event loop's next turn: the run's first model request is written in this one. On a
+    // daemon whose one thread does both, sending the claim first put its encoding and writes (~0.3 ms)
+    // ahead of the request (bench #2 at 4k).
+    const nextTurn = new Promise<void>((resolve) => setImmediate(resolve));
+    const confirmed = nextTurn.then(async () => {
+      const outcome = await this.#claimUnregistered(runId, message, spec, { state, now });
       if (outcome?.claimed !== undefined && outcome.last === null) return outcome.claimed.claimed;
       if (outcome?.read !== undefined && outcome.read.last === null) {
         const taken = await this.#claimOverRegistration(runId, message, spec, outcome.read.registered, state);
