@@ -5,7 +5,7 @@ import { availableParallelism } from "node:os";
 import { type Cluster, startCluster, within } from "./cluster.js";
 import { processCpuMs } from "./cpu.js";
 import { parentTurn, taggedDirective } from "./fixtures.js";
-import { now, overBy, summarize } from "./stats.js";
+import { now, overBy, percentile, summarize } from "./stats.js";
 import type { BenchContext, Benchmark } from "./types.js";
 
 const TARGET_P99_MS = 100;
@@ -163,7 +163,12 @@ export const cascadeBenchmark: Benchmark = {
         nats_server: cpuPerCascade("nats_server"),
         daemons: cpuPerCascade("daemons"),
       };
-      const pass = all.p99 <= TARGET_P99_MS;
+      // Judged on the unrounded percentile (the summary is rounded for reading).
+      const pass =
+        percentile(
+          results.flatMap((r) => r.latencies),
+          99,
+        ) <= TARGET_P99_MS;
       const notes = [
         `Each round: ${RUNS} forks of one parent (one fan-out, warm-first off), ${DAEMONS} daemon processes × ${CONCURRENCY} slots, so ${DAEMONS * CONCURRENCY} runs wait on their model call (first token after 100 s) and ${RUNS - DAEMONS * CONCURRENCY} wait in the work queue. Once the slots are full, the parent calls forks.abortParent(parent) and the clock runs, per run, until its aborted event reaches an observer subscribed to agent.fork.*.events (its own connection).`,
         "Path: abortParent sends each run an abort with its own proof on core NATS (the runs forked here at once, then those the registry's index lists), waits up to 500 ms for the runs' terminal events and writes the registry flag only for runs that did not end. A running run is stopped by the daemon holding it; a queued one is ended where it waits by the one daemon of the queue group `<consumer>_queued_controls` that sees the request (its terminal event published fenced on the empty log, which is the claim; then recorded, spec deleted); a daemon whose freed slot pulls such a run puts its spec back instead of claiming it. The bookkeeping of a run ended by a control (registry record, ack or spec removal) waits until no terminal event has been in flight on its daemon for 50 ms (at most 250 ms), so that a burst's events go first.",

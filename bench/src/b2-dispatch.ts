@@ -200,7 +200,7 @@ export const dispatchBenchmark: Benchmark = {
             );
           // A pair holds one size's forkd series ("n…") and in-process series ("i…"), in either order.
           const size = fixtureOf(pair[0]!);
-          overheadByRound[size].push(round(p50(forkdOf[size]) - p50(inProcessOf[size])));
+          overheadByRound[size].push(p50(forkdOf[size]) - p50(inProcessOf[size]));
         }
       }
       context.log(`the raw JetStream floor: ${block4 * rounds} publish → pull → KV create, one at a time`);
@@ -216,26 +216,41 @@ export const dispatchBenchmark: Benchmark = {
       const total4 = stage(nats4, "total");
       const baseTotal4 = stage(base4, "total");
       // p50: the median of the rounds' differences; p99: the pooled samples' (a block has too few for its own).
-      const overhead = (size: "48k" | "4k", forkd: Summary, inProcess: Summary) => ({
-        p50: round(percentile(overheadByRound[size], 50)),
-        p99: round(forkd.p99 - inProcess.p99),
-      });
-      const overhead48 = overhead("48k", total48, baseTotal48);
-      const overhead4 = overhead("4k", total4, baseTotal4);
+      // Judged unrounded (1.004 ms misses 1 ms); rounded where shown.
+      const exactP99 = (samples: Sample[]) =>
+        percentile(
+          samples.map((s) => s.total),
+          99,
+        );
+      const overhead = (size: "48k" | "4k", forkd: Sample[], inProcess: Sample[]) => {
+        const p50 = percentile(overheadByRound[size], 50);
+        const p99 = exactP99(forkd) - exactP99(inProcess);
+        return { shown: { p50: round(p50), p99: round(p99) }, exact: { p50, p99 } };
+      };
+      const { shown: overhead48, exact: exact48 } = overhead("48k", nats48, base48);
+      const { shown: overhead4, exact: exact4 } = overhead("4k", nats4, base4);
       const overheadMisses: string[] = [];
-      for (const [size, { p50, p99 }] of [
-        ["48k", overhead48],
-        ["4k", overhead4],
+      for (const [size, exact] of [
+        ["48k", exact48],
+        ["4k", exact4],
       ] as const) {
-        if (p50 > OVERHEAD_P50_TARGET_MS)
-          overheadMisses.push(`${size} p50 overhead ${p50} ms > ${OVERHEAD_P50_TARGET_MS} ms`);
-        if (p99 > OVERHEAD_P99_TARGET_MS)
-          overheadMisses.push(`${size} p99 overhead ${p99} ms > ${OVERHEAD_P99_TARGET_MS} ms`);
+        if (exact.p50 > OVERHEAD_P50_TARGET_MS)
+          overheadMisses.push(
+            `${size} p50 overhead ${round(exact.p50, 3)} ms > ${OVERHEAD_P50_TARGET_MS} ms`,
+          );
+        if (exact.p99 > OVERHEAD_P99_TARGET_MS)
+          overheadMisses.push(
+            `${size} p99 overhead ${round(exact.p99, 3)} ms > ${OVERHEAD_P99_TARGET_MS} ms`,
+          );
       }
+      const shownByRound = {
+        "48k": overheadByRound["48k"].map((value) => round(value)),
+        "4k": overheadByRound["4k"].map((value) => round(value)),
+      };
       const pass = overheadMisses.length === 0;
       const absolutePass = total48.p50 <= P50_TARGET_MS && total48.p99 <= P99_TARGET_MS;
       const notes = [
-        `Measured in ${rounds} rounds after ${warmup} unmeasured forks per series: each round runs a block of forkd forks and a block of in-process forks of one size one after the other (${block48} at 48k, ${block4} at 4k), every other round in reverse order (${roundOrder(0).flat().join(" → ")}; then ${roundOrder(1).flat().join(" → ")}). The p50 overhead is the median of the rounds' differences of block medians (48k ${JSON.stringify(overheadByRound["48k"])}, 4k ${JSON.stringify(overheadByRound["4k"])} ms); p99 and the latencies are over all blocks of a series.`,
+        `Measured in ${rounds} rounds after ${warmup} unmeasured forks per series: each round runs a block of forkd forks and a block of in-process forks of one size one after the other (${block48} at 48k, ${block4} at 4k), every other round in reverse order (${roundOrder(0).flat().join(" → ")}; then ${roundOrder(1).flat().join(" → ")}). The p50 overhead is the median of the rounds' differences of block medians (48k ${JSON.stringify(shownByRound["48k"])}, 4k ${JSON.stringify(shownByRound["4k"])} ms); p99 and the latencies are over all blocks of a series.`,
         "Each fork is launched after the previous one's result() resolved (one at a time), so the figure is the latency of one dispatch, not of a queue. The parent calls handle.result() at once, as a parent would: a core subscription on the run's events subject, made while the spec travels on the same connection, and one read of the stored last event once the terminal one is heard.",
         "End point: `receivedAt` of the simulator's log entry (request headers received), matched to its fork by a tag in the directive, reported by the simulator's process over IPC and converted to this process's clock (performance.timeOrigin + performance.now()).",
         "Stages come from an observer connection: a core subscription on `agent.fork.*` (the spec passing through the server) and on the events subject (`accepted`, which a run publishes after its first request); each adds one loopback hop (~0.1 ms).",
@@ -253,7 +268,7 @@ export const dispatchBenchmark: Benchmark = {
           "48k_ms": total48,
           "4k_ms": total4,
           overhead_ms: { "48k": overhead48, "4k": overhead4 },
-          overhead_p50_by_round_ms: overheadByRound,
+          overhead_p50_by_round_ms: shownByRound,
           "48k_stages_p50_ms": breakdown(nats48),
           cpu_per_fork_ms: cpuPerFork,
         },

@@ -225,7 +225,8 @@ export const fanOutBenchmark: Benchmark = {
     const beyondProc = summarize(processes.byRef.map((t) => t.beyondTtft));
     const beyondProcInline = summarize(processes.inline.map((t) => t.beyondTtft));
     // Issue #14: every trial, not the median.
-    const pass = beyond.max <= TARGET_MS;
+    // Judged on the unrounded figures (the summaries are rounded for reading).
+    const pass = Math.max(...fixture.byRef.map((t) => t.beyondTtft)) <= TARGET_MS;
     const notes = [
       `Figure: (the simulator's receipt of the last child's first request) − (the fanOut() call) − one TTFT (${TTFT_MS} ms), per trial; the verdict uses every one of the ${trials} trials of the suite's fixture (daemons in this process): the max; the median is reported too.`,
       "Warm-first: the first child (the leader) is published at once; the other 99 once a daemon claimed it, naming it as their cache_leader. The daemons claim them and set their runs up during the leader's time to first token, and hold each one's first model call until the leader's first llm.delta (its response began), so they read the cache entry it writes. The parent awaits every handle's result() from the start, as a parent would (100 core subscriptions on its connection, one read of the stored last event per child at its end).",

@@ -130,7 +130,9 @@ export const failoverBenchmark: Benchmark = {
     const duplicated = results.reduce((sum, t) => sum + t.duplicated, 0);
     const inexactStreams = results.filter((t) => !t.streamExact).length;
     const limit = TARGET_MS;
-    const pass = total.max <= limit && lost === 0 && duplicated === 0 && inexactStreams === 0;
+    // Judged on the unrounded worst trial (the summaries are rounded for reading).
+    const worst = Math.max(...results.map((t) => t.killToCompleted));
+    const pass = worst <= limit && lost === 0 && duplicated === 0 && inexactStreams === 0;
     const notes = [
       `Two daemon processes (packages/daemon/bin/forkd-daemon: the shipped launcher and its runtime settings) on the daemon's default settings: ack_wait ${ackWaitMs} ms, heartbeat ${heartbeatMs} ms, presence beats every 250 ms, a daemon silent for ${DEFAULT_FAILOVER_AFTER_MS} ms is gone. Each trial forks one run whose turn streams for about 0.5 s (${SLOW_TURN.replace("\n", ", ")}); when its first llm.delta reaches the parent, the daemon that accepted it is SIGKILLed; the clock runs to the completed event at an observer. A new daemon is started after each trial.`,
       `Breakdown (median): kill → spec handed back and claimed by the other daemon ${redelivery.p50} ms (the survivor hears no presence beat for ${DEFAULT_FAILOVER_AFTER_MS} ms, wins the registry's compare-and-set and naks the dead daemon's delivery; JetStream redelivers at once; min ${redelivery.min}, max ${redelivery.max} ms); redelivered → completed ${resume.p50} ms (read the log, rebuild the conversation, redo the interrupted turn — about 0.5 s of simulated streaming — and finish).`,

@@ -112,8 +112,11 @@ export const memoryBenchmark: Benchmark = {
     } finally {
       await cluster.stop();
     }
-    const perFork = round((many.peakMB - one.peakMB) / Math.max(1, count - 1), 2);
-    const pass = many.peakMB <= TARGET_MB && perFork <= TARGET_PER_FORK_MB && many.maxConcurrent >= count;
+    // Judged unrounded: 0.404 MB per fork misses 0.4, though it shows as 0.4.
+    const exactPerFork = (many.peakMB - one.peakMB) / Math.max(1, count - 1);
+    const perFork = round(exactPerFork, 2);
+    const pass =
+      many.peakMB <= TARGET_MB && exactPerFork <= TARGET_PER_FORK_MB && many.maxConcurrent >= count;
     const notes = [
       `Each measurement starts a fresh daemon process (packages/daemon/bin/forkd-daemon: the shipped launcher and its runtime settings, concurrency ≥ the forks) and fans the forks out at once by reference (the prefix is downloaded once and shared by all runs). The simulator holds every request ${TTFT_MS} ms before its first token, so all runs are in flight together: the simulator saw at most ${many.maxConcurrent} requests open at once (of ${count}).`,
       `Peak = the kernel's VmHWM of the daemon after the runs (/proc/<pid>/status); the RSS sampled every ${SAMPLE_EVERY_MS} ms agrees (${many.sampledPeakMB} MB). Idle after start: ${many.idleMB} MB.`,
