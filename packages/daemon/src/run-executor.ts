@@ -756,18 +756,18 @@ export class RunExecutor {
   }
 
   /**
-   * A first delivery's claim, sent while the run goes on (`callAheadOfClaim`): its first model request
-   * leaves without waiting for the answer (a round trip, and the CPU to read it on a busy daemon: bench
-   * #2), and before the claim itself, which goes out on the event loop's next turn. Only where the claim is all but certain and nothing the run does before it is
-   * stored can be seen: a run id its parent made for this spec (`fresh_run_id`: no log, no other
-   * owner; a resubmitted one is claimed first, so a run that ended is never called again), taken from
-   * the queue before its parent registers it (so the create finds no entry: no abort flag); not a group's
-   * run (its budget reserves spend before each call: a refused claim would leave the reservation), not a
-   * Gemini child (its explicit cache is made at the provider before the call), and not while JetStream
-   * does not store (a spec handed back at once would spend its deliveries). Until the claim is stored
-   * the run's events wait (`startAfter`), and so do its tools (the turn loop's durability barrier waits
-   * for its events). A refused claim — or one that failed — stops the run (its model request is
-   * aborted), publishes nothing and hands the spec back at once: the next delivery takes the full path.
+   * A first delivery's claim, sent while the run goes on (`callAheadOfClaim`): its first model request leaves
+   * without waiting for the answer (a round trip, and the CPU to read it on a busy daemon: bench #2), and
+   * before the claim itself, which goes out on the event loop's next turn. Only where the claim is all but
+   * certain and nothing the run does before it is stored can be seen: a run id its parent made for this spec
+   * (`fresh_run_id`: no log, no other owner; a resubmitted one is claimed first, so a run that ended is never
+   * called again), taken from the queue before its parent registers it (so the create finds no entry: no
+   * abort flag); not a group's run (its budget reserves spend before each call: a refused claim would leave
+   * the reservation), not a Gemini child (its explicit cache is made at the provider before the call), and
+   * not while JetStream does not store (a spec handed back at once would spend its deliveries). Until the
+   * claim is stored the run's events wait (`startAfter`), and so do its tools (the turn loop's durability
+   * barrier waits for its events). A refused claim — or one that failed — stops the run (its model request is
+   * aborted, or its answer dropped), publishes nothing and hands the spec back at once: the next delivery takes the full path.
    *
    * Returns the claim as it will be stored, or undefined when the run must wait for its claim.
    */
