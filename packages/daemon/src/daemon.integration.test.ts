@@ -113,6 +113,11 @@ async function expectEndedRunNotRunAgain(
     parent?: NatsForkSubagent;
     /** False where the run is claimed before its first call: a daemon or a spec that does not call ahead. */
     callsAhead?: boolean;
+    /**
+     * False: the provider answers at once, so a call made ahead may be answered before the claim's
+     * refusal arrives (the answer is then dropped). Default: it holds the answer until aborted.
+     */
+    providerHolds?: boolean;
     groupId?: string;
   } = {},
 ): Promise<void> {
@@ -135,7 +140,7 @@ async function expectEndedRunNotRunAgain(
     parent: { agent_id: "parent-1", lineage: [] },
     // The provider holds the answer (a long time to first token): a call made ahead of the claim can
     // end only by the refusal's abort, which the test then waits for.
-    directive: `Summarise the codec module again (${handle.runId}).\n@sim ttft 600000`,
+    directive: `Summarise the codec module again (${handle.runId}).${options.providerHolds === false ? "" : "\n@sim ttft 600000"}`,
     prefix: { kind: "none" },
     created_at: Date.now(),
     ...(options.claimsFresh ? { fresh_run_id: true as const } : {}),
@@ -154,7 +159,7 @@ async function expectEndedRunNotRunAgain(
     // claim goes out on the next turn, so its refusal cannot be read before it), and the refusal
     // aborted it.
     expect(calledAgain).toHaveLength(1);
-    await waitFor(() => calledAgain[0]!.signal?.aborted);
+    if (options.providerHolds !== false) await waitFor(() => calledAgain[0]!.signal?.aborted);
     expect(sim.requests().length).toBeLessThanOrEqual(requestsBefore + 1);
   } else {
     expect(calledAgain).toEqual([]);
@@ -245,6 +250,10 @@ describe("a daemon over real NATS", () => {
 
   it("stores nothing of a spec that calls a used run id fresh, whose registry entry ended: the claim's create is refused and the call ahead of it aborted", async () => {
     await expectEndedRunNotRunAgain(async () => undefined, { claimsFresh: true });
+  });
+
+  it("stores nothing of a spec that calls a used run id fresh when the provider answers before the refusal: the answer is dropped", async () => {
+    await expectEndedRunNotRunAgain(async () => undefined, { claimsFresh: true, providerHolds: false });
   });
 
   it("takes over its parent's queued registration when that got there before the claim: the call ahead goes on, once", async () => {
