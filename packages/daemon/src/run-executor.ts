@@ -766,8 +766,9 @@ export class RunExecutor {
    * the reservation), not a Gemini child (its explicit cache is made at the provider before the call), and
    * not while JetStream does not store (a spec handed back at once would spend its deliveries). Until the
    * claim is stored the run's events wait (`startAfter`), and so do its tools (the turn loop's durability
-   * barrier waits for its events). A refused claim — or one that failed — stops the run (its model request is
-   * aborted, or its answer dropped), publishes nothing and hands the spec back at once: the next delivery takes the full path.
+   * barrier waits for its events). A refused claim — or one that failed — stops the run (its model request
+   * is aborted, or its answer dropped), publishes nothing and hands the spec back at once: the next
+   * delivery takes the full path.
    *
    * Returns the claim as it will be stored, or undefined when the run must wait for its claim.
    */

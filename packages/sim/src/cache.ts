@@ -22,7 +22,7 @@
 import { createHash } from "node:crypto";
 import type { Clock } from "./clock.js";
 import { invalidRequest } from "./errors.js";
-import { PrefixKeyMemo } from "./prefix-key-memo.js";
+import { blockLead, PrefixKeyMemo } from "./prefix-key-memo.js";
 import type { PromptLayout } from "./prompt.js";
 import type { CacheControl, CacheTtl, InputUsage } from "./types.js";
 
@@ -158,8 +158,7 @@ export function prefixKeys(
   const blocks = layout.blocks;
   for (let i = 0; i <= last; i++) {
     const b = blocks[i]!;
-    if (i === layout.firstMessageBlock) pending += `\u0004${layout.messagesContext}`;
-    pending += `\u0001${b.segment}|${b.header}\u0002${b.content.length}\u0003${b.content}`;
+    pending += blockLead(layout, i, b) + b.content;
     if (positions.has(i)) {
       h.update(pending);
       pending = "";

@@ -48,9 +48,12 @@ interface KeyNode {
   children: Map<string, KeyNode[]> | undefined;
 }
 
-function leadOf(layout: PromptLayout, i: number, b: PromptBlock): string {
-  // The pieces and their order are prefixKeys': digests must not change (see its comment on
-  // joining pieces).
+/**
+ * What a cache key hashes of block `i` before its content: the messages context where messages begin,
+ * then the block's segment, identity and length. Shared by {@link prefixKeys} and the memo, whose
+ * digests must be the same.
+ */
+export function blockLead(layout: PromptLayout, i: number, b: PromptBlock): string {
   const context = i === layout.firstMessageBlock ? `\u0004${layout.messagesContext}` : "";
   return `${context}\u0001${b.segment}|${b.header}\u0002${b.content.length}\u0003`;
 }
@@ -82,7 +85,7 @@ export class PrefixKeyMemo {
     let node = this.#root(`${scope}\u0000${layout.model}\u0000`);
     for (let i = 0; i <= last; i++) {
       const b = blocks[i]!;
-      node = this.#child(node, leadOf(layout, i, b), b.content);
+      node = this.#child(node, blockLead(layout, i, b), b.content);
       if (positions.has(i)) {
         node.key ??= node.state.copy().digest("base64url");
         keys.set(i, node.key);
