@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CachePlan } from "./cache.js";
 import { apiErrorBody, SimApiError } from "./errors.js";
+import { parseJsonBytes } from "./json-bytes.js";
 import { type RequestLogEntry, setBody } from "./log.js";
 import type { Usage } from "./types.js";
 
@@ -159,10 +160,7 @@ const bodyTurns = new BodyTurns();
  * Reads the body; the log keeps the bytes (off the JS heap) and decodes them only when read. The
  * promise settles on a later turn of the event loop ({@link BodyTurns}).
  */
-export function readBody(
-  ex: Exchange,
-  maxBody: number,
-): Promise<{ bytes: Buffer; text: string } | undefined> {
+export function readBody(ex: Exchange, maxBody: number): Promise<{ bytes: Buffer } | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -183,7 +181,7 @@ export function readBody(
         try {
           const bytes = Buffer.concat(chunks, size);
           setBody(ex.entry, bytes);
-          resolve({ bytes, text: bytes.toString("utf8") });
+          resolve({ bytes });
         } catch (e) {
           reject(e);
         }
@@ -194,10 +192,13 @@ export function readBody(
   });
 }
 
-/** The request body as JSON, or the API's 400 for a body that is not. */
-export function parseJson(body: string): unknown {
+/**
+ * The request body as JSON, or the API's 400 for a body that is not. Parsed from the bytes: a large
+ * body is never decoded into one string ({@link parseJsonBytes}).
+ */
+export function parseJson(body: Buffer): unknown {
   try {
-    return JSON.parse(body);
+    return parseJsonBytes(body);
   } catch (e) {
     throw new SimApiError(
       "invalid_request_error",

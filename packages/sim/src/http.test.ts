@@ -104,6 +104,12 @@ describe("validation errors", () => {
   const ok = { model: MODEL, max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
   const cases: Array<[string, unknown, RegExp]> = [
     ["invalid JSON", "{not json", /invalid JSON/],
+    [
+      // Past WHOLE_PARSE_BYTES the body is parsed in pieces; the error must still be JSON.parse's.
+      "invalid JSON in a large body",
+      `{"model":"${MODEL}","max_tokens":10,"messages":[${'{"role":"user","content":"hi"},'.repeat(4000)}]}`,
+      /invalid JSON \(.*JSON/,
+    ],
     ["model missing", { max_tokens: 10, messages: ok.messages }, /^model: Field required/],
     ["max_tokens missing", { model: MODEL, messages: ok.messages }, /^max_tokens: Field required/],
     ["max_tokens not an integer", { ...ok, max_tokens: 1.5 }, /^max_tokens: Input should be a valid integer/],

@@ -74,7 +74,7 @@ async function serve(context: GeminiRouteContext, ex: Exchange, url: URL): Promi
   const scope = cacheScopeOf(context, ex, authenticate(context, ex, url));
   const body = (): unknown => {
     try {
-      return raw.text === "" ? {} : parseJson(raw.text);
+      return raw.bytes.length === 0 ? {} : parseJson(raw.bytes);
     } catch {
       throw invalidArgument("Invalid JSON payload received. Unexpected token.");
     }

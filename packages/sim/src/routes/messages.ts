@@ -88,7 +88,7 @@ export async function countTokensRoute(context: RouteContext, ex: Exchange): Pro
   const body = await readBody(ex, context.maxBody);
   if (body === undefined) return;
   context.authenticate(ex);
-  const request = validateRequest(parseJson(body.text), "count_tokens", betasOf(ex));
+  const request = validateRequest(parseJson(body.bytes), "count_tokens", betasOf(ex));
   ex.entry.model = request.model;
   const layout = layoutPrompt(request);
   resolveBreakpoints(layout, request.cache_control);
@@ -107,7 +107,7 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
   const entry = ex.entry;
   const apiKey = context.authenticate(ex);
   const betas = betasOf(ex);
-  const raw = parseJson(body.text);
+  const raw = parseJson(body.bytes);
   const request = validateRequest(raw, "messages", betas);
   const diagnosticsParam = diagnosticsParamOf(raw);
   entry.model = request.model;

@@ -1,0 +1,212 @@
+import { describe, expect, it } from "vitest";
+import { mulberry32 } from "./faults.js";
+import { type CutStats, MAX_CUT_DEPTH, parseJsonBytes, WHOLE_PARSE_BYTES } from "./json-bytes.js";
+import { forkChild, loadFixture } from "./test-support.js";
+
+/** What parsing gives: the value, or the error's class and message. */
+function outcome(parse: () => unknown): unknown {
+  try {
+    return { value: parse() };
+  } catch (e) {
+    return { error: (e as Error).constructor.name, message: (e as Error).message };
+  }
+}
+
+function sameAsJsonParse(bytes: Buffer): CutStats {
+  const stats: CutStats = { scannedBytes: 0, parsedWhole: false };
+  expect(outcome(() => parseJsonBytes(bytes, stats))).toStrictEqual(
+    outcome(() => JSON.parse(bytes.toString("utf8"))),
+  );
+  return stats;
+}
+
+/** As {@link sameAsJsonParse}, for a valid large body, which must have been cut. */
+function cutAsJsonParse(bytes: Buffer): CutStats {
+  const stats = sameAsJsonParse(bytes);
+  expect(stats.parsedWhole).toBe(false);
+  return stats;
+}
+
+// Strings that hold every character the cutter looks at, escaped quotes and backslash runs above all.
+const TRICKY = [
+  '"',
+  "\\",
+  '\\"',
+  '\\\\"',
+  "{",
+  "}",
+  "[",
+  "]",
+  ",",
+  ":",
+  "é",
+  "😀",
+  "\ud83d",
+  "\n",
+  "\u0000",
+  " ",
+];
+
+function randomValue(random: () => number, depth: number): unknown {
+  const pick = Math.floor(random() * (depth > 3 ? 4 : 7));
+  switch (pick) {
+    case 0: {
+      let s = "";
+      const n = Math.floor(random() * 12);
+      for (let i = 0; i < n; i++) s += random() < 0.5 ? TRICKY[Math.floor(random() * TRICKY.length)] : "ab";
+      return s;
+    }
+    case 1:
+      return Math.floor(random() * 1e6) / 100 - 5000;
+    case 2:
+      return random() < 0.5 ? null : random() < 0.5;
+    case 3:
+      return "x".repeat(Math.floor(random() * 4000));
+    case 4:
+      return Array.from({ length: Math.floor(random() * 6) }, () => randomValue(random, depth + 1));
+    default: {
+      const object: Record<string, unknown> = {};
+      const n = Math.floor(random() * 6);
+      for (let i = 0; i < n; i++) object[String(randomValue(random, 9))] = randomValue(random, depth + 1);
+      return object;
+    }
+  }
+}
+
+/** A large body: an object whose arrays hold many random values, some of them large. */
+function randomBody(seed: number): Buffer {
+  const random = mulberry32(seed);
+  const body = {
+    model: "claude-sonnet-4-6",
+    messages: Array.from({ length: 60 }, () => randomValue(random, 1)),
+    nested: { deeper: Array.from({ length: 40 }, () => randomValue(random, 2)) },
+  };
+  const text = random() < 0.5 ? JSON.stringify(body) : JSON.stringify(body, null, random() < 0.5 ? 2 : "\t");
+  return Buffer.from(text);
+}
+
+describe("parseJsonBytes", () => {
+  it("gives JSON.parse's value for forks of the fixtures' parents", () => {
+    for (const name of ["parent-turn-48k", "parent-turn-300k"] as const) {
+      const fixture = loadFixture(name);
+      for (const directive of ["Summarise the tests.", 'Quote "this" \\ and {that}: é 😀']) {
+        const child = forkChild(fixture.request, fixture.response, directive);
+        cutAsJsonParse(Buffer.from(JSON.stringify({ ...child, stream: true })));
+      }
+    }
+  });
+
+  it("gives JSON.parse's value for random large bodies, compact and indented", () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      const bytes = randomBody(seed);
+      expect(bytes.length).toBeGreaterThan(WHOLE_PARSE_BYTES);
+      cutAsJsonParse(bytes);
+    }
+  });
+
+  it("throws JSON.parse's own error for a malformed large body, wherever it is broken", () => {
+    const random = mulberry32(7);
+    const valid = randomBody(3);
+    const structural = [...valid.keys()].filter((i) => '{}[],:"\\'.includes(String.fromCharCode(valid[i]!)));
+    const edits: Array<(b: Buffer, at: number) => Buffer> = [
+      (b, at) => b.subarray(0, at),
+      (b, at) => Buffer.concat([b.subarray(0, at), b.subarray(at + 1)]),
+      (b, at) => Buffer.concat([b.subarray(0, at), Buffer.from(" , "), b.subarray(at)]),
+      (b, at) => Buffer.concat([b.subarray(0, at), Buffer.from(":"), b.subarray(at)]),
+      (b, at) => Buffer.concat([b.subarray(0, at), Buffer.from('"'), b.subarray(at)]),
+      (b, at) => Buffer.concat([b.subarray(0, at), Buffer.from("]"), b.subarray(at + 1)]),
+      (b, at) => Buffer.concat([b.subarray(0, at), Buffer.from("}"), b.subarray(at + 1)]),
+    ];
+    let broken = 0;
+    for (let n = 0; n < 300; n++) {
+      const at = structural[Math.floor(random() * structural.length)]!;
+      const bytes = edits[n % edits.length]!(valid, at);
+      sameAsJsonParse(bytes);
+      if (!("value" in (outcome(() => JSON.parse(bytes.toString("utf8"))) as object))) broken++;
+    }
+    expect(broken).toBeGreaterThan(200);
+  });
+
+  it.each([
+    ["a trailing comma in the body", (big: string) => `{"a":${big},}`],
+    ["a trailing comma in a large array", (big: string) => `{"a":[${big},]}`],
+    ["a missing colon", (big: string) => `{"a" ${big}}`],
+    ["two colons in one member", (big: string) => `{"a":1:${big}}`],
+    ["a number as a key", (big: string) => `{1:${big}}`],
+    ["a closing brace for an array", (big: string) => `{"a":[${big}}}`],
+    ["an empty element", (big: string) => `[1,,${big}]`],
+    ["a value after the body", (big: string) => `[${big}] 1`],
+    ["a value after a large element", (big: string) => `{"a":[${big} 1]}`],
+    ["an unterminated string", (big: string) => `[${big}, "abc]`],
+    ["a byte-order mark", (big: string) => `\ufeff[${big}]`],
+  ])("refuses %s as JSON.parse does", (_, make) => {
+    const big = JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ i, text: "y".repeat(40) })));
+    const bytes = Buffer.from(make(big));
+    expect(bytes.length).toBeGreaterThan(WHOLE_PARSE_BYTES);
+    expect(outcome(() => parseJsonBytes(bytes))).toMatchObject({ error: "SyntaxError" });
+    sameAsJsonParse(bytes);
+  });
+
+  it("defines keys as JSON.parse does: __proto__ as an own key, a repeated key in its first place with its last value", () => {
+    const big = JSON.stringify("z".repeat(WHOLE_PARSE_BYTES));
+    const bytes = Buffer.from(`{"b":1,"__proto__":{"polluted":true},"7":0,"big":${big},"b":2,"2":0}`);
+    const value = parseJsonBytes(bytes) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect((value as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(Object.keys(value)).toStrictEqual(["2", "7", "b", "__proto__", "big"]);
+    expect(value.b).toBe(2);
+    const reference = JSON.parse(bytes.toString("utf8")) as object;
+    expect(Object.getOwnPropertyDescriptors(value)).toStrictEqual(
+      Object.getOwnPropertyDescriptors(reference),
+    );
+    cutAsJsonParse(bytes);
+  });
+
+  it("keeps empty containers, and cuts a large piece behind any JSON whitespace", () => {
+    const big = JSON.stringify(Array.from({ length: 2000 }, () => ({ a: [], b: {}, c: "w".repeat(30) })));
+    for (const space of [" ", "\n", "\r", "\t"]) {
+      const body = ` \n{ "e" : [ ] , "o" :\t{ } , "big" :${space}${big}${space}, "s" : [ "x" , { } ] }\r\n`;
+      const stats = cutAsJsonParse(Buffer.from(body));
+      // The body from its brace to its last, then the large piece once more.
+      expect(stats.scannedBytes).toBe(body.trim().length + big.length);
+    }
+    cutAsJsonParse(Buffer.from(`[ [ ], ${big}, { } ]`));
+  });
+
+  it("parses a body of exactly WHOLE_PARSE_BYTES whole, and cuts one a byte larger", () => {
+    const body = (size: number): Buffer => {
+      const bytes = Buffer.from(`["${"q".repeat(size - 4)}"]`);
+      expect(bytes.length).toBe(size);
+      return bytes;
+    };
+    expect(sameAsJsonParse(body(WHOLE_PARSE_BYTES))).toStrictEqual({ scannedBytes: 0, parsedWhole: true });
+    expect(sameAsJsonParse(body(WHOLE_PARSE_BYTES + 1))).toStrictEqual({
+      scannedBytes: WHOLE_PARSE_BYTES + 1,
+      parsedWhole: false,
+    });
+  });
+
+  it("parses a piece of exactly WHOLE_PARSE_BYTES whole, and cuts one a byte larger", () => {
+    const body = (pieceSize: number): Buffer => {
+      const piece = `[${JSON.stringify("p".repeat(pieceSize - 4))}]`;
+      expect(piece.length).toBe(pieceSize);
+      return Buffer.from(`[${piece}]`);
+    };
+    const whole = body(WHOLE_PARSE_BYTES);
+    expect(sameAsJsonParse(whole).scannedBytes).toBe(whole.length);
+    const cut = body(WHOLE_PARSE_BYTES + 1);
+    expect(sameAsJsonParse(cut).scannedBytes).toBe(cut.length + WHOLE_PARSE_BYTES + 1);
+  });
+
+  it(`cuts no deeper than ${MAX_CUT_DEPTH} levels below the body, so nesting cannot multiply the scanning`, () => {
+    const levels = 50;
+    const bytes = Buffer.from(
+      `${"[".repeat(levels)}${JSON.stringify("d".repeat(2 * WHOLE_PARSE_BYTES))}${"]".repeat(levels)}`,
+    );
+    const stats = sameAsJsonParse(bytes);
+    // The body and one container per level down to MAX_CUT_DEPTH, each two brackets shorter than the last.
+    let expected = 0;
+    for (let depth = 0; depth <= MAX_CUT_DEPTH; depth++) expected += bytes.length - 2 * depth;
+    expect(stats.scannedBytes).toBe(expected);
+  });
+});

@@ -1,0 +1,190 @@
+// Parses a request body from its bytes without ever making one string of the whole body.
+//
+// V8 puts every string longer than ~128 KiB in its large-object space: each such string is a memory
+// mapping of its own, mapped and unmapped again once it dies. On the 2-core benchmark machine that
+// costs ~1 ms per 190 kB body (half of it in the kernel), as much as everything else the simulator
+// does with a 48k-token request. So a large body is cut at its own structure: the containers near the
+// top (the body object, its `messages` and `tools` arrays, any element still too large) are built here,
+// and everything below them is decoded and parsed by `JSON.parse` one piece at a time, each piece a
+// string of young-generation size.
+//
+// The result is exactly `JSON.parse(bytes.toString("utf8"))`: every primitive and every small
+// container is parsed by `JSON.parse` itself; the pieces are cut only at ASCII bytes (structural
+// characters outside strings), where no UTF-8 sequence can be split; containers built here define
+// their keys as `JSON.parse` does (own data properties, so `__proto__` is a key like any other, and a
+// repeated key keeps its first place and its last value). A body the cutter finds malformed is handed
+// whole to `JSON.parse`, so a syntax error reads exactly as it always did.
+
+/** Bodies up to this size are parsed whole; so is every piece up to it. @unit bytes */
+export const WHOLE_PARSE_BYTES = 64 * 1024;
+
+/**
+ * Containers nested deeper than this are parsed whole however large: each level cut scans its bytes
+ * once more, so a body of deeply nested large arrays costs at most this many passes, not one per level.
+ */
+export const MAX_CUT_DEPTH = 4;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** Thrown by the cutter at anything it does not recognise; the body is then parsed whole. */
+class NotCut extends Error {}
+
+function isWhitespace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/** What one {@link parseJsonBytes} did, for tests of its bounds. */
+export interface CutStats {
+  /** Bytes the cutter scanned for separators, over every container it cut. @unit bytes */
+  scannedBytes: number;
+  /** Whether the body went whole to `JSON.parse` in the end: small, not a container, or malformed. */
+  parsedWhole: boolean;
+}
+
+/**
+ * The body's JSON value, as `JSON.parse` of its UTF-8 text gives it (and throwing what that throws),
+ * without a string of the whole body when it is larger than {@link WHOLE_PARSE_BYTES}.
+ */
+export function parseJsonBytes(bytes: Buffer, stats?: CutStats): unknown {
+  if (bytes.length > WHOLE_PARSE_BYTES) {
+    try {
+      const cutter = new Cutter(bytes, stats);
+      const start = cutter.skipWhitespace(0);
+      const { value, end } = cutter.container(start, 0);
+      if (cutter.skipWhitespace(end) === bytes.length) return value;
+    } catch {
+      // Malformed (or cut where it cannot be): the whole parse below gives the value or the error.
+    }
+  }
+  if (stats !== undefined) stats.parsedWhole = true;
+  return JSON.parse(bytes.toString("utf8"));
+}
+
+class Cutter {
+  readonly #bytes: Buffer;
+  readonly #stats: CutStats | undefined;
+
+  constructor(bytes: Buffer, stats: CutStats | undefined) {
+    this.#bytes = bytes;
+    this.#stats = stats;
+  }
+
+  skipWhitespace(at: number): number {
+    const bytes = this.#bytes;
+    let i = at;
+    while (i < bytes.length && isWhitespace(bytes[i]!)) i++;
+    return i;
+  }
+
+  /** The index just past the string whose opening quote is at `at`. */
+  #stringEnd(at: number): number {
+    const bytes = this.#bytes;
+    let from = at + 1;
+    for (;;) {
+      const quote = bytes.indexOf(QUOTE, from);
+      if (quote < 0) throw new NotCut();
+      let backslashes = 0;
+      while (bytes[quote - 1 - backslashes] === BACKSLASH) backslashes++;
+      if (backslashes % 2 === 0) return quote + 1;
+      from = quote + 1;
+    }
+  }
+
+  /**
+   * The container opening at `at` (after whitespace): the positions of its separators at its own
+   * level (commas, and for an object the colon of each member) and the index just past its close.
+   */
+  #scan(at: number): { commas: number[]; colons: number[]; end: number } {
+    const bytes = this.#bytes;
+    const open = bytes[at];
+    const close = open === OPEN_BRACE ? CLOSE_BRACE : CLOSE_BRACKET;
+    const commas: number[] = [];
+    const colons: number[] = [];
+    let nesting = 0;
+    let i = at + 1;
+    while (i < bytes.length) {
+      const byte = bytes[i]!;
+      if (byte === QUOTE) {
+        i = this.#stringEnd(i);
+        continue;
+      }
+      if (byte === OPEN_BRACE || byte === OPEN_BRACKET) nesting++;
+      else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
+        if (nesting === 0) {
+          if (byte !== close) throw new NotCut();
+          if (this.#stats !== undefined) this.#stats.scannedBytes += i + 1 - at;
+          return { commas, colons, end: i + 1 };
+        }
+        nesting--;
+      } else if (nesting === 0) {
+        if (byte === COMMA) commas.push(i);
+        else if (byte === COLON) colons.push(i);
+      }
+      i++;
+    }
+    throw new NotCut();
+  }
+
+  /** The value between `from` and `to` (whitespace around it allowed): parsed whole, or cut again if it is a large container. */
+  #value(from: number, to: number, depth: number): unknown {
+    const start = this.skipWhitespace(from);
+    const byte = this.#bytes[start];
+    const large = to - from > WHOLE_PARSE_BYTES && depth <= MAX_CUT_DEPTH;
+    if (large && (byte === OPEN_BRACE || byte === OPEN_BRACKET)) {
+      const { value, end } = this.container(start, depth);
+      if (this.skipWhitespace(end) !== to) throw new NotCut();
+      return value;
+    }
+    return JSON.parse(this.#bytes.toString("utf8", from, to));
+  }
+
+  /** The object or array opening at `at`, built from its members, and the index just past it. */
+  container(at: number, depth: number): { value: unknown; end: number } {
+    const bytes = this.#bytes;
+    const open = bytes[at];
+    if (open !== OPEN_BRACE && open !== OPEN_BRACKET) throw new NotCut();
+    const { commas, colons, end } = this.#scan(at);
+    const close = end - 1;
+    const empty = commas.length === 0 && this.skipWhitespace(at + 1) === close;
+    if (open === OPEN_BRACKET) {
+      const array: unknown[] = [];
+      if (!empty) {
+        let from = at + 1;
+        for (const comma of [...commas, close]) {
+          array.push(this.#value(from, comma, depth + 1));
+          from = comma + 1;
+        }
+      }
+      return { value: array, end };
+    }
+    const object: Record<string, unknown> = {};
+    if (!empty) {
+      if (colons.length !== commas.length + 1) throw new NotCut();
+      let from = at + 1;
+      commas.push(close);
+      for (let m = 0; m < colons.length; m++) {
+        const colon = colons[m]!;
+        const next = commas[m]!;
+        if (colon < from || colon > next) throw new NotCut();
+        const key = JSON.parse(bytes.toString("utf8", from, colon)) as unknown;
+        if (typeof key !== "string") throw new NotCut();
+        // As JSON.parse defines it: an own data property, never a setter (`__proto__`).
+        Object.defineProperty(object, key, {
+          value: this.#value(colon + 1, next, depth + 1),
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        });
+        from = next + 1;
+      }
+    }
+    return { value: object, end };
+  }
+}
