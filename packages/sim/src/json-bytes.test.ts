@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { mulberry32 } from "./faults.js";
-import { type CutStats, MAX_CUT_DEPTH, parseJsonBytes, WHOLE_PARSE_BYTES } from "./json-bytes.js";
+import {
+  type CutStats,
+  clearMemo,
+  MAX_CUT_DEPTH,
+  MEMO_MAX_BYTES,
+  MEMO_MIN_BYTES,
+  MEMO_PER_LENGTH,
+  memoBytes,
+  parseJsonBytes,
+  WHOLE_PARSE_BYTES,
+} from "./json-bytes.js";
 import { forkChild, loadFixture } from "./test-support.js";
 
 /** What parsing gives: the value, or the error's class and message. */
@@ -13,7 +23,7 @@ function outcome(parse: () => unknown): unknown {
 }
 
 function sameAsJsonParse(bytes: Buffer): CutStats {
-  const stats: CutStats = { scannedBytes: 0, parsedWhole: false };
+  const stats: CutStats = { scannedBytes: 0, parsedWhole: false, memoHits: 0 };
   expect(outcome(() => parseJsonBytes(bytes, stats))).toStrictEqual(
     outcome(() => JSON.parse(bytes.toString("utf8"))),
   );
@@ -179,10 +189,15 @@ describe("parseJsonBytes", () => {
       expect(bytes.length).toBe(size);
       return bytes;
     };
-    expect(sameAsJsonParse(body(WHOLE_PARSE_BYTES))).toStrictEqual({ scannedBytes: 0, parsedWhole: true });
+    expect(sameAsJsonParse(body(WHOLE_PARSE_BYTES))).toStrictEqual({
+      scannedBytes: 0,
+      parsedWhole: true,
+      memoHits: 0,
+    });
     expect(sameAsJsonParse(body(WHOLE_PARSE_BYTES + 1))).toStrictEqual({
       scannedBytes: WHOLE_PARSE_BYTES + 1,
       parsedWhole: false,
+      memoHits: 0,
     });
   });
 
@@ -208,5 +223,78 @@ describe("parseJsonBytes", () => {
     let expected = 0;
     for (let depth = 0; depth <= MAX_CUT_DEPTH; depth++) expected += bytes.length - 2 * depth;
     expect(stats.scannedBytes).toBe(expected);
+  });
+});
+
+describe("the memo of parsed pieces", () => {
+  // A second element that makes every body large enough to be cut (it is one piece of its own).
+  const PAD = `,${" ".repeat(WHOLE_PARSE_BYTES)}0]`;
+  /** An object piece of exactly `length` bytes, told apart by `tag`. */
+  const piece = (length: number, tag: string): string => {
+    const text = `{"t":${JSON.stringify(tag.padEnd(length - 8, "-"))}}`;
+    expect(text.length).toBe(length);
+    return text;
+  };
+  const first = (text: string): object => (parseJsonBytes(Buffer.from(`[${text}${PAD}`)) as object[])[0]!;
+
+  it("gives a fork of a parent seen before its shared messages from the memo, deeply frozen", () => {
+    clearMemo();
+    const fixture = loadFixture("parent-turn-48k");
+    const bodies = ["one", "two"].map((directive) =>
+      Buffer.from(JSON.stringify(forkChild(fixture.request, fixture.response, directive))),
+    );
+    cutAsJsonParse(bodies[0]!);
+    const stats = cutAsJsonParse(bodies[1]!);
+    const messages = fixture.request.messages.length;
+    // Every message of the parent's prefix is a piece of at least MEMO_MIN_BYTES.
+    expect(stats.memoHits).toBeGreaterThanOrEqual(messages);
+    const [a, b] = bodies.map((bytes) => parseJsonBytes(bytes) as { messages: unknown[] });
+    expect(b!.messages[0]).toBe(a!.messages[0]);
+    expect(b!.messages.at(-1)).not.toBe(a!.messages.at(-1));
+    const block = (a!.messages[0] as { content: object[] }).content[0]!;
+    expect(Object.isFrozen(a!.messages[0])).toBe(true);
+    expect(Object.isFrozen(block)).toBe(true);
+    expect(() => {
+      (block as { text: string }).text = "changed";
+    }).toThrow(TypeError);
+  });
+
+  it(`keeps pieces of ${MEMO_MIN_BYTES} bytes and more, not smaller ones`, () => {
+    clearMemo();
+    const atLimit = piece(MEMO_MIN_BYTES, "at");
+    expect(first(atLimit)).toBe(first(atLimit));
+    const under = piece(MEMO_MIN_BYTES - 1, "under");
+    expect(first(under)).not.toBe(first(under));
+    expect(first(under)).toStrictEqual(JSON.parse(under));
+  });
+
+  it(`keeps the ${MEMO_PER_LENGTH} newest pieces of one length; a piece of the same length and other bytes is another piece`, () => {
+    clearMemo();
+    const pieces = Array.from({ length: MEMO_PER_LENGTH + 1 }, (_, i) => piece(200, `piece ${i}`));
+    const values = pieces.map(first);
+    for (let i = 1; i <= MEMO_PER_LENGTH; i++) {
+      expect(first(pieces[i]!)).toBe(values[i]);
+      expect(first(pieces[i]!)).toStrictEqual(JSON.parse(pieces[i]!));
+    }
+    expect(first(pieces[0]!)).not.toBe(values[0]);
+  });
+
+  it(`holds at most MEMO_MAX_BYTES (${MEMO_MAX_BYTES}) of pieces, and starts again past it`, () => {
+    clearMemo();
+    const kept = piece(1000, "kept");
+    const keptValue = first(kept);
+    let length = WHOLE_PARSE_BYTES;
+    // Distinct lengths (the memo keeps only a few of one length), each at most WHOLE_PARSE_BYTES (a
+    // larger one would be cut), the last one filling the memo to the byte.
+    while (MEMO_MAX_BYTES - memoBytes() > WHOLE_PARSE_BYTES) {
+      first(piece(Math.min(length--, MEMO_MAX_BYTES - memoBytes() - 1000), "fill"));
+    }
+    first(piece(MEMO_MAX_BYTES - memoBytes(), "last"));
+    expect(memoBytes()).toBe(MEMO_MAX_BYTES);
+    expect(first(kept)).toBe(keptValue);
+    first(piece(500, "one more"));
+    // Started again with that piece, then the body's second element (PAD without its comma and bracket).
+    expect(memoBytes()).toBe(500 + PAD.length - 2);
+    expect(first(kept)).not.toBe(keptValue);
   });
 });

@@ -8,7 +8,11 @@
 // and everything below them is decoded and parsed by `JSON.parse` one piece at a time, each piece a
 // string of young-generation size.
 //
-// The result is exactly `JSON.parse(bytes.toString("utf8"))`: every primitive and every small
+// Forks of one parent send the same ~190 kB of prefix again and again, so a piece seen before is not
+// parsed again: its value comes from a memo of pieces by their exact bytes (ParsedPieces). A value
+// from the memo is deeply frozen, since the next request with the same bytes gets the very same one.
+//
+// The result is exactly `JSON.parse(bytes.toString("utf8"))` (frozen where it came from the memo): every primitive and every small
 // container is parsed by `JSON.parse` itself; the pieces are cut only at ASCII bytes (structural
 // characters outside strings), where no UTF-8 sequence can be split; containers built here define
 // their keys as `JSON.parse` does (own data properties, so `__proto__` is a key like any other, and a
@@ -33,11 +37,80 @@ const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 
+/** Pieces at least this large are looked up in, and kept by, the memo of parsed pieces. @unit bytes */
+export const MEMO_MIN_BYTES = 64;
+
+/** The memo of parsed pieces holds at most this many bytes of pieces; past it, it starts again. @unit bytes */
+export const MEMO_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Pieces of one length the memo keeps; a newer one pushes out the oldest. */
+export const MEMO_PER_LENGTH = 8;
+
 /** Thrown by the cutter at anything it does not recognise; the body is then parsed whole. */
 class NotCut extends Error {}
 
 function isWhitespace(byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const member of Object.values(value)) deepFreeze(member);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Parsed pieces by their exact bytes, so that a prefix sent again is compared, not parsed. */
+class ParsedPieces {
+  readonly #byLength = new Map<number, Array<{ bytes: Buffer; value: unknown }>>();
+  #bytes = 0;
+
+  /** The value of `source[from, to)`: from the memo if those bytes were parsed before. */
+  parse(source: Buffer, from: number, to: number, stats: CutStats | undefined): unknown {
+    const length = to - from;
+    const known = this.#byLength.get(length);
+    if (known !== undefined) {
+      for (const piece of known) {
+        if (source.compare(piece.bytes, 0, length, from, to) === 0) {
+          if (stats !== undefined) stats.memoHits++;
+          return piece.value;
+        }
+      }
+    }
+    const value = deepFreeze(JSON.parse(source.toString("utf8", from, to)) as unknown);
+    if (this.#bytes + length > MEMO_MAX_BYTES) this.clear();
+    const pieces = known !== undefined && this.#byLength.has(length) ? known : [];
+    if (pieces.length === MEMO_PER_LENGTH) this.#bytes -= pieces.pop()!.bytes.length;
+    // A copy: a view would keep the whole body alive for one piece of it.
+    pieces.unshift({ bytes: Buffer.from(source.subarray(from, to)), value });
+    this.#byLength.set(length, pieces);
+    this.#bytes += length;
+    return value;
+  }
+
+  clear(): void {
+    this.#byLength.clear();
+    this.#bytes = 0;
+  }
+
+  /** Bytes of pieces held. @unit bytes */
+  get bytes(): number {
+    return this.#bytes;
+  }
+}
+
+// One memo for the process, as a body's bytes mean the same JSON whichever server received them.
+const parsedPieces = new ParsedPieces();
+
+/** Bytes of pieces the process's memo holds, for tests of its bound. @unit bytes */
+export function memoBytes(): number {
+  return parsedPieces.bytes;
+}
+
+/** Empties the process's memo of parsed pieces (tests). */
+export function clearMemo(): void {
+  parsedPieces.clear();
 }
 
 /** What one {@link parseJsonBytes} did, for tests of its bounds. */
@@ -46,6 +119,8 @@ export interface CutStats {
   scannedBytes: number;
   /** Whether the body went whole to `JSON.parse` in the end: small, not a container, or malformed. */
   parsedWhole: boolean;
+  /** Pieces whose value came from the memo. */
+  memoHits: number;
 }
 
 /**
@@ -142,6 +217,7 @@ class Cutter {
       if (this.skipWhitespace(end) !== to) throw new NotCut();
       return value;
     }
+    if (to - from >= MEMO_MIN_BYTES) return parsedPieces.parse(this.#bytes, from, to, this.#stats);
     return JSON.parse(this.#bytes.toString("utf8", from, to));
   }
 
