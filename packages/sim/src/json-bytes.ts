@@ -12,12 +12,12 @@
 // parsed again: its value comes from a memo of pieces by their exact bytes (ParsedPieces). A value
 // from the memo is deeply frozen, since the next request with the same bytes gets the very same one.
 //
-// The result is exactly `JSON.parse(bytes.toString("utf8"))` (frozen where it came from the memo): every primitive and every small
-// container is parsed by `JSON.parse` itself; the pieces are cut only at ASCII bytes (structural
-// characters outside strings), where no UTF-8 sequence can be split; containers built here define
-// their keys as `JSON.parse` does (own data properties, so `__proto__` is a key like any other, and a
-// repeated key keeps its first place and its last value). A body the cutter finds malformed is handed
-// whole to `JSON.parse`, so a syntax error reads exactly as it always did.
+// The result is exactly `JSON.parse(bytes.toString("utf8"))`, frozen where it came from the memo:
+// every primitive and every small container is parsed by `JSON.parse` itself; the pieces are cut only
+// at ASCII bytes (structural characters outside strings), where no UTF-8 sequence can be split;
+// containers built here define their keys as `JSON.parse` does (own data properties, so `__proto__`
+// is a key like any other, and a repeated key keeps its first place and its last value). A body the
+// cutter finds malformed is handed whole to `JSON.parse`, so a syntax error reads as it always did.
 
 /** Bodies up to this size are parsed whole; so is every piece up to it. @unit bytes */
 export const WHOLE_PARSE_BYTES = 64 * 1024;
