@@ -327,6 +327,31 @@ describe("log, stats and events", () => {
     }
   });
 
+  it("parses large bodies that arrive in many chunks, and keeps each body's own bytes in the log", async () => {
+    sim = await startSim();
+    // Every multi-chunk body is joined for parsing into one buffer that the next request reuses; the
+    // log must keep what each request sent, not what the buffer holds later.
+    const bodies = [200_000, 320_000, 150_000].map((chars, i) =>
+      JSON.stringify({
+        model: MODEL,
+        max_tokens: 10,
+        messages: [{ role: "user", content: `${i} ${tokensOf(chars / 4, `body ${i}`)}` }],
+      }),
+    );
+    // Larger than PARSE_BUFFER_BYTES: a buffer of its own.
+    const huge = JSON.stringify({
+      model: MODEL,
+      messages: [{ role: "user", content: tokensOf(5_000_000 / 4, "huge") }],
+    });
+    for (const body of bodies) expect((await post(sim, body)).status).toBe(200);
+    const counted = await post<{ input_tokens: number }>(sim, huge, { path: "/v1/messages/count_tokens" });
+    expect(counted.status).toBe(200);
+    expect(counted.body.input_tokens).toBeGreaterThan(1_000_000);
+    const logged = sim.requests().map((entry) => requestBodyBytes(entry)?.toString("utf8"));
+    expect(logged).toStrictEqual([...bodies, huge]);
+    expect(sim.requests()[1]!.body).toBe(bodies[1]);
+  });
+
   it("reset forgets the cache, the log and the totals", async () => {
     sim = await startSim();
     const body = {

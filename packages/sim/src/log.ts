@@ -54,7 +54,22 @@ export interface RequestLogEntry {
   body: string;
 }
 
-const BODY_BYTES = new WeakMap<RequestLogEntry, Buffer>();
+/** A body as it arrived, in chunks; joined into one buffer the first time someone asks for its bytes. */
+interface BodyChunks {
+  chunks: readonly Buffer[];
+  size: number;
+  joined?: Buffer;
+}
+
+const BODY_BYTES = new WeakMap<RequestLogEntry, BodyChunks>();
+
+function joinedBody(body: BodyChunks): Buffer {
+  if (body.joined === undefined) {
+    body.joined = body.chunks.length === 1 ? body.chunks[0]! : Buffer.concat(body.chunks, body.size);
+    body.chunks = [body.joined];
+  }
+  return body.joined;
+}
 
 /**
  * The raw bytes of an entry's body, without decoding them: a listener that needs a few bytes of a
@@ -62,19 +77,22 @@ const BODY_BYTES = new WeakMap<RequestLogEntry, Buffer>();
  * read. `undefined` for an entry whose body was not read (refused before it) or was copied out.
  */
 export function requestBodyBytes(entry: RequestLogEntry): Buffer | undefined {
-  return BODY_BYTES.get(entry);
+  const body = BODY_BYTES.get(entry);
+  return body === undefined ? undefined : joinedBody(body);
 }
 
 /**
- * Gives an entry its body as raw bytes: `entry.body` decodes them on every read, so a log of large
- * prompts holds buffers outside the JS heap rather than decoded strings.
+ * Gives an entry its body as the chunks it arrived in: `entry.body` decodes them on every read, so a
+ * log of large prompts holds buffers outside the JS heap rather than decoded strings, and the chunks
+ * are joined into one buffer only for whoever reads them (most entries are never read).
  */
-export function setBody(entry: RequestLogEntry, bytes: Buffer): void {
-  BODY_BYTES.set(entry, bytes);
+export function setBody(entry: RequestLogEntry, chunks: readonly Buffer[], size: number): void {
+  const body: BodyChunks = { chunks, size };
+  BODY_BYTES.set(entry, body);
   Object.defineProperty(entry, "body", {
     enumerable: true,
     configurable: true,
-    get: () => bytes.toString("utf8"),
+    get: () => joinedBody(body).toString("utf8"),
   });
 }
 

@@ -74,7 +74,7 @@ async function serve(context: GeminiRouteContext, ex: Exchange, url: URL): Promi
   const scope = cacheScopeOf(context, ex, authenticate(context, ex, url));
   const body = (): unknown => {
     try {
-      return raw.bytes.length === 0 ? {} : parseJson(raw.bytes);
+      return raw.size === 0 ? {} : parseJson(raw);
     } catch {
       throw invalidArgument("Invalid JSON payload received. Unexpected token.");
     }

@@ -123,7 +123,7 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const apiKey = context.authenticate(ex);
   let parsed: unknown;
   try {
-    parsed = parseJson(raw.bytes);
+    parsed = parseJson(raw);
   } catch {
     throw new OpenAiApiError(
       400,

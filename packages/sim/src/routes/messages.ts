@@ -7,7 +7,16 @@ import { type Breakpoint, type PromptCache, resolveBreakpoints } from "../cache.
 import { type CacheDiagnostics, diagnosticsParamOf } from "../cache-diagnostics.js";
 import { hiResNow } from "../clock.js";
 import { invalidRequest, SimApiError, statusOfErrorType } from "../errors.js";
-import { betasOf, type Exchange, parseJson, readBody, sendError, sendJson, sleep } from "../exchange.js";
+import {
+  betasOf,
+  type Exchange,
+  parseJson,
+  type RequestBody,
+  readBody,
+  sendError,
+  sendJson,
+  sleep,
+} from "../exchange.js";
 import { describeFault, FAULT_MESSAGES, type FaultInjector, type FaultSpec } from "../faults.js";
 import { runScriptedModel } from "../model.js";
 import { layoutPrompt } from "../prompt.js";
@@ -83,12 +92,19 @@ export function anthropicRoute(context: MessagesRouteContext, ex: Exchange, path
   });
 }
 
+/** The SHA-256 of a body's bytes (a `once` fault fires for the first request with these bytes). */
+function bodyDigest(body: RequestBody): string {
+  const hash = createHash("sha256");
+  for (const chunk of body.chunks) hash.update(chunk);
+  return hash.digest("base64url");
+}
+
 /** `POST /v1/messages/count_tokens`: the prompt's size, checked like a message request. */
 export async function countTokensRoute(context: RouteContext, ex: Exchange): Promise<void> {
   const body = await readBody(ex, context.maxBody);
   if (body === undefined) return;
   context.authenticate(ex);
-  const request = validateRequest(parseJson(body.bytes), "count_tokens", betasOf(ex));
+  const request = validateRequest(parseJson(body), "count_tokens", betasOf(ex));
   ex.entry.model = request.model;
   const layout = layoutPrompt(request);
   resolveBreakpoints(layout, request.cache_control);
@@ -107,7 +123,7 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
   const entry = ex.entry;
   const apiKey = context.authenticate(ex);
   const betas = betasOf(ex);
-  const raw = parseJson(body.bytes);
+  const raw = parseJson(body);
   const request = validateRequest(raw, "messages", betas);
   const diagnosticsParam = diagnosticsParamOf(raw);
   entry.model = request.model;
@@ -125,12 +141,7 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
 
   let fault: FaultSpec | null = null;
   if (reply.fault !== undefined) {
-    if (
-      !reply.fault.once ||
-      context.faults.firstTime(
-        `${entry.keyId}\u0000${createHash("sha256").update(body.bytes).digest("base64url")}`,
-      )
-    ) {
+    if (!reply.fault.once || context.faults.firstTime(`${entry.keyId}\u0000${bodyDigest(body)}`)) {
       fault = reply.fault.spec;
     }
   } else {
