@@ -80,7 +80,7 @@ class ParsedPieces {
     }
     const value = deepFreeze(JSON.parse(source.toString("utf8", from, to)) as unknown);
     if (this.#bytes + length > MEMO_MAX_BYTES) this.clear();
-    const pieces = known !== undefined && this.#byLength.has(length) ? known : [];
+    const pieces = this.#byLength.get(length) ?? [];
     if (pieces.length === MEMO_PER_LENGTH) this.#bytes -= pieces.pop()!.bytes.length;
     // A copy: a view would keep the whole body alive for one piece of it.
     pieces.unshift({ bytes: Buffer.from(source.subarray(from, to)), value });
