@@ -75,6 +75,13 @@ async function quietNode(nc: NatsConnection, forks: NatsForkSubagent): Promise<N
     const info = consumer ? await jsm.consumers.info(stream, consumer) : await jsm.streams.info(stream);
     return info.cluster?.leader;
   };
+  // A group between leaders (just created, or after a step-down) answers "JetStream system temporarily
+  // unavailable" or names none: wait for its leader rather than read one moment's answer.
+  const electedLeaderOf = (stream: string, consumer?: string) =>
+    waitFor(async () => (await leaderOf(stream, consumer)) || undefined, {
+      timeoutMs: 15_000,
+      message: `a leader of ${consumer ?? stream}`,
+    });
   const groups: [string, string?][] = [
     [subjects.streams.specs],
     [subjects.streams.events],
@@ -84,18 +91,11 @@ async function quietNode(nc: NatsConnection, forks: NatsForkSubagent): Promise<N
     [subjects.streams.specs, subjects.specsConsumer],
   ];
   for (const [stream, consumer] of groups) {
-    while ((await leaderOf(stream, consumer)) === node.name) {
+    while ((await electedLeaderOf(stream, consumer)) === node.name) {
       const api = consumer
         ? `$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${consumer}`
         : `$JS.API.STREAM.LEADER.STEPDOWN.${stream}`;
       await nc.request(api, undefined, { timeout: 5_000 });
-      await waitFor(
-        async () => {
-          const leader = await leaderOf(stream, consumer).catch(() => undefined);
-          return leader !== undefined && leader !== "";
-        },
-        { timeoutMs: 15_000, message: `a new leader of ${consumer ?? stream}` },
-      );
     }
   }
   return node;
