@@ -169,7 +169,7 @@ export const dispatchBenchmark: Benchmark = {
     });
     const probe = new DispatchProbe(cluster);
     try {
-      const forkd = await cluster.subagent(); // prefixTransport "auto": 48k by reference, 4k inline
+      const forkd = await cluster.subagent(); // prefixTransport "auto": 48k by reference; 4k inline until forked again, then by reference
       const inProcess = inProcessForks(cluster.sim);
       const forkerOf = (label: SeriesLabel): ForkSubagent => (label.startsWith("n") ? forkd : inProcess);
       const fixtureOf = (label: SeriesLabel): "48k" | "4k" => (label.endsWith("48") ? "48k" : "4k");
@@ -292,7 +292,8 @@ export const dispatchBenchmark: Benchmark = {
           warmup,
           daemons: 1,
           concurrency: 64,
-          prefix_transport: "auto (48k by reference, 4k inline)",
+          prefix_transport:
+            "auto (48k by reference; 4k inline until forked again and stored, then by reference)",
           sim_latency: "none",
           simulator: "own process",
         },

@@ -296,7 +296,8 @@ export const throughputBenchmark: Benchmark = {
         concurrency: CONCURRENCY,
         sim_latency: "none",
         simulator: "own process",
-        prefix_transport: "auto (48k by reference, 4k inline)",
+        prefix_transport:
+          "auto (48k by reference; 4k inline until forked again and stored, then by reference)",
       },
       notes,
     };

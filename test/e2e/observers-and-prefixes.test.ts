@@ -2,10 +2,10 @@
 // completely, the 300k-token fixture (over NATS's 1 MB max_payload) forks through the object
 // store, and a tool that exists only where the parent runs is served to the remote fork over NATS.
 import { NatsForkSubagent, serveTools } from "@forkd/client";
-import { readStoredEvents } from "@forkd/client/internal";
+import { encodeStoredPrefix, readPrefixMeta, readStoredEvents } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { type ForkEvent, forkSpecCodec } from "@forkd/protocol";
-import { loadFixture } from "@forkd/testing";
+import { loadFixture, waitFor } from "@forkd/testing";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";
@@ -117,6 +117,52 @@ describe("tool hosts", () => {
     } finally {
       await hosted.close();
       await host.stop();
+    }
+  });
+
+  it("sends a small prefix inline until it is forked again, then stores it and refers to it, the children's requests alike", async () => {
+    const { forks, nc, sim } = stack();
+    // A 4k parent no other test forks (a prefix is recognised by its hash).
+    const prefix = await prefixWithParentTool("4k", "SiblingNotes");
+    const { ref } = encodeStoredPrefix(prefix);
+    const parentMessages = (prefix.params as { messages: unknown[] }).messages.length;
+    const parent = { agent_id: "parent-small-siblings" };
+    const kinds: string[] = [];
+    const spy = nc.subscribe(forks.resources.subjects.allSpecs, {
+      callback: (_error, message) => {
+        const spec = forkSpecCodec.decode(message.data);
+        if (spec.parent.agent_id === parent.agent_id) kinds.push(spec.prefix.kind);
+      },
+    });
+    const forkOnce = async (directive: string) => {
+      const outcome = await forks.fork({ prefix, directive, parent }).result();
+      expect(outcome.status).toBe("completed");
+      return sim.requests().at(-1)!;
+    };
+    try {
+      const first = await forkOnce("Sibling one.");
+      // Forked once: nothing stored.
+      expect(await readPrefixMeta(forks.resources, ref.hash)).toBeNull();
+      const second = await forkOnce("Sibling two.");
+      // Forked again: stored in the background, this spec still inline.
+      await waitFor(async () => (await readPrefixMeta(forks.resources, ref.hash)) !== null, {
+        timeoutMs: 5_000,
+      });
+      const third = await forkOnce("Sibling three.");
+      await nc.flush();
+      expect(kinds).toEqual(["inline", "inline", "ref"]);
+      // Whichever way the prefix came, the child sent the parent's conversation unchanged, and hit the
+      // cache the first child wrote.
+      const inherited = (body: unknown) => {
+        const { system, tools, messages } = JSON.parse(String(body)) as Record<string, unknown[]>;
+        return JSON.stringify({ system, tools, messages: messages!.slice(0, parentMessages) });
+      };
+      expect(inherited(third.body)).toBe(inherited(first.body));
+      expect(inherited(second.body)).toBe(inherited(first.body));
+      expect(third.usage!.cache_read_input_tokens).toBe(second.usage!.cache_read_input_tokens);
+      expect(third.usage!.cache_read_input_tokens).toBeGreaterThan(3_000);
+    } finally {
+      spy.unsubscribe();
     }
   });
 });

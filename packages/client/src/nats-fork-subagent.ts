@@ -66,6 +66,7 @@ import { isStorageFull } from "./jetstream-errors.js";
 import { confirmPrefix } from "./prefix-collection.js";
 import { encodeStoredPrefix, type StoredPrefixRef } from "./prefix-encoding.js";
 import { uploadPrefixBytes } from "./prefix-store.js";
+import { PrefixUploads } from "./prefix-uploads.js";
 import { DeferredRegistrations } from "./queued-registration.js";
 import {
   entriesOfRuns,
@@ -115,7 +116,8 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
   /**
    * How the prefix travels. `ref` stores it once in the object store and sends its hash; `inline`
    * puts it in every spec (its bytes encoded and validated once per prefix object); `auto` uses
-   * `ref` above `inlineThresholdBytes`.
+   * `ref` above `inlineThresholdBytes`, and at or below it sends a prefix inline until it is forked a
+   * second time, then stores it in the background and refers to it once stored (prefix-uploads.ts).
    * @default "auto"
    */
   prefixTransport?: "auto" | "inline" | "ref";
@@ -199,9 +201,9 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #encodedPrefixes = new WeakMap<ForkPrefix, { bytes: Uint8Array; ref: StoredPrefixRef }>();
   /** Inline specs: each prefix's bytes checked once, spliced into every spec that carries it. */
   readonly #specWriter = new SpecWriter();
-  // Uploads by prefix hash, with when they were made: past half the store's TTL the object may be
-  // gone by the time a daemon reads it, so the next fork checks (and uploads) again.
-  readonly #uploads = new Map<string, { done: Promise<void>; at: number }>();
+  // Uploads by prefix hash (past half the store's TTL the object may be gone by the time a daemon reads
+  // it, so the next fork uploads again), and whether a small prefix is stored for its siblings yet.
+  readonly #uploads: PrefixUploads;
   // Confirmations of a stored prefix, by hash: the one running, and the one waiting to begin, which
   // every fork whose spec is stored meanwhile joins (see #confirmStored).
   readonly #confirming = new Map<string, Promise<void>>();
@@ -226,6 +228,14 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     this.#ownerKey = options.ownerKey ?? newSecret();
     this.#logger = options.logger ?? silentLogger;
     this.#registrations = new DeferredRegistrations(options.queuedRegistrationDelayMs);
+    this.#uploads = new PrefixUploads((bytes, ref) => uploadPrefixBytes(resources, bytes, ref), {
+      staleAfterMs: resources.options.prefixesTtlMs / 2,
+      onBackgroundError: (error, ref) =>
+        this.#logger.warn(
+          { err: error, hash: ref.hash },
+          "could not store a small prefix; its forks stay inline",
+        ),
+    });
     if (options.onPermission) this.#servePermissions(options.onPermission);
   }
 
@@ -603,25 +613,19 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     const transport = this.#options.prefixTransport ?? "auto";
     if (transport === "inline")
       return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
-    const encoded = this.#encoded(prefix);
+    const { bytes, ref } = this.#encoded(prefix);
     if (
       transport === "auto" &&
-      encoded.ref.size <= (this.#options.inlineThresholdBytes ?? INLINE_PREFIX_THRESHOLD_BYTES)
+      ref.size <= (this.#options.inlineThresholdBytes ?? INLINE_PREFIX_THRESHOLD_BYTES) &&
+      !this.#uploads.storedForReuse(bytes, ref)
     ) {
       return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
     }
-    const { bytes, ref } = encoded;
-    let entry = this.#uploads.get(ref.hash);
-    if (!entry || Date.now() - entry.at > this.resources.options.prefixesTtlMs / 2) {
-      const done = uploadPrefixBytes(this.resources, bytes, ref);
-      const made = { done, at: Date.now() };
-      entry = made;
-      this.#uploads.set(ref.hash, made);
-      done.catch(() => {
-        if (this.#uploads.get(ref.hash) === made) this.#uploads.delete(ref.hash);
-      });
-    }
-    return { prefixSource: { kind: "ref", hash: ref.hash, size: ref.size }, upload: entry.done, ref };
+    return {
+      prefixSource: { kind: "ref", hash: ref.hash, size: ref.size },
+      upload: this.#uploads.forReference(bytes, ref),
+      ref,
+    };
   }
 
   /** A spec with `prefix` inline: its checked bytes spliced into the spec's own (see {@link SpecWriter}). */
