@@ -246,7 +246,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
 
   /** Starts one child; returns its handle at once (the spec is published in the background). */
   fork(params: ForkParams): NatsForkHandle {
-    return this.#fork(params, Promise.resolve());
+    return this.#fork(params, undefined);
   }
 
   /**
@@ -280,7 +280,7 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     children.forEach((child, index) => {
       const leads = index % shards.size === 0;
       if (!warmFirst || leads) {
-        const handle = this.#fork(paramsOf(child, index), Promise.resolve());
+        const handle = this.#fork(paramsOf(child, index), undefined);
         handles.push(handle);
         if (warmFirst)
           leader = {
@@ -489,7 +489,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     }
   }
 
-  #fork(params: ForkParams, releaseAfter: Promise<void>, cacheLeader?: SpecCacheLeader): NatsForkHandle {
+  #fork(
+    params: ForkParams,
+    releaseAfter: Promise<void> | undefined,
+    cacheLeader?: SpecCacheLeader,
+  ): NatsForkHandle {
     const runId = params.runId ?? newRunId();
     // Until the spec goes out, a run id made here has nothing stored under it (a given one may: a
     // resubmission of a run that already ran).
@@ -516,7 +520,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
           : ref !== undefined
             ? this.#specWriter.byReference(withoutPrefix, ref)
             : withoutPrefixBytes;
-      await Promise.all([upload, releaseAfter]);
+      // Awaited only when there is something to wait for: otherwise the spec is queued in this microtask,
+      // the first after fork() (and a result() called at once) returns, and goes out in the same write as
+      // that result()'s subscription, which is queued before it — one system call, not two, per fork.
+      if (upload !== undefined || releaseAfter !== undefined) await Promise.all([upload, releaseAfter]);
       const h = natsHeaders();
       if (spec.trace) h.set("traceparent", spec.trace.traceparent);
       let ack: PubAck;
@@ -606,20 +613,19 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   /** Where the spec finds `prefix`; `ref` (the encoding cache's object) when it is stored. */
   #prefixSource(prefix: ForkPrefix | null): {
     prefixSource: PrefixSource;
-    upload: Promise<void>;
+    upload: Promise<void> | undefined;
     ref?: StoredPrefixRef;
   } {
-    if (prefix === null) return { prefixSource: { kind: "none" }, upload: Promise.resolve() };
+    if (prefix === null) return { prefixSource: { kind: "none" }, upload: undefined };
     const transport = this.#options.prefixTransport ?? "auto";
-    if (transport === "inline")
-      return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
+    if (transport === "inline") return { prefixSource: { kind: "inline", prefix }, upload: undefined };
     const { bytes, ref } = this.#encoded(prefix);
     if (
       transport === "auto" &&
       ref.size <= (this.#options.inlineThresholdBytes ?? INLINE_PREFIX_THRESHOLD_BYTES) &&
       !this.#uploads.storedForReuse(bytes, ref)
     ) {
-      return { prefixSource: { kind: "inline", prefix }, upload: Promise.resolve() };
+      return { prefixSource: { kind: "inline", prefix }, upload: undefined };
     }
     return {
       prefixSource: { kind: "ref", hash: ref.hash, size: ref.size },

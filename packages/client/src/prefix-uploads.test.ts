@@ -105,17 +105,21 @@ describe("small prefixes: inline until forked again and stored", () => {
 });
 
 describe("prefixes by reference", () => {
-  it("uploads once and has every fork wait for that upload until it is stale", async () => {
+  it("uploads once: forks wait for the upload in flight, not for a stored one, until it is stale", async () => {
     const { uploads, started, advance } = setUp();
     const ref = refOf("a");
     const first = uploads.forReference(bytes, ref);
+    expect(first).toBeInstanceOf(Promise);
     expect(uploads.forReference(bytes, ref)).toBe(first);
     started[0]!.resolve();
     await first;
+    expect(uploads.forReference(bytes, ref)).toBeUndefined();
     advance(STALE_AFTER_MS);
-    expect(uploads.forReference(bytes, ref)).toBe(first);
+    expect(uploads.forReference(bytes, ref)).toBeUndefined();
     advance(1);
-    expect(uploads.forReference(bytes, ref)).not.toBe(first);
+    const again = uploads.forReference(bytes, ref);
+    expect(again).toBeInstanceOf(Promise);
+    expect(again).not.toBe(first);
     expect(started).toHaveLength(2);
   });
 
@@ -157,7 +161,7 @@ describe("prefixes by reference", () => {
     uploads.storedForReuse(bytes, ref);
     started[0]!.resolve();
     await settle();
-    await uploads.forReference(bytes, ref);
+    expect(uploads.forReference(bytes, ref)).toBeUndefined();
     expect(started).toHaveLength(1);
   });
 });

@@ -57,11 +57,12 @@ export class PrefixUploads {
 
   /**
    * For a prefix that goes by reference: the upload its spec waits for — the one made before, unless
-   * it is stale or failed, else one started now.
+   * it is stale or failed, else one started now — or undefined when a fresh upload is stored already:
+   * nothing to wait for, so the spec goes out in the fork's first microtask (see `NatsForkSubagent`).
    */
-  forReference(bytes: Uint8Array, ref: StoredPrefixRef): Promise<void> {
+  forReference(bytes: Uint8Array, ref: StoredPrefixRef): Promise<void> | undefined {
     const upload = this.#uploads.get(ref.hash);
-    if (upload && this.#isFresh(upload)) return upload.done;
+    if (upload && this.#isFresh(upload)) return upload.stored ? undefined : upload.done;
     return this.#start(bytes, ref).done;
   }
 
