@@ -192,44 +192,48 @@ describe("AnthropicLlmClient against the simulator", () => {
     expect(awkwardEntry?.body.startsWith(JSON.stringify(awkward).slice(0, -1))).toBe(true);
   });
 
-  it("sends children of a sealed prefix with the prefix's bytes serialised once: what the server received is JSON.stringify(request)", async () => {
-    const fixtureUrl = new URL("../../fixtures/turns/parent-turn-48k.json", import.meta.url);
-    const fixture = JSON.parse(await readFile(fixtureUrl, "utf8")) as {
-      request: CacheSafeParams;
-      response: AssistantMessage;
-    };
-    const sealed = sealSharedPrefix(createForkPrefix(fixture.request, fixture.response));
-    const unsealed = createForkPrefix(fixture.request, fixture.response);
-    const child = (prefix: ForkPrefix, i: number, model?: string) =>
-      prepareForkRun({
-        runId: `child-${i}`,
-        prefix,
-        cacheShared: true,
-        directive: `@sim text 3\nSlice ${i}: é ✓ 🚀`,
-        overrides: { model },
-      }).request;
-    const llm = client();
-    const sent: LlmRequest[] = [];
-    // Three siblings (the third with betas: the SDK's beta API, the betas in a header) and a model
-    // override, from the sealed prefix; then the first again from an ordinary copy of the same turn.
-    for (const request of [
-      child(sealed, 1),
-      child(sealed, 2),
-      { ...child(sealed, 3), betas: ["context-management-2025-06-27"] },
-      child(sealed, 4, "claude-haiku-4-5"),
-      child(unsealed, 1),
-    ]) {
-      sent.push(request);
-      await llm.createMessage(request);
-    }
+  // A 4k parent's child is sent as one buffer, a 48k parent's as a stream of its parts.
+  it.each(["4k", "48k"])(
+    "sends children of a sealed %s prefix with the prefix's bytes serialised once: what the server received is JSON.stringify(request)",
+    async (size) => {
+      const fixtureUrl = new URL(`../../fixtures/turns/parent-turn-${size}.json`, import.meta.url);
+      const fixture = JSON.parse(await readFile(fixtureUrl, "utf8")) as {
+        request: CacheSafeParams;
+        response: AssistantMessage;
+      };
+      const sealed = sealSharedPrefix(createForkPrefix(fixture.request, fixture.response));
+      const unsealed = createForkPrefix(fixture.request, fixture.response);
+      const child = (prefix: ForkPrefix, i: number, model?: string) =>
+        prepareForkRun({
+          runId: `child-${i}`,
+          prefix,
+          cacheShared: true,
+          directive: `@sim text 3\nSlice ${i}: é ✓ 🚀`,
+          overrides: { model },
+        }).request;
+      const llm = client();
+      const sent: LlmRequest[] = [];
+      // Three siblings (the third with betas: the SDK's beta API, the betas in a header) and a model
+      // override, from the sealed prefix; then the first again from an ordinary copy of the same turn.
+      for (const request of [
+        child(sealed, 1),
+        child(sealed, 2),
+        { ...child(sealed, 3), betas: ["context-management-2025-06-27"] },
+        child(sealed, 4, "claude-haiku-4-5"),
+        child(unsealed, 1),
+      ]) {
+        sent.push(request);
+        await llm.createMessage(request);
+      }
 
-    const bodies = sim.requests().map((entry) => entry.body);
-    expect(bodies).toEqual(
-      sent.map(({ betas: _betas, ...request }) => JSON.stringify({ ...request, stream: true })),
-    );
-    expect(bodies[4]).toBe(bodies[0]);
-    expect(sim.requests()[2]?.betas).toEqual(["context-management-2025-06-27"]);
-  });
+      const bodies = sim.requests().map((entry) => entry.body);
+      expect(bodies).toEqual(
+        sent.map(({ betas: _betas, ...request }) => JSON.stringify({ ...request, stream: true })),
+      );
+      expect(bodies[4]).toBe(bodies[0]);
+      expect(sim.requests()[2]?.betas).toEqual(["context-management-2025-06-27"]);
+    },
+  );
 
   it("sends a request's betas as the anthropic-beta header, through the SDK's beta API, and not in the body", async () => {
     const betas = ["context-management-2025-06-27", "mid-conversation-system-2026-04-07"];

@@ -26,7 +26,7 @@ import {
 import { startAttempt } from "./attempt-control.js";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
-import { serialisedBodyStream, serialiseSealedBody } from "./request-body.js";
+import { fetchBody, serialiseSealedBody } from "./request-body.js";
 import {
   abortableSleep,
   compileRetryPolicy,
@@ -403,10 +403,10 @@ function spliceSealedBodies(sdk: Anthropic): void {
       typeof body === "object" && body !== null && Object.getPrototypeOf(body) === Object.prototype;
     const spliced = plain ? serialiseSealedBody(body as Record<string, unknown>) : undefined;
     if (spliced === undefined) return original.call(this, args);
-    // The length is known, so the request is not chunked; the SDK sends a stream with duplex "half".
+    // The length is known, so the request is not chunked (a stream body goes with duplex "half").
     return {
       bodyHeaders: { "content-type": "application/json", "content-length": String(spliced.byteLength) },
-      body: serialisedBodyStream(spliced),
+      body: fetchBody(spliced),
     };
   };
 }

@@ -8,6 +8,7 @@ import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/proto
 import { describe, expect, it } from "vitest";
 import {
   bodyChunks,
+  fetchBody,
   type SerialisedBody,
   SINGLE_CHUNK_MAX_BYTES,
   serialisedBodyStream,
@@ -127,7 +128,7 @@ describe("bodyChunks", () => {
     byteLength: parts.reduce((sum, part) => sum + part.byteLength, 0),
   });
 
-  it("sends a child of a 4k parent in one chunk: one write with the request's headers, not nine", () => {
+  it("sends a child of a 4k parent in one chunk: one write after the request's headers, not nine", () => {
     const body = serialiseSealedBody(childBody(sealSharedPrefix(fixturePrefix("4k")), 1))!;
     expect(body.parts.length).toBeGreaterThan(5);
     const chunks = bodyChunks(body);
@@ -141,6 +142,15 @@ describe("bodyChunks", () => {
     for await (const chunk of serialisedBodyStream(body)) read.push(chunk);
     expect(read).toHaveLength(1);
     expect(Buffer.compare(read[0]!, joined(body.parts))).toBe(0);
+  });
+
+  it("hands fetch a 4k child as its one buffer, and a 48k child as a stream of its parts", () => {
+    const small = serialiseSealedBody(childBody(sealSharedPrefix(fixturePrefix("4k")), 1))!;
+    const smallBody = fetchBody(small);
+    expect(smallBody).toBeInstanceOf(Uint8Array);
+    expect(Buffer.compare(smallBody as Uint8Array, joined(small.parts))).toBe(0);
+    const large = serialiseSealedBody(childBody(sealSharedPrefix(fixturePrefix("48k")), 1))!;
+    expect(fetchBody(large)).toBeInstanceOf(ReadableStream);
   });
 
   it("sends a child of a 48k parent in its parts, the cached buffers themselves, never a copy", async () => {
