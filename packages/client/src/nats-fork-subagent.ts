@@ -208,6 +208,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   // every fork whose spec is stored meanwhile joins (see #confirmStored).
   readonly #confirming = new Map<string, Promise<void>>();
   readonly #confirmWaiting = new Map<string, Promise<void>>();
+  // Runs forked here under an "ask" permission policy: the runs whose permission requests this parent
+  // answers. A run leaves once its outcome is known here (or its launch failed); bounded like #known,
+  // oldest first, for runs whose result is never awaited — a run forgotten so gets no answer, and its
+  // daemon's ask times out, which denies.
   readonly #permissionRuns = new Set<string>();
   readonly #closers: (() => void)[] = [];
   readonly #ownerKey: string;
@@ -508,7 +512,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
     if (cacheLeader !== undefined) withoutPrefix.cache_leader = cacheLeader;
     // These are also the whole spec's bytes when there is no prefix to carry.
     const withoutPrefixBytes = forkSpecCodec.encode(withoutPrefix);
-    if (params.permissions?.mode === "ask") this.#permissionRuns.add(runId);
+    if (params.permissions?.mode === "ask") {
+      this.#permissionRuns.add(runId);
+      if (this.#permissionRuns.size > MAX_KNOWN_RUNS)
+        this.#permissionRuns.delete(this.#permissionRuns.values().next().value!);
+    }
     this.#parents.add(params.parent.agent_id);
     const launch = (async () => {
       await Promise.resolve();
@@ -565,10 +573,14 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
         this.#registrations.skip(runId);
       },
       specUnsent: () => specUnsent,
+      ended: () => this.#permissionRuns.delete(runId),
     });
     this.#known.set(runId, handle);
     if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);
-    launch.catch(() => this.#known.delete(runId));
+    launch.catch(() => {
+      this.#known.delete(runId);
+      this.#permissionRuns.delete(runId);
+    });
     return handle;
   }
 
@@ -784,6 +796,8 @@ export class NatsForkHandle implements ForkHandle {
   readonly #registeredByClaim: () => void;
   // Whether the run's spec has yet to go out (and nothing can be stored under its id before it does).
   readonly #specUnsent: () => boolean;
+  // Told once the run's outcome is known here (its terminal event read).
+  readonly #ended: () => void;
   #result: Promise<ForkOutcome> | undefined;
   #settled = false;
   #launched = false;
@@ -801,6 +815,7 @@ export class NatsForkHandle implements ForkHandle {
       register?: () => Promise<void>;
       registeredByClaim?: () => void;
       specUnsent?: () => boolean;
+      ended?: () => void;
     } = {},
   ) {
     this.groupId = origin.groupId;
@@ -808,6 +823,7 @@ export class NatsForkHandle implements ForkHandle {
     this.#register = origin.register ?? (() => Promise.resolve());
     this.#registeredByClaim = origin.registeredByClaim ?? (() => undefined);
     this.#specUnsent = origin.specUnsent ?? (() => false);
+    this.#ended = origin.ended ?? (() => undefined);
     launch.then(
       () => {
         this.#launched = true;
@@ -877,6 +893,7 @@ export class NatsForkHandle implements ForkHandle {
         readFirst: !this.#specUnsent(),
         onHeard: this.#registeredByClaim,
       });
+      this.#ended();
       return forkOutcomeFromTerminalEvent(terminal.event);
     } catch (error) {
       if (failed.signal.aborted && !signal?.aborted) await this.#launch; // rethrows the launch error
