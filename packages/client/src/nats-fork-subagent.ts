@@ -131,7 +131,10 @@ export interface NatsForkSubagentOptions extends ForkResourceOptions {
    * @unit ms @default QUEUED_REGISTRATION_DELAY_MS (20)
    */
   queuedRegistrationDelayMs?: number;
-  /** Answers permission requests of forks launched with `permissions.mode: "ask"`. Without it they time out (deny). */
+  /**
+   * Answers permission requests of forks launched with `permissions.mode: "ask"`, until the run's
+   * outcome is read here (see docs/protocol.md). Without it they time out (deny).
+   */
   onPermission?: PermissionHandler;
   /** A tool host (see {@link serveTools}) every fork of this subagent may call. */
   toolHost?: ToolHostRef;
