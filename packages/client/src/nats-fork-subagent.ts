@@ -220,8 +220,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
   readonly #ownerKey: string;
   // Runs forked here, oldest first: a cascade over a group or a parent sends them its fast-path
   // requests before it lists the registry (which finds those forked elsewhere too; those not yet
-  // registered are only here). Bounded: past MAX_KNOWN_RUNS the oldest are forgotten, and runs a
-  // cascade finds ended are dropped.
+  // registered are only here). A run leaves once its outcome is read here, or a cascade finds it
+  // ended; bounded for runs whose result is never awaited: past MAX_KNOWN_RUNS the oldest are
+  // forgotten. (A handle keeps its launch and what that holds, ~3 KB: 10,000 ended runs kept were
+  // ~30 MB of a long-lived parent's heap.)
   readonly #known = new Map<string, NatsForkHandle>();
   // Queued registrations of runs forked here, each written a moment after its spec is stored.
   readonly #registrations: DeferredRegistrations;
@@ -576,7 +578,10 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
         this.#registrations.skip(runId);
       },
       specUnsent: () => specUnsent,
-      ended: () => this.#permissionRuns.delete(runId),
+      ended: () => {
+        this.#known.delete(runId);
+        this.#permissionRuns.delete(runId);
+      },
     });
     this.#known.set(runId, handle);
     if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);

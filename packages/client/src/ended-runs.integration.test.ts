@@ -1,6 +1,8 @@
-// Which permission requests a parent answers, against a real nats-server: those of its runs forked
-// under an "ask" policy while their outcome is unknown here — not once the run's terminal event is read
-// (the set of runs it answers for does not grow with every run it ever forked).
+// What a parent keeps of a run once it has read the run's outcome, against a real nats-server: not its
+// handle, and no answer to permission requests for it (neither grows with every run it ever forked).
+
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import {
   emptyUsageTotals,
   eventMsgId,
@@ -13,6 +15,9 @@ import { type NatsServerHandle, startNatsServer } from "@forkd/testing";
 import { connect, createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsForkSubagent } from "./nats-fork-subagent.js";
+
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
 
 let server: NatsServerHandle;
 let nc: NatsConnection;
@@ -30,8 +35,47 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe("permission requests a parent answers", () => {
-  it("answers a run's requests while it goes on, and none once its outcome was read", async () => {
+/** Stores the run's terminal event, as the daemon running it would. */
+async function storeEnding(forks: NatsForkSubagent, runId: string): Promise<void> {
+  await forks.resources.js.publish(
+    forks.resources.subjects.events(runId),
+    forkEventCodec.encode({
+      v: PROTOCOL_VERSION,
+      run_id: runId,
+      seq: 1,
+      attempt: 1,
+      ts: Date.now(),
+      type: "aborted",
+      reason: "ended for the test",
+      usage: emptyUsageTotals(),
+    }),
+    { msgID: eventMsgId(runId, 1) },
+  );
+}
+
+const parent = { agent_id: "parent-ended-runs" };
+
+describe("a run whose outcome the parent read", () => {
+  it("is not kept: its handle can be collected", async () => {
+    const forks = await NatsForkSubagent.create(nc);
+    try {
+      const handleRef = await (async () => {
+        const handle = forks.fork({ prefix: null, directive: "Ends.", parent });
+        await handle.published();
+        await storeEnding(forks, handle.runId);
+        expect(await handle.result()).toMatchObject({ status: "killed" });
+        return new WeakRef(handle);
+      })();
+      // A WeakRef holds its target until the end of the job that made or read it.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      collectGarbage();
+      expect(handleRef.deref()).toBeUndefined();
+    } finally {
+      await forks.close();
+    }
+  });
+
+  it("gets no answer to its permission requests, while a run going on does", async () => {
     const asked: string[] = [];
     const forks = await NatsForkSubagent.create(nc, {
       onPermission: async (request) => {
@@ -41,7 +85,6 @@ describe("permission requests a parent answers", () => {
     });
     try {
       const ask = { mode: "ask", timeout_ms: 500 } as const;
-      const parent = { agent_id: "parent-permissions" };
       // No daemon runs these: they stay queued, and their ending is stored below as a daemon would.
       const ending = forks.fork({ prefix: null, directive: "Ends.", parent, permissions: ask });
       const going = forks.fork({ prefix: null, directive: "Goes on.", parent, permissions: ask });
@@ -83,20 +126,7 @@ describe("permission requests a parent answers", () => {
         permissionResponseCodec.decode(replies.find((r) => r.runId === ending.runId)!.message.data).decision,
       ).toBe("allow");
 
-      await forks.resources.js.publish(
-        forks.resources.subjects.events(ending.runId),
-        forkEventCodec.encode({
-          v: PROTOCOL_VERSION,
-          run_id: ending.runId,
-          seq: 1,
-          attempt: 1,
-          ts: Date.now(),
-          type: "aborted",
-          reason: "ended for the test",
-          usage: emptyUsageTotals(),
-        }),
-        { msgID: eventMsgId(ending.runId, 1) },
-      );
+      await storeEnding(forks, ending.runId);
       expect(await ending.result()).toMatchObject({ status: "killed", reason: "ended for the test" });
 
       replies.length = 0;
