@@ -569,6 +569,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
       await this.#registerQueued(spec, ack.seq, claimHeard);
       if (prefixSource.kind === "ref") await this.#confirmStored(params.prefix!, prefixSource);
     })();
+    // A run whose outcome was read here, or whose launch failed, needs nothing more of this subagent.
+    const forget = () => {
+      this.#known.delete(runId);
+      this.#permissionRuns.delete(runId);
+    };
     const handle = new NatsForkHandle(this.resources, runId, launch, this.#logger, this.#ownerKey, {
       groupId: params.groupId,
       parentAgentId: params.parent.agent_id,
@@ -578,17 +583,11 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
         this.#registrations.skip(runId);
       },
       specUnsent: () => specUnsent,
-      ended: () => {
-        this.#known.delete(runId);
-        this.#permissionRuns.delete(runId);
-      },
+      ended: forget,
     });
     this.#known.set(runId, handle);
     if (this.#known.size > MAX_KNOWN_RUNS) this.#known.delete(this.#known.keys().next().value!);
-    launch.catch(() => {
-      this.#known.delete(runId);
-      this.#permissionRuns.delete(runId);
-    });
+    launch.catch(forget);
     return handle;
   }
 
