@@ -251,9 +251,27 @@ describe("forkd under deploy/nats/accounts.conf", () => {
             .slice(0, 5)
             .map(async (key) => {
               const state = await parent.state(key).catch((error: unknown) => String(error));
-              return typeof state === "string" || state === null
-                ? { key, state }
-                : { key, status: state.status, ended_at: state.ended_at, updated_at: state.updated_at };
+              if (typeof state !== "string" && state !== null)
+                return { key, status: state.status, ended_at: state.ended_at, updated_at: state.updated_at };
+              // A key listed but read as absent (seen once in CI): what the server's last-by-subject
+              // read and its per-subject count say of it tells a stale index from a lost write.
+              const resources = parent.resources;
+              const stream = resources.subjects.bucketStreams.runs;
+              const subject = `$KV.${resources.subjects.buckets.runs}.${key}`;
+              const entry = await resources.runs.get(key).catch((error: unknown) => String(error));
+              const counted = await resources.jsm.streams
+                .info(stream, { subjects_filter: subject })
+                .then((info) => info.state.subjects?.[subject] ?? 0)
+                .catch((error: unknown) => String(error));
+              return {
+                key,
+                state,
+                get:
+                  entry === null || typeof entry === "string"
+                    ? entry
+                    : { op: entry.operation, length: entry.length, revision: entry.revision },
+                counted,
+              };
             }),
         );
         throw new Error(
