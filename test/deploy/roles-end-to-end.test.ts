@@ -8,6 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent, readRetentionLease, serveTools } from "@forkd/client";
+import { runsKeySubject } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
 import { AnthropicLlmClient } from "@forkd/llm";
@@ -257,7 +258,7 @@ describe("forkd under deploy/nats/accounts.conf", () => {
               // read and its per-subject count say of it tells a stale index from a lost write.
               const resources = parent.resources;
               const stream = resources.subjects.bucketStreams.runs;
-              const subject = `$KV.${resources.subjects.buckets.runs}.${key}`;
+              const subject = runsKeySubject(resources, key);
               const entry = await resources.runs.get(key).catch((error: unknown) => String(error));
               const counted = await resources.jsm.streams
                 .info(stream, { subjects_filter: subject })

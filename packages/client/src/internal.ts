@@ -15,7 +15,7 @@ export {
 export type { StoredPrefixRef } from "./prefix-encoding.js";
 export { encodeStoredPrefix } from "./prefix-encoding.js";
 export { downloadPrefix, PrefixCache, uploadPrefix, uploadPrefixBytes } from "./prefix-store.js";
-export { readStoredSpec } from "./registry-index.js";
+export { readStoredSpec, runsKeySubject } from "./registry-index.js";
 export type { ResolvedForkResourceOptions } from "./resource-options.js";
 export { resolveResourceOptions } from "./resource-options.js";
 export type { RunStateMutation } from "./run-registry.js";
