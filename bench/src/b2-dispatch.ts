@@ -288,6 +288,7 @@ export const dispatchBenchmark: Benchmark = {
         `The earlier absolute target (48k p50 ≤ ${P50_TARGET_MS} ms, p99 ≤ ${P99_TARGET_MS} ms): ${absolutePass ? "met" : "missed"}.`,
         `The daemon and the parent share this process (and its event loop); the simulator runs in a process of its own (a provider is remote; its per-request parsing and hashing, ~1.6 ms more at 48k than at 4k, is not counted against either side), and so does nats-server. A 2-core machine runs all of it. The simulator's timestamps are converted to this process's clock (offset ${round(cluster.sim.clock.offsetMs, 3)} ms, known to ±${round(cluster.sim.clock.uncertaintyMs, 3)} ms; the overhead, a difference of two such times, does not depend on it).`,
         `The floor, raw JetStream in the same process and server, no forkd code (bench/src/nats-floor.ts): a 300-byte message published to a work-queue stream reaches a pull consumer on another connection in ${floor.delivered.p50} ms p50 (p99 ${floor.delivered.p99}); that consumer's KV create (a claim) is acknowledged ${floor.claimed.p50} ms p50 (p99 ${floor.claimed.p99}) after the publish call. forkd cannot add less than that over an in-process fork: its spec must be stored before a daemon takes it, and the claim stored before the run does anything. Overhead beyond the floor, p50: 48k ${round(overhead48.p50 - floor.claimed.p50)} ms, 4k ${round(overhead4.p50 - floor.claimed.p50)} ms.`,
+        `The same publishes as a core subscription on the consumer's connection hears them (the server hands a publish to its subscribers as it reads it, before the store): ${floor.coreDelivered.p50} ms p50 (p99 ${floor.coreDelivered.p99}); the pull consumer had each ${floor.pullAfterCore.p50} ms later at p50 (p90 ${floor.pullAfterCore.p90}). That is the most a spec offered to a daemon over core NATS, ahead of its stored copy, could take off this hop.`,
       ];
       if (!pass) notes.push(`MISSED: ${overheadMisses.join("; ")}.`);
       return {
@@ -305,6 +306,8 @@ export const dispatchBenchmark: Benchmark = {
           in_process_4k_ms: baseTotal4,
           nats_floor_ms: {
             delivered: floor.delivered,
+            core_delivered: floor.coreDelivered,
+            pull_after_core: floor.pullAfterCore,
             publish_acked: floor.publishAcked,
             stored_then_claimed: floor.claimed,
           },

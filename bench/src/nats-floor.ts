@@ -13,6 +13,16 @@ import { now, type Summary, summarize } from "./stats.js";
 export interface NatsFloor {
   /** Publish call → the pull consumer holds the message (one trip through the server). @unit ms */
   delivered: Summary;
+  /**
+   * Publish call → a core subscription on the consumer's connection holds the same message: what the
+   * server hands over as it reads it, before the store. @unit ms
+   */
+  coreDelivered: Summary;
+  /**
+   * The pull consumer's time after the core subscription's, message by message: the most that a spec
+   * delivered without JetStream (a core offer to a daemon) could gain on this hop. @unit ms
+   */
+  pullAfterCore: Summary;
   /** Publish call → the publisher has its ack. @unit ms */
   publishAcked: Summary;
   /** Publish call → the consumer's KV create is acknowledged: stored, then claimed. @unit ms */
@@ -38,12 +48,22 @@ export async function measureNatsFloor(url: string, count: number, warmup: numbe
     const kv = await new Kvm(claimer).create("bench_floor", { history: 1 });
     const consumer = await jetstream(claimer).consumers.get(stream, "claimer");
     const messages = await consumer.consume({ max_messages: 64 });
+    // The same messages as a core subscriber sees them: the server delivers a publish to its
+    // subscriptions and to the stream alike.
+    let onCore: ((at: number) => void) | undefined;
+    const core = claimer.subscribe("bench.floor.>", { callback: () => onCore?.(now()) });
+    await claimer.flush();
     const js = jetstream(publisher);
     const delivered: number[] = [];
+    const coreDelivered: number[] = [];
+    const pullAfterCore: number[] = [];
     const publishAcked: number[] = [];
     const claimed: number[] = [];
     const iterator = messages[Symbol.asyncIterator]();
     for (let i = 0; i < warmup + count; i++) {
+      const coreAt = new Promise<number>((resolve) => {
+        onCore = resolve;
+      });
       const started = now();
       const acked = js.publish(`bench.floor.${i}`, new Uint8Array(300), { msgID: `floor-${i}` }).then(now);
       const next = await iterator.next();
@@ -53,14 +73,20 @@ export async function measureNatsFloor(url: string, count: number, warmup: numbe
       const end = now();
       next.value.ack();
       const ackedAt = await acked;
+      const heardAt = await coreAt;
       if (i < warmup) continue;
       delivered.push(at - started);
+      coreDelivered.push(heardAt - started);
+      pullAfterCore.push(at - heardAt);
       publishAcked.push(ackedAt - started);
       claimed.push(end - started);
     }
     messages.stop();
+    core.unsubscribe();
     return {
       delivered: summarize(delivered),
+      coreDelivered: summarize(coreDelivered),
+      pullAfterCore: summarize(pullAfterCore, 3),
       publishAcked: summarize(publishAcked),
       claimed: summarize(claimed),
     };
