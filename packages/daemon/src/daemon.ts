@@ -18,7 +18,7 @@ import {
   steerReplyCodec,
   steerRequestCodec,
 } from "@forkd/protocol";
-import type { JsMsg } from "@nats-io/jetstream";
+import type { Consumer, JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { CacheLeaderWatch } from "./cache-leader.js";
 import { CallLimits, limitsAnything } from "./call-limits.js";
@@ -368,10 +368,10 @@ export class ForkDaemon {
 
   async #pull(): Promise<void> {
     const resources = this.#resources!;
-    const consumer = await resources.js.consumers.get(
-      resources.subjects.streams.specs,
-      resources.subjects.specsConsumer,
-    );
+    // Looked up inside the loop, and again after a failure: the lookup is a JetStream API request, and
+    // one that fails (the server stalled or restarting, a cluster electing a leader) must not end the
+    // pulling of a daemon that goes on beating as if it had free slots.
+    let consumer: Consumer | undefined;
     const stop = this.#stopPulling.signal;
     while (!stop.aborted) {
       const free = this.#config.concurrency - (this.#active.size - this.#paused.size);
@@ -382,6 +382,10 @@ export class ForkDaemon {
         continue;
       }
       try {
+        consumer ??= await resources.js.consumers.get(
+          resources.subjects.streams.specs,
+          resources.subjects.specsConsumer,
+        );
         // Exactly as many as there are free slots: a prefetched spec would wait in a buffer past ack_wait.
         // Short pull requests: the server keeps a dead daemon's open pull request until it expires
         // and may hand it a redelivered spec, which then waits one more ack_wait. Well under
