@@ -412,11 +412,18 @@ async function inFreshProcess(script: string): Promise<Record<string, unknown>> 
     port1.unref();
     let markers = 0;
     // A module loaded after everything else: its URL arrives after theirs (the channel is ordered).
+    // The port holds the process open only while a marker is awaited: a message still on its way
+    // from the hooks' thread keeps nothing else alive (Node 24 exited before it arrived).
     globalThis.loaded = async () => {
       const url = "data:text/javascript,export%20default%20" + ++markers;
       const arrived = new Promise((resolve) => { marker = { url, resolve }; });
-      await import(url);
-      await arrived;
+      port1.ref();
+      try {
+        await import(url);
+        await arrived;
+      } finally {
+        port1.unref();
+      }
       return urls;
     };
   `;
