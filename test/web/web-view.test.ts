@@ -356,7 +356,18 @@ describe("forkd web in headless chromium", () => {
     await page.keyboard.press("ArrowDown");
     await page.keyboard.press("Enter");
     await page.waitForSelector("#run-detail[data-run-id]");
-    await page.waitForSelector('#event-list .ev[data-seq="1"]');
+    // Any row of the log, not seq 1: the log follows its end, and when the whole replay arrives before
+    // the first frame (a loaded machine) the streamer's first events are never drawn.
+    await page.waitForSelector("#event-list .ev").catch(async (error: unknown) => {
+      await page.screenshot({ path: join(ARTIFACTS, "phone-run-failed.png") });
+      const state = await page.evaluate(() => ({
+        run: document.querySelector<HTMLElement>("#run-detail")?.dataset.runId,
+        log: document.querySelector("#log-state")?.textContent,
+        rows: document.querySelectorAll("#event-list .ev").length,
+        connection: document.querySelector<HTMLElement>("#app")?.dataset.connection,
+      }));
+      throw new Error(`the opened run's log shows no event: ${JSON.stringify(state)}`, { cause: error });
+    });
     await page.screenshot({ path: join(ARTIFACTS, "phone-run.png") });
     expect(pageErrors(page)).toEqual([]);
     await page.close();
