@@ -777,7 +777,25 @@ export class NatsForkSubagent implements ForkSubagent, AsyncDisposable {
             };
           }
           const proof = permissionProof(ownerToken(this.#ownerKey, request.run_id), request);
-          message.respond(permissionResponseCodec.encode({ ...response, proof }));
+          let reply: Uint8Array;
+          try {
+            reply = permissionResponseCodec.encode({ ...response, proof });
+          } catch (encodeError) {
+            // An answer the protocol cannot carry (a reason over 4,096 characters — one that quotes a
+            // hostile model's tool input, say — or no valid decision) is a denial, not an error thrown
+            // in this callback, where it would end the parent's process as an unhandled rejection.
+            this.#logger.warn(
+              { err: encodeError, runId: request.run_id },
+              "the permission handler's answer is not a valid response; denying",
+            );
+            reply = permissionResponseCodec.encode({
+              v: PROTOCOL_VERSION,
+              decision: "deny",
+              reason: "denied: the parent's permission handler gave an answer that is not a valid response",
+              proof,
+            });
+          }
+          message.respond(reply);
         })();
       },
     });

@@ -94,9 +94,12 @@ afterAll(async () => {
   await rm(workspace, { recursive: true, force: true });
 });
 
-let permissionDecision: "allow" | "deny" | "silent" = "allow";
+let permissionDecision: "allow" | "deny" | "silent" | "long-reason" = "allow";
 function permissionHandler() {
   if (permissionDecision === "silent") return new Promise<never>(() => undefined);
+  // A reason one character over the protocol's 4,096: an allow the protocol cannot carry.
+  if (permissionDecision === "long-reason")
+    return { v: 1 as const, decision: "allow" as const, reason: "x".repeat(4097) };
   return { v: 1 as const, decision: permissionDecision, reason: `test says ${permissionDecision}` };
 }
 
@@ -488,6 +491,8 @@ describe("a daemon over real NATS", () => {
     expect(await run("allow")).toMatchObject({ decision: "allow" });
     expect(await run("deny")).toMatchObject({ decision: "deny" });
     expect(await run("silent")).toMatchObject({ decision: "timeout" });
+    // Not an unhandled rejection in the parent, and not a wait for the timeout: a denial, at once.
+    expect(await run("long-reason")).toMatchObject({ decision: "deny" });
   });
 });
 
