@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { constants } from "node:os";
 import { delimiter, join } from "node:path";
 import { forkdCacheDir } from "@forkd/local-nats";
+import { isAtLeast, parseVersion, type Version } from "@forkd/local-nats/internal";
 
 /** The Node majors forkd supports (package.json "engines" names the oldest). */
 const SUPPORTED_MAJORS = ["20", "22", "24"];
@@ -33,13 +34,6 @@ function npm(args: readonly string[], cwd?: string): string {
   return result.stdout.trim();
 }
 
-/** Compares two `x.y.z` versions by number. */
-function byVersion(a: string, b: string): number {
-  const [pa, pb] = [a, b].map((version) => version.split(".").map(Number)) as [number[], number[]];
-  for (let i = 0; i < 3; i++) if (pa[i] !== pb[i]) return (pa[i] ?? 0) - (pb[i] ?? 0);
-  return 0;
-}
-
 /** The newest published version of `major` of the runtime package (e.g. `24.21.0`). */
 function newestOf(packageName: string, major: string): string {
   const versions = JSON.parse(npm(["view", `${packageName}@${major}`, "version", "--json"])) as
@@ -47,12 +41,14 @@ function newestOf(packageName: string, major: string): string {
     | string[];
   const list = typeof versions === "string" ? [versions] : versions;
   // The registry lists them in publication order, not by version.
-  const newest = list
-    .filter((version) => /^\d+\.\d+\.\d+$/.test(version))
-    .sort(byVersion)
-    .at(-1);
+  let newest: { text: string; version: Version } | undefined;
+  for (const text of list) {
+    const version = parseVersion(text);
+    if (version !== undefined && (newest === undefined || isAtLeast(version, newest.version)))
+      newest = { text, version };
+  }
   if (newest === undefined) fail(`the registry has no ${packageName}@${major}`);
-  return newest;
+  return newest.text;
 }
 
 /** The `bin` folder of Node `version`, fetched from the registry unless already cached. */
