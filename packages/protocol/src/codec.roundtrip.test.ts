@@ -32,7 +32,7 @@ import {
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "./codec.js";
-import { ForkPrefixSchema, type ForkSpec } from "./spec.js";
+import { type ForkPrefix, ForkPrefixSchema, type ForkSpec } from "./spec.js";
 
 // toEqual, not toStrictEqual: the latter compares `constructor` properties, and `constructor` is a valid
 // data key here (the arbitraries generate it on purpose).
@@ -70,6 +70,22 @@ describe("round trip: decode(encode(x)) deep-equals x", () => {
       }),
       runs,
     );
+  });
+
+  // Found by the property above on Node 24: V8 12.8+ can read an escaped key as `\\` once an earlier
+  // parse left a matching map transition (https://github.com/nodejs/node/issues/63785).
+  it("a prefix's escaped keys survive a process whose native JSON parser was poisoned", () => {
+    JSON.parse('{"":null,"toString":null,"\\\\":null}');
+    const prefix: ForkPrefix = {
+      params: { model: "m", messages: [{ role: "user", content: [] }] },
+      reply: {
+        role: "assistant",
+        content: [
+          { type: "tool_use", id: "t", name: "n", input: { "": { "": null, toString: null, '"': null } } },
+        ],
+      },
+    };
+    expect(forkPrefixCodec.decode(forkPrefixCodec.encode(prefix))).toEqual(prefix);
   });
 
   it("encoding is deterministic and re-encoding a decoded message is stable", () => {

@@ -24,6 +24,7 @@ import {
   MAX_PREFIX_BYTES,
   MAX_SPEC_BYTES,
 } from "./limits.js";
+import { withNativeParseWatched } from "./test-support/native-json.js";
 import { emptyUsageTotals } from "./usage.js";
 
 /** The ProtocolError `fn` throws, as `{ code, message, path }`. */
@@ -106,6 +107,16 @@ describe("parseWireJson", () => {
       "a\\q",
       ...zeros(MAX_JSON_DEPTH - 1),
     ]);
+  });
+
+  it("reads escaped keys without the native parser, which V8 12.8+ may misread, and the rest with it", () => {
+    // The stand-in refuses an object text with any escape, so only the routing can make this pass.
+    const escaped = withNativeParseWatched(() => parseWireJson('{"a":{"\\"":1},"b\\n":[]}', 100));
+    expect(escaped.result).toEqual({ a: { '"': 1 }, "b\n": [] });
+    expect(escaped.nativeTexts).toEqual(['"\\""', '"b\\n"']);
+    const valueOnly = '{"a":"\\""}';
+    const native = withNativeParseWatched(() => thrown(() => parseWireJson(valueOnly, 100)).code);
+    expect(native).toEqual({ result: "invalid_json", nativeTexts: [valueOnly] });
   });
 
   it("counts a closed container out: siblings are not nested", () => {
@@ -400,6 +411,13 @@ describe("decodeSpecOwnership", () => {
     const deep = { ...owned, prefix: { kind: "inline", prefix: JSON.parse(nested(MAX_JSON_DEPTH + 10)) } };
     expect(thrown(() => forkSpecCodec.decode(utf8(JSON.stringify(deep)))).code).toBe("too_deep");
     expect(decodeSpecOwnership(utf8(JSON.stringify(deep))).owner_token).toBe("a".repeat(64));
+  });
+
+  it("reads an escaped ownership key as the full decode does, without the native parser", () => {
+    const text = JSON.stringify(owned).replace('"owner_token"', '"owner_toke\\u006e"');
+    const watched = withNativeParseWatched(() => decodeSpecOwnership(utf8(text)).owner_token);
+    expect(watched.result).toBe("a".repeat(64));
+    expect(forkSpecCodec.decode(text).owner_token).toBe("a".repeat(64));
   });
 
   it("accepts a spec of the size limit exactly and refuses one byte more", () => {

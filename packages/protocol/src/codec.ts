@@ -18,6 +18,7 @@ import {
   ForkEventSchema,
   isForkEventType,
 } from "./events.js";
+import { parseJsonText } from "./json-text.js";
 import {
   MAX_CONTROL_BYTES,
   MAX_EVENT_BYTES,
@@ -75,26 +76,33 @@ const BACKSLASH = 0x5c;
 /**
  * Refuses JSON text nested deeper than {@link MAX_JSON_DEPTH} before it is parsed, in one linear pass
  * over the text: `JSON.parse` of a megabyte of `[[[[…` allocates a tree first, and the shape walk
- * after it would pay for every node again. Malformed text is left to `JSON.parse`; the path of the
+ * after it would pay for every node again. Malformed text is left to the parser; the path of the
  * first too-deep container is rebuilt from the open containers' indexes and keys only on refusal.
+ * Returns whether any key is written with an escape, which the native parser may misread (see
+ * json-text.ts), so that the same pass decides how the text is parsed.
  */
-function checkJsonDepth(text: string): void {
+function checkJsonDepth(text: string): { escapedKey: boolean } {
   const frames: ScanFrame[] = [];
   const length = text.length;
+  let escapedKey = false;
   for (let i = 0; i < length; i++) {
     const code = text.charCodeAt(i);
     if (code === QUOTE) {
       const start = i;
+      let escaped = false;
       for (i++; i < length; i++) {
         const inner = text.charCodeAt(i);
-        if (inner === BACKSLASH) i++;
-        else if (inner === QUOTE) break;
+        if (inner === BACKSLASH) {
+          escaped = true;
+          i++;
+        } else if (inner === QUOTE) break;
       }
       const top = frames[frames.length - 1];
       if (top && !top.array && top.expectKey) {
         top.keyStart = start;
         top.keyEnd = i + 1;
         top.expectKey = false;
+        if (escaped) escapedKey = true;
       }
     } else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
       if (frames.length >= MAX_JSON_DEPTH) {
@@ -111,6 +119,7 @@ function checkJsonDepth(text: string): void {
       else if (top) top.expectKey = true;
     }
   }
+  return { escapedKey };
 }
 
 function scanPath(text: string, frames: readonly ScanFrame[]): (string | number)[] {
@@ -183,10 +192,10 @@ export function parseWireJson(data: Uint8Array | string, maxBytes: number): unkn
       throw new ProtocolError("invalid_utf8", "payload is not valid UTF-8", { cause });
     }
   }
-  checkJsonDepth(text);
+  const { escapedKey } = checkJsonDepth(text);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonText(text, escapedKey);
   } catch (cause) {
     if (cause instanceof RangeError)
       throw new ProtocolError("too_deep", "JSON nesting too deep to parse", { cause });
@@ -347,7 +356,8 @@ export type ForkSpecOwnership = z.infer<typeof ForkSpecOwnershipSchema>;
  * rest: a spec's inline conversation may be hundreds of kilobytes, and a daemon that ends a queued run
  * for its owner needs none of it (a 40-run cascade read 40 specs in full at once). The size limit, UTF-8
  * and the version are checked as by every codec; the depth and forbidden-key walks are not needed —
- * `JSON.parse` does not recurse, and only the fields named here are read (the schema strips the rest).
+ * the native parser does not recurse (the reader for escaped keys does, and a stack overflow there is
+ * `invalid_json`), and only the fields named here are read (the schema strips the rest).
  * Running the spec still needs {@link forkSpecCodec}, which refuses what this does not look at.
  * Throws {@link ProtocolError}.
  */
@@ -360,7 +370,7 @@ export function decodeSpecOwnership(data: Uint8Array): ForkSpecOwnership {
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(utf8Decoder.decode(data));
+    raw = parseJsonText(utf8Decoder.decode(data));
   } catch (cause) {
     throw new ProtocolError("invalid_json", "fork spec is not UTF-8 JSON", { cause });
   }

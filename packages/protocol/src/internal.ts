@@ -17,4 +17,5 @@ export {
   toolHostProof,
 } from "./control-proof.js";
 export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
+export { hasEscapedKey, parseJsonText } from "./json-text.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";
