@@ -14,6 +14,7 @@
 // so another parent cannot forge an ending to keep a run from its flag.
 
 import { type ForkSubjects, isTerminalEventType } from "@forkd/protocol";
+import { parseJsonText } from "@forkd/protocol/internal";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 
 /** Follows the event subjects of a set of runs until each published its terminal event. */
@@ -81,7 +82,7 @@ export interface EventHint {
  */
 export function eventHint(data: Uint8Array, runId: string): EventHint | undefined {
   try {
-    const event = JSON.parse(utf8.decode(data)) as {
+    const event = parseJsonText(utf8.decode(data)) as {
       type?: unknown;
       run_id?: unknown;
       turn?: unknown;

@@ -143,6 +143,18 @@ describe("AnthropicLlmClient against the simulator", () => {
     expect(abortListeners(controller.signal)).toBe(0);
   });
 
+  it("returns a tool input's escaped keys as the model wrote them, where the SDK's native parse misreads them", async () => {
+    // Leaves the map transition that makes V8 12.8+ (Node 24) read the next `"\""` key after
+    // `file_path` as `\` (https://github.com/nodejs/node/issues/63785); harmless on older V8.
+    JSON.parse('{"file_path":[],"\\\\":0}');
+    const input = { file_path: "x", '"': 1 };
+    const response = await client().createMessage(scripted(`@sim tool Read ${JSON.stringify(input)}`));
+    const toolUse = response.message.content.find(
+      (block): block is ToolUseBlock => block.type === "tool_use",
+    );
+    expect(toolUse?.input).toEqual(input);
+  });
+
   it("sends a parent's request byte for byte: what the server received is JSON.stringify(request)", async () => {
     const fixtureUrl = new URL("../../fixtures/turns/parent-turn-4k.json", import.meta.url);
     const fixture = JSON.parse(await readFile(fixtureUrl, "utf8")) as { request: LlmRequest };

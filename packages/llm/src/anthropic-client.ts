@@ -23,6 +23,7 @@ import {
   ProviderCacheMissReasonSchema,
   type ProviderUsage,
 } from "@forkd/protocol";
+import { hasEscapedKey, parseJsonText } from "@forkd/protocol/internal";
 import { startAttempt } from "./attempt-control.js";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
@@ -124,11 +125,35 @@ interface AttemptProgress {
   /** A content block started or a content delta arrived: from here a replay would be visible. */
   outputBegan: boolean;
   sawMessageStop: boolean;
+  /** Each tool-input block's streamed JSON, by block index, to re-read where the SDK's parse may not be right. */
+  toolInputJson: Map<number, string>;
 }
 
 type AttemptResult =
   | { ok: true; response: LlmResponse }
   | { ok: false; error: LlmError; retryAfterMs: number | undefined };
+
+/**
+ * The SDK's content blocks as plain data (its blocks carry lazy getters and hidden parse buffers), each
+ * tool input whose streamed JSON has an escaped key read again with {@link parseJsonText}: the SDK parses
+ * tool input with the native `JSON.parse`, which V8 12.8+ can make misread such a key.
+ */
+function plainContent(
+  content: readonly unknown[],
+  toolInputJson: ReadonlyMap<number, string>,
+): ContentBlock[] {
+  const blocks = parseJsonText(JSON.stringify(content)) as ContentBlock[];
+  for (const [index, json] of toolInputJson) {
+    const block = blocks[index] as { input?: unknown } | undefined;
+    if (block === undefined || !("input" in block) || !hasEscapedKey(json)) continue;
+    try {
+      block.input = parseJsonText(json, true);
+    } catch {
+      // Not JSON: the SDK's reading stands, as it does for every malformed input.
+    }
+  }
+  return blocks;
+}
 
 /**
  * {@link LlmClient} on the Anthropic Messages API, streaming.
@@ -245,6 +270,7 @@ export class AnthropicLlmClient implements LlmClient {
       text: "",
       outputBegan: false,
       sawMessageStop: false,
+      toolInputJson: new Map(),
     };
     try {
       const sdk = this.#loaded ?? (await this.#client());
@@ -282,7 +308,7 @@ export class AnthropicLlmClient implements LlmClient {
           // Plain data: the SDK's blocks carry lazy getters and hidden parse buffers.
           message: {
             role: "assistant",
-            content: JSON.parse(JSON.stringify(message.content)) as ContentBlock[],
+            content: plainContent(message.content, progress.toolInputJson),
           },
           stop_reason: message.stop_reason,
           usage: progress.usage ?? (message.usage as unknown as ProviderUsage),
@@ -338,6 +364,9 @@ export class AnthropicLlmClient implements LlmClient {
           emit({ type: "text_delta", text: event.delta.text });
         } else if (event.delta.type === "thinking_delta") {
           emit({ type: "thinking_delta", thinking: event.delta.thinking });
+        } else if (event.delta.type === "input_json_delta") {
+          const sofar = progress.toolInputJson.get(event.index) ?? "";
+          progress.toolInputJson.set(event.index, sofar + event.delta.partial_json);
         }
         return;
       case "message_stop":

@@ -1,6 +1,7 @@
 // The LlmClient on OpenAI's APIs (Chat Completions or Responses) with the official `openai` SDK: the
 // canonical conversation rendered in the API's format (or a native parent's request with the child's
 // messages after it), streamed, our own retry policy around it, usage mapped to forkd's fields.
+
 import {
   chatAssistantToCanonical,
   type LlmCallOptions,
@@ -17,6 +18,7 @@ import {
   silentLogger,
 } from "@forkd/core";
 import type { NativePrefix, ProviderUsage } from "@forkd/protocol";
+import { parseJsonText } from "@forkd/protocol/internal";
 import type OpenAI from "openai";
 import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
@@ -406,7 +408,7 @@ export class OpenAiLlmClient implements LlmClient {
         retryable: true,
       });
     const message = responsesItemsToAssistant(
-      JSON.parse(JSON.stringify(final.output)) as Record<string, unknown>[],
+      parseJsonText(JSON.stringify(final.output)) as Record<string, unknown>[],
     );
     const calls = message.content.some((block) => block.type === "tool_use");
     return {

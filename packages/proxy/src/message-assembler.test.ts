@@ -85,6 +85,28 @@ describe("MessageAssembler", () => {
     }
   });
 
+  it("reads a tool input's escaped keys as written, where V8 12.8+ misreads them natively", () => {
+    // Leaves the map transition that makes Node 24 read the `"\""` key after `directive` as `\`
+    // (https://github.com/nodejs/node/issues/63785); harmless on older V8.
+    JSON.parse('{"directive":[],"\\\\":0}');
+    const input = { directive: "Audit", '"': 1 };
+    const events = EVENTS.map((event) =>
+      event.type === "content_block_delta" && event.index === 2
+        ? {
+            ...event,
+            delta: {
+              type: "input_json_delta",
+              partial_json: event.delta?.partial_json === 'dit"}' ? "" : JSON.stringify(input),
+            },
+          }
+        : event,
+    );
+    const assembler = new MessageAssembler();
+    assembler.push(events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(""));
+    expect(assembler.error).toBeUndefined();
+    expect(assembler.message?.content[2]).toEqual({ type: "tool_use", id: "toolu_1", name: "fork", input });
+  });
+
   it("is not complete before message_stop", () => {
     const assembler = new MessageAssembler();
     expect(assembler.push(sse("\n").split("event: message_stop")[0]!)).toBe(false);

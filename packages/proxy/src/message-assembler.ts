@@ -1,6 +1,7 @@
 // Rebuilds the message a streamed Messages API reply carried, from the server-sent events as they
 // pass through the proxy: the same `{ role, content, stop_reason, usage, … }` the API returns to a
 // request without `stream`. The proxy forwards the bytes untouched; this reads a copy.
+import { parseJsonText } from "@forkd/protocol/internal";
 import { StreamAssemblyError } from "./errors.js";
 
 /** A content block of the reassembled reply: whatever fields the API gave it, completed by its deltas. */
@@ -65,7 +66,7 @@ export class MessageAssembler {
   #onEvent(raw: string): void {
     const data = dataOf(raw);
     if (data === undefined) return;
-    const event = JSON.parse(data) as Record<string, unknown> & { type?: string };
+    const event = parseJsonText(data) as Record<string, unknown> & { type?: string };
     switch (event.type) {
       case "message_start": {
         const message = event.message as AssembledMessage | undefined;
@@ -87,7 +88,7 @@ export class MessageAssembler {
         return;
       case "content_block_stop": {
         const open = this.#openBlock(event.index);
-        if (open.sawJson) open.block.input = open.partialJson === "" ? {} : JSON.parse(open.partialJson);
+        if (open.sawJson) open.block.input = open.partialJson === "" ? {} : parseJsonText(open.partialJson);
         this.#open.delete(Number(event.index));
         return;
       }

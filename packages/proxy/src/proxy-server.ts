@@ -4,6 +4,7 @@
 // sent, its betas, the reply reassembled) for `forkd mcp` to fork from. A small control API under
 // /_forkd/ (bearer token) answers `forkd mcp`'s lookups. Credentials are forwarded, never stored or
 // logged.
+
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import {
   createServer,
@@ -19,6 +20,7 @@ import type { AddressInfo } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
+import { parseJsonText } from "@forkd/protocol/internal";
 import { type AssembledMessage, MessageAssembler } from "./message-assembler.js";
 import { mcpInstancesOf, sessionKeyOf } from "./session-key.js";
 import { type ProxyTurn, type ToolCallQuery, TurnStore, type TurnStoreLimits } from "./turn-store.js";
@@ -248,7 +250,7 @@ interface ExchangeRecord {
 function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
   const raw = Buffer.concat(chunks);
   try {
-    const parsed = JSON.parse(raw.toString("utf8")) as unknown;
+    const parsed = parseJsonText(raw.toString("utf8"));
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
     return { parsed: parsed as Record<string, unknown>, bytes: raw.length };
   } catch {
@@ -289,7 +291,7 @@ function replyReader(
     if (recorded) return;
     if (!streamed) {
       try {
-        record(JSON.parse(json.join("")) as AssembledMessage);
+        record(parseJsonText(json.join("")) as AssembledMessage);
       } catch (error) {
         context.logger.warn({ err: (error as Error).message }, "reply is not JSON; turn not recorded");
       }
@@ -363,7 +365,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_CONTROL_BODY_BYTES) throw new RangeError("control request too large");
     chunks.push(chunk);
   }
-  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  return parseJsonText(Buffer.concat(chunks).toString("utf8"));
 }
 
 /** A recorded turn as the control API returns it. */

@@ -4,6 +4,7 @@
 // client that says neither is keyed by what stays fixed through a conversation: its API key's
 // hash, its system prompt and its first user message.
 import { createHash } from "node:crypto";
+import { parseJsonText } from "@forkd/protocol/internal";
 
 /** The marker `forkd mcp` puts in its fork tool's description: `[forkd-mcp:<instance id>]`. */
 export const MCP_INSTANCE_MARKER = /\[forkd-mcp:([0-9a-f]{16,64})\]/;
@@ -53,7 +54,7 @@ function metadataSessionId(body: unknown): string | undefined {
   if (typeof userId !== "string") return undefined;
   if (userId.startsWith("{")) {
     try {
-      const parsed = JSON.parse(userId) as { session_id?: unknown };
+      const parsed = parseJsonText(userId) as { session_id?: unknown };
       if (typeof parsed.session_id === "string" && SESSION_ID.test(parsed.session_id))
         return parsed.session_id;
     } catch {

@@ -12,12 +12,15 @@
 // parsed again: its value comes from a memo of pieces by their exact bytes (ParsedPieces). A value
 // from the memo is deeply frozen, since the next request with the same bytes gets the very same one.
 //
-// The result is exactly `JSON.parse(bytes.toString("utf8"))`, frozen where it came from the memo:
+// The result is exactly `JSON.parse(bytes.toString("utf8"))` (read as specified, where V8 misreads an
+// escaped key: see parseJsonText), frozen where it came from the memo:
 // every primitive and every small container is parsed by `JSON.parse` itself; the pieces are cut only
 // at ASCII bytes (structural characters outside strings), where no UTF-8 sequence can be split;
 // containers built here define their keys as `JSON.parse` does (own data properties, so `__proto__`
 // is a key like any other, and a repeated key keeps its first place and its last value). A body the
 // cutter finds malformed is handed whole to `JSON.parse`, so a syntax error reads as it always did.
+
+import { parseJsonText } from "@forkd/protocol/internal";
 
 /** Bodies up to this size are parsed whole; so is every piece up to it. @unit bytes */
 export const WHOLE_PARSE_BYTES = 64 * 1024;
@@ -78,7 +81,7 @@ class ParsedPieces {
         }
       }
     }
-    const value = deepFreeze(JSON.parse(source.toString("utf8", from, to)) as unknown);
+    const value = deepFreeze(parseJsonText(source.toString("utf8", from, to)));
     if (this.#bytes + length > MEMO_MAX_BYTES) this.clear();
     const pieces = this.#byLength.get(length) ?? [];
     if (pieces.length === MEMO_PER_LENGTH) this.#bytes -= pieces.pop()!.bytes.length;
@@ -139,7 +142,7 @@ export function parseJsonBytes(bytes: Buffer, stats?: CutStats): unknown {
     }
   }
   if (stats !== undefined) stats.parsedWhole = true;
-  return JSON.parse(bytes.toString("utf8"));
+  return parseJsonText(bytes.toString("utf8"));
 }
 
 class Cutter {
@@ -218,7 +221,7 @@ class Cutter {
       return value;
     }
     if (to - from >= MEMO_MIN_BYTES) return parsedPieces.parse(this.#bytes, from, to, this.#stats);
-    return JSON.parse(this.#bytes.toString("utf8", from, to));
+    return parseJsonText(this.#bytes.toString("utf8", from, to));
   }
 
   /** The object or array opening at `at`, built from its members, and the index just past it. */

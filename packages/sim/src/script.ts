@@ -15,6 +15,7 @@
  * | `@sim fault-once <spec>` | the same, only the first time this exact request is seen |
  * | `@sim stop <reason>` | force the stop reason (end_turn, max_tokens, stop_sequence, refusal, pause_turn) |
  */
+import { parseJsonText } from "@forkd/protocol/internal";
 import { type FaultSpec, parseFault } from "./faults.js";
 import type { StopReason } from "./types.js";
 
@@ -94,7 +95,7 @@ export function parseScript(directive: string): Script {
           let input: unknown = {};
           if (json !== "") {
             try {
-              input = JSON.parse(json);
+              input = parseJsonText(json);
             } catch (e) {
               throw new Error(`tool ${name}: input is not JSON (${(e as Error).message})`);
             }

@@ -1,6 +1,8 @@
 // What the two OpenAI formats share: reading canonical (Messages-shaped) content, the text of a tool
 // result, and the `arguments` string of a tool call as the model wrote it.
+
 import { type ContentBlock, type MessageParam, modelFacts } from "@forkd/protocol";
+import { parseJsonText } from "@forkd/protocol/internal";
 import { InvalidPrefixError } from "../errors.js";
 
 /**
@@ -48,7 +50,7 @@ export function toolArguments(block: ContentBlock): string {
 export function toolUseBlock(id: string, name: string, args: string): ContentBlock {
   let input: unknown = {};
   try {
-    const parsed: unknown = JSON.parse(args);
+    const parsed: unknown = parseJsonText(args);
     if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) input = parsed;
   } catch {
     // Malformed arguments are kept as a string below; the tool sees an empty input and fails clearly.
