@@ -4,6 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
+import { parseJsonText } from "@forkd/protocol/internal";
 import { CliError } from "./errors.js";
 
 /** A tool call of the parent's reply, as a child's fork call, and its prompt. */
@@ -96,7 +97,7 @@ export async function readParentTurn(path: string): Promise<ParentTurn> {
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parseJsonText(text);
   } catch (error) {
     throw new CliError("config", `${path} is not JSON: ${(error as Error).message}`, { cause: error });
   }
