@@ -32,6 +32,7 @@ describe("isMutationSource", () => {
     expect(isMutationSource("core", "src/tools/shell/commands/sed.ts")).toBe(true);
     expect(isMutationSource("core", "src/usage.test.ts")).toBe(false);
     expect(isMutationSource("core", "src/test-support/fake.ts")).toBe(false);
+    expect(isMutationSource("protocol", "src/test-support/native-json.ts")).toBe(false);
     expect(isMutationSource("core", "src/tools/shell/hostile-corpus.ts")).toBe(false);
     expect(isMutationSource("protocol", "src/arbitraries.ts")).toBe(false);
     expect(isMutationSource("protocol", "src/codec.ts")).toBe(true);

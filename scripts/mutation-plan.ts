@@ -11,7 +11,7 @@ import { matchesGlob } from "node:path";
 export const MUTATION_SOURCES: Readonly<Record<string, readonly string[]>> = {
   // The shell corpora are the classifier's specification by example: data the tests read.
   core: ["src/**/*.ts", "!src/**/*.test.ts", "!src/test-support/**", "!src/tools/shell/*corpus.ts"],
-  protocol: ["src/**/*.ts", "!src/**/*.test.ts", "!src/arbitraries.ts"],
+  protocol: ["src/**/*.ts", "!src/**/*.test.ts", "!src/arbitraries.ts", "!src/test-support/**"],
   daemon: [
     "src/config-secrets.ts",
     "src/ending-order.ts",

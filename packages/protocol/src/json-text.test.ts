@@ -2,7 +2,7 @@
 // JSON.parse is specified to return, and texts are routed to it exactly when a key has an escape.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { hasEscapedKey, parseJsonText } from "./json-text.js";
+import { hasEscapedKey, parseJsonText, readJsonStrictly } from "./json-text.js";
 import { withNativeParseWatched } from "./test-support/native-json.js";
 
 // Leaves the map transition behind that makes V8 12.8+ read the next single escaped key as `\`
@@ -12,9 +12,15 @@ function poisonNativeKeyCache(): void {
   JSON.parse('{"\\\\":0}');
 }
 
-// Keys where escapes live, beside ordinary ones and the prototype's own names.
+// Strings where escapes live, and where a scanner could lose its place (quotes, colons, runs of
+// backslashes), for keys and values alike.
+const trickyArb = fc.constantFrom(
+  ...['"', "\\", "\n", "\t", "\r", "\b", "\f", "/", "\u0000", "\u001f", 'a"b', "\\\\", "\u2028"],
+  ...[":", '":', '\\":', '\\"', '"\\', "\\\\\\"],
+);
+// Keys: the tricky ones, ordinary ones and the prototype's own names.
 const keyArb = fc.oneof(
-  fc.constantFrom('"', "\\", "\n", "\t", "\r", "\b", "\f", "/", "\u0000", "\u001f", 'a"b', "\\\\", "\u2028"),
+  trickyArb,
   fc.constantFrom("h", "constructor", "toString", "__proto__", "0", "10", ""),
   fc.string({ maxLength: 6, unit: "binary" }),
 );
@@ -26,6 +32,7 @@ const valueArb = fc.letrec<{ json: unknown }>((tie) => ({
     fc.integer(),
     fc.double({ noNaN: true, noDefaultInfinity: true }),
     fc.string({ maxLength: 8, unit: "binary" }),
+    trickyArb,
     fc.array(tie("json"), { maxLength: 4 }),
     fc.dictionary(keyArb, tie("json"), { maxKeys: 5, noNullPrototype: true }),
   ),
@@ -86,15 +93,46 @@ describe("parseJsonText", () => {
     );
   });
 
-  it("keeps `__proto__` an own data property and the last of duplicate keys", () => {
-    const parsed = parseJsonText('{"__proto__":{"polluted":1},"a\\"":1,"a\\"":2}', true) as Record<
-      string,
-      unknown
-    >;
+  it("keeps `__proto__` an own data property and the last of duplicate keys, in the first one's place", () => {
+    const text = String.raw`{"__proto__":{"polluted":1},"a\"":1,"b":0,"a\"":2}`;
+    const parsed = parseJsonText(text, true) as Record<string, unknown>;
     expect(Object.getPrototypeOf(parsed)).toBe(Object.prototype);
-    expect(Object.keys(parsed)).toEqual(["__proto__", 'a"']);
+    expect(Object.keys(parsed)).toEqual(["__proto__", 'a"', "b"]);
     expect(parsed['a"']).toBe(2);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    // Each member is the data property JSON.parse makes: writable, enumerable, configurable.
+    const native = JSON.parse(text) as Record<string, unknown>;
+    for (const key of Object.keys(native)) {
+      expect(Object.getOwnPropertyDescriptor(parsed, key)).toEqual(
+        Object.getOwnPropertyDescriptor(native, key),
+      );
+    }
+  });
+
+  it.each([
+    ["", 0],
+    ["[1,]", 3],
+    [String.raw`{"a\"":}`, 7],
+    [String.raw`{"a\"" 1}`, 7],
+    ["[01]", 2],
+    ["tru", 0],
+    ['"a\nb"', 2],
+    ['"abc', 4],
+    ['"\\', 2],
+    ["[1 2]", 3],
+    ['{"a":1}x', 7],
+    ["{'a':1}", 1],
+  ])("says where %j stops being JSON: position %i", (text, position) => {
+    expect(() => readJsonStrictly(text)).toThrow(new SyntaxError(`not JSON at position ${position}`));
+  });
+
+  it("takes the whitespace JSON allows, around and between everything, and no other", () => {
+    const ws = " \t\r\n";
+    const text = `${ws}{${ws}"a\\""${ws}:${ws}[${ws}1${ws},${ws}true${ws}]${ws}}${ws}`;
+    expect(readJsonStrictly(text)).toEqual({ 'a"': [1, true] });
+    for (const other of ["\u00a0", "\u2028", "\v", "\f", "\uFEFF"]) {
+      expect(() => readJsonStrictly(`{"a\\"":${other}1}`)).toThrow(SyntaxError);
+    }
   });
 
   it.each([
@@ -133,6 +171,7 @@ describe("parseJsonText", () => {
     }
     expect(native).toBeInstanceOf(SyntaxError);
     expect(() => parseJsonText(text, true)).toThrow(native as SyntaxError);
+    expect(() => readJsonStrictly(text)).toThrow(SyntaxError);
   });
 
   it("refuses what JSON.parse refuses and accepts what it accepts, on text near JSON", () => {
@@ -183,6 +222,12 @@ describe("hasEscapedKey", () => {
     ['"\\":"', false],
     ['{"a":"b\\\\","c":1}', false],
     ['{"a\\\\b":1}', true],
+    [String.raw`{"\""` + "\t\r:1}", true],
+    [String.raw`{"\""` + "\r:1}", true],
+    [String.raw`{"\"`, false],
+    [String.raw`["\\\":"]`, false],
+    [String.raw`["\\","\"",":"]`, false],
+    [String.raw`["\\\\",":"]`, false],
     ["{}", false],
     ["", false],
   ])("%j → %s", (text, expected) => {

@@ -46,9 +46,9 @@ export function hasEscapedKey(text: string): boolean {
 
 // Whether the quote at `at` is escaped: an odd run of backslashes before it.
 function isEscapedAt(text: string, at: number): boolean {
-  let before = at - 1;
-  while (text.charCodeAt(before) === BACKSLASH) before--;
-  return (at - 1 - before) % 2 === 1;
+  let run = 0;
+  for (let i = at - 1; text.charCodeAt(i) === BACKSLASH; i--) run++;
+  return run % 2 === 1;
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
@@ -70,13 +70,13 @@ class StrictJsonReader {
   }
 
   #fail(): never {
-    const at = this.#pos;
-    if (at >= this.text.length) throw new SyntaxError("Unexpected end of JSON input");
-    throw new SyntaxError(`Unexpected token ${JSON.stringify(this.text[at])} in JSON at position ${at}`);
+    // An escape's backslash skips the next character, which can be one past the end.
+    throw new SyntaxError(`not JSON at position ${Math.min(this.#pos, this.text.length)}`);
   }
 
+  // Past the end, charCodeAt is NaN, which is neither whitespace nor any character the reader expects.
   #skipWhitespace(): void {
-    while (this.#pos < this.text.length && isJsonWhitespace(this.text.charCodeAt(this.#pos))) this.#pos++;
+    while (isJsonWhitespace(this.text.charCodeAt(this.#pos))) this.#pos++;
   }
 
   #expect(code: number): void {
@@ -113,7 +113,7 @@ class StrictJsonReader {
   #string(): string {
     const start = this.#pos;
     let escaped = false;
-    for (this.#pos++; this.#pos < this.text.length; this.#pos++) {
+    for (this.#pos++; ; this.#pos++) {
       const code = this.text.charCodeAt(this.#pos);
       if (code === QUOTE) {
         this.#pos++;
@@ -122,13 +122,13 @@ class StrictJsonReader {
           ? (JSON.parse(this.text.slice(start, this.#pos)) as string)
           : this.text.slice(start + 1, this.#pos - 1);
       }
-      if (code < 0x20) this.#fail();
+      // A raw control character, or the end of the text (NaN).
+      if (!(code >= 0x20)) this.#fail();
       if (code === BACKSLASH) {
         escaped = true;
         this.#pos++;
       }
     }
-    return this.#fail();
   }
 
   #array(): unknown[] {
@@ -166,12 +166,9 @@ class StrictJsonReader {
       this.#skipWhitespace();
       this.#expect(COLON);
       const value = this.#value();
-      // JSON.parse defines `__proto__` as an own property; assignment would replace the prototype.
-      if (key === "__proto__") {
-        Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
-      } else {
-        object[key] = value;
-      }
+      // As JSON.parse defines a member: an own data property, so `__proto__` is a key like any other
+      // (assignment would replace the prototype), and a repeated key keeps its place and takes the last value.
+      Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
       this.#skipWhitespace();
       if (this.text.charCodeAt(this.#pos) === 0x2c /* , */) {
         this.#pos++;
@@ -193,10 +190,19 @@ class StrictJsonReader {
 export function parseJsonText(text: string, escapedKey = hasEscapedKey(text)): unknown {
   if (!escapedKey) return JSON.parse(text);
   try {
-    return new StrictJsonReader(text).read();
+    return readJsonStrictly(text);
   } catch (error) {
-    // Whether a text is JSON is not what V8 gets wrong: its own refusal has the message users know.
-    if (error instanceof SyntaxError) JSON.parse(text);
+    // Whether a text is JSON is not what V8 gets wrong: where it refuses too, its refusal (with the
+    // message users know) is the one thrown.
+    JSON.parse(text);
     throw error;
   }
+}
+
+/**
+ * The reader for texts with an escaped key, on its own (parseJsonText uses it; tests read its refusals).
+ * @throws SyntaxError naming the position where the text stopped being JSON.
+ */
+export function readJsonStrictly(text: string): unknown {
+  return new StrictJsonReader(text).read();
 }
