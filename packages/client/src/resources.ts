@@ -59,8 +59,32 @@ async function ensureStream(
   try {
     return (await jsm.streams.add(config)).config;
   } catch (error) {
-    if (!isAlreadyExists(error)) throw error;
-    return (await jsm.streams.info(name)).config;
+    if (isAlreadyExists(error)) return (await jsm.streams.info(name)).config;
+    // Another process made it between our look and our add, and the server answered the loser with
+    // the stream's subjects (10065, "subjects overlap") rather than its name: look again, and refuse
+    // with the server's own answer only if no stream of this name exists.
+    try {
+      return (await jsm.streams.info(name)).config;
+    } catch {
+      throw error;
+    }
+  }
+}
+
+/**
+ * Runs a bucket's create-or-open once more when it fails: nats.js looks for the bucket's stream and
+ * adds it when missing, and a process that loses the race to add it gets "subjects overlap" (see
+ * ensureStream); the second try finds the winner's stream. The first error stands if that fails too.
+ */
+async function createOrOpen<T>(create: () => Promise<T>): Promise<T> {
+  try {
+    return await create();
+  } catch (error) {
+    try {
+      return await create();
+    } catch {
+      throw error;
+    }
   }
 }
 
@@ -137,25 +161,31 @@ export async function ensureForkResources(
     // may lag (a compare-and-set built on what it says fails, or an abort flag is missed), and on a
     // partition the servers keep routing direct gets to a cut node's replica, where each one timed out
     // (test/faults/minority-node.test.ts). The leader is always on the side that can write.
-    const runs = await kvm.create(subjects.buckets.runs, {
-      allow_direct: false,
-      replicas: resolved.replicas,
-      history: 1,
-      ttl: resolved.runsTtlMs,
-      max_bytes: resolved.runsMaxBytes,
-      maxValueSize: MAX_EVENT_BYTES,
-    });
-    const daemons = await kvm.create(subjects.buckets.daemons, {
-      allow_direct: false,
-      replicas: resolved.replicas,
-      history: 1,
-      ttl: resolved.daemonTtlMs,
-    });
-    const prefixes = await new Objm(js).create(subjects.buckets.prefixes, {
-      replicas: resolved.replicas,
-      ttl: nanos(resolved.prefixesTtlMs),
-      max_bytes: resolved.prefixesMaxBytes,
-    });
+    const runs = await createOrOpen(() =>
+      kvm.create(subjects.buckets.runs, {
+        allow_direct: false,
+        replicas: resolved.replicas,
+        history: 1,
+        ttl: resolved.runsTtlMs,
+        max_bytes: resolved.runsMaxBytes,
+        maxValueSize: MAX_EVENT_BYTES,
+      }),
+    );
+    const daemons = await createOrOpen(() =>
+      kvm.create(subjects.buckets.daemons, {
+        allow_direct: false,
+        replicas: resolved.replicas,
+        history: 1,
+        ttl: resolved.daemonTtlMs,
+      }),
+    );
+    const prefixes = await createOrOpen(() =>
+      new Objm(js).create(subjects.buckets.prefixes, {
+        replicas: resolved.replicas,
+        ttl: nanos(resolved.prefixesTtlMs),
+        max_bytes: resolved.prefixesMaxBytes,
+      }),
+    );
     return {
       nc,
       js,
