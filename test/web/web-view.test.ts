@@ -338,6 +338,53 @@ describe("forkd web in headless chromium", () => {
     await page.close();
   });
 
+  it("says why an opened run's log is not live for as long as it is not, and fills it once it can", async () => {
+    const handle = await forkOne("A log opened while the server is down.\n@sim text 20", "log retried");
+    expect((await handle.result()).status).toBe("completed");
+    const logged = await loggedEvents(handle.runId);
+    const page = await openPage(observerPage.url);
+    await page.waitForSelector(row(handle.runId, "completed"));
+    // Every text the log's state shows from here on, in order.
+    await page.evaluate(() => {
+      const texts: string[] = [];
+      (window as unknown as { logStates: string[] }).logStates = texts;
+      const state = document.getElementById("log-state")!;
+      new MutationObserver(() => texts.push(state.textContent ?? "")).observe(state, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
+    });
+    const parentBack = (async () => {
+      for await (const status of nc.status()) if (status.type === "reconnect") return;
+    })();
+    await server.kill();
+    await page.click(row(handle.runId));
+    // A second failed attempt comes a retry interval after the first: the page rendered in between
+    // (it does every second), and the reason must still be what it shows.
+    await page.waitForFunction(
+      () =>
+        /log unavailable \(attempt 2\): .+; retrying$/.test(
+          document.getElementById("log-state")!.textContent!,
+        ),
+      undefined,
+      { timeout: 60_000 },
+    );
+    const whileDown = await page.evaluate(() => (window as unknown as { logStates: string[] }).logStates);
+    const firstProblem = whileDown.findIndex((text) => text.includes("log unavailable"));
+    expect(firstProblem).toBeGreaterThanOrEqual(0);
+    expect(whileDown.slice(firstProblem).filter((text) => !text.includes("log unavailable"))).toEqual([]);
+    await server.restart();
+    await parentBack;
+    await page.waitForFunction(
+      (expected) => document.getElementById("log-state")?.textContent === `${expected} events`,
+      logged.length,
+      { timeout: 60_000 },
+    );
+    expect(pageErrors(page)).toEqual([]);
+    await page.close();
+  });
+
   it("refuses a page the daemon's credentials, which deploy/nats keeps off the websocket listener", async () => {
     const page = await browser.newPage();
     await page.goto(daemonPage.url);

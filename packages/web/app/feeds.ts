@@ -130,9 +130,63 @@ export class Feeds {
   }
 
   /**
-   * One run's log from seq 1, then live, each event handed to `each`; ends when `signal` aborts.
+   * One run's log from seq 1, then live, each event handed to `each` once; ends when `signal` aborts.
+   * A consumer that cannot be made (the server stalled, restarting, electing a leader) or that ends is
+   * made again every {@link RETRY_MS}, from seq 1 with what was shown skipped; `problem` says why the
+   * log is not live meanwhile, and `undefined` once it is again.
    */
-  async followRun(runId: string, each: (logged: LoggedEvent) => void, signal: AbortSignal): Promise<void> {
+  async followRun(
+    runId: string,
+    each: (logged: LoggedEvent) => void,
+    signal: AbortSignal,
+    problem: (text: string | undefined) => void,
+  ): Promise<void> {
+    let lastSeq = 0;
+    const show = (data: Uint8Array) => {
+      const decoded = decodeOrSkip(data);
+      if (decoded === undefined) return;
+      const seq = decoded.kind === "event" ? decoded.event.seq : decoded.envelope.seq;
+      if (seq <= lastSeq) return; // a republished event, or one shown before a retry
+      lastSeq = seq;
+      each(
+        decoded.kind === "event"
+          ? decoded
+          : {
+              kind: "unknown",
+              type: decoded.type,
+              seq,
+              ts: decoded.envelope.ts,
+              attempt: decoded.envelope.attempt,
+              raw: decoded.raw,
+            },
+      );
+    };
+    // Failed attempts since the log was last live: the count tells a reader the page keeps trying.
+    let failed = 0;
+    const following = () => {
+      failed = 0;
+      problem(undefined);
+    };
+    while (!signal.aborted) {
+      try {
+        await this.#followRunOnce(runId, show, signal, following);
+        if (signal.aborted) return;
+        problem("the log's consumer ended; following again");
+      } catch (error) {
+        if (signal.aborted) return;
+        failed++;
+        problem(`log unavailable (attempt ${failed}): ${(error as Error).message}; retrying`);
+      }
+      await sleep(RETRY_MS, signal);
+    }
+  }
+
+  async #followRunOnce(
+    runId: string,
+    show: (data: Uint8Array) => void,
+    signal: AbortSignal,
+    following: () => void,
+  ): Promise<void> {
     const consumer = await this.js.consumers.get(this.subjects.streams.events, {
       filter_subjects: this.subjects.events(runId),
       deliver_policy: DeliverPolicy.All,
@@ -141,27 +195,9 @@ export class Feeds {
     const stop = () => messages.stop();
     signal.addEventListener("abort", stop, { once: true });
     if (signal.aborted) messages.stop();
-    let lastSeq = 0;
+    following();
     try {
-      for await (const message of messages) {
-        const decoded = decodeOrSkip(message.data);
-        if (decoded === undefined) continue;
-        const seq = decoded.kind === "event" ? decoded.event.seq : decoded.envelope.seq;
-        if (seq <= lastSeq) continue; // a republished event: already shown
-        lastSeq = seq;
-        each(
-          decoded.kind === "event"
-            ? decoded
-            : {
-                kind: "unknown",
-                type: decoded.type,
-                seq,
-                ts: decoded.envelope.ts,
-                attempt: decoded.envelope.attempt,
-                raw: decoded.raw,
-              },
-        );
-      }
+      for await (const message of messages) show(message.data);
     } finally {
       signal.removeEventListener("abort", stop);
     }
@@ -243,6 +279,15 @@ function decodeOrSkip(data: Uint8Array): ReturnType<typeof decodeEventLenient> |
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+  });
 }

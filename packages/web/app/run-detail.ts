@@ -111,6 +111,8 @@ export class RunDetail {
   #streamState = "";
   #follow = true;
   #mayAbort = false;
+  /** Why the log is not live, while it is not (shown instead of the count until it is again). */
+  #logProblem: string | undefined;
   /** The control button clicked once and waiting for its confirming click, if any. */
   #armed: ControlMode | undefined;
   #renderScheduled = false;
@@ -158,13 +160,17 @@ export class RunDetail {
     this.#panel.dataset.runId = runId;
     const stop = new AbortController();
     this.#stop = stop;
-    const loaded = this.#panel.querySelector<HTMLElement>("#log-state")!;
-    setText(loaded, "replaying…");
-    this.#feeds
-      .followRun(runId, (logged) => this.#append(logged), stop.signal)
-      .catch((error: unknown) => {
-        if (!stop.signal.aborted) setText(loaded, `log unavailable: ${(error as Error).message}`);
-      });
+    this.#logProblem = "replaying…";
+    void this.#feeds.followRun(
+      runId,
+      (logged) => this.#append(logged),
+      stop.signal,
+      (problem) => {
+        if (stop.signal.aborted) return;
+        this.#logProblem = problem;
+        this.refresh();
+      },
+    );
     this.refresh();
   }
 
@@ -181,6 +187,7 @@ export class RunDetail {
     this.#streamState = "";
     this.#follow = true;
     this.#armed = undefined;
+    this.#logProblem = undefined;
     this.#list.setItems(this.#lines);
     this.#panel.hidden = true;
     delete this.#panel.dataset.runId;
@@ -284,9 +291,12 @@ export class RunDetail {
       stream.textContent = this.#streamText;
       stream.scrollTop = stream.scrollHeight;
     }
+    const count = `${formatInteger(this.#lines.length)} event${this.#lines.length === 1 ? "" : "s"}`;
+    const live = row !== undefined && isFinalStatus(row.status) ? "" : " · live";
+    // A log that is not being followed says why, every render, rather than pretend to be live.
     setText(
       panel.querySelector("#log-state")!,
-      `${formatInteger(this.#lines.length)} event${this.#lines.length === 1 ? "" : "s"}${row !== undefined && isFinalStatus(row.status) ? "" : " · live"}`,
+      this.#logProblem === undefined ? `${count}${live}` : `${count} · ${this.#logProblem}`,
     );
     panel.querySelector("#event-list")!.setAttribute("aria-setsize", String(this.#lines.length));
     // The stop and abort buttons exist only for credentials that may abort, and only while the run
