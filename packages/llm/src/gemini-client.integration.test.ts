@@ -73,6 +73,18 @@ describe("Gemini generateContent", () => {
     });
   });
 
+  it("returns a function call's escaped argument keys as the model wrote them, where the SDK's parse misreads them", async () => {
+    // Leaves the map transition that makes V8 12.8+ (Node 24) read the `"\""` key after `file_path`
+    // as `\` (https://github.com/nodejs/node/issues/63785); harmless on older V8.
+    JSON.parse('{"file_path":[],"\\\\":0}');
+    const args = { file_path: "a.ts", '"': 1 };
+    const response = await client().createMessage(
+      conversation(100, `@sim tool Read ${JSON.stringify(args)}`),
+    );
+    const call = response.message.content.find((b) => b.type === "tool_use");
+    expect(call).toMatchObject({ input: args, gemini_part: { functionCall: { name: "Read", args } } });
+  });
+
   it("reads a prefix it sent shortly before from the implicit cache", async () => {
     const llm = client();
     const parent = conversation(3000, "@sim say first");

@@ -32,6 +32,7 @@ import type { GenerateContentResponse, GoogleGenAI } from "@google/genai";
 import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
 import type { GeminiCacheCoordinator, GeminiCacheRecord } from "./gemini-cache-coordinator.js";
+import { restoreFunctionCallArgs, sendingBody, sendingBodyKeepingReply } from "./gemini-function-args.js";
 import { compileRetryPolicy, type RetryOptions } from "./retry.js";
 
 type GenAiSdk = typeof import("@google/genai");
@@ -493,13 +494,14 @@ export class GeminiLlmClient implements LlmClient {
     let outputBegan = false;
     try {
       control.arm();
+      const sent = sendingBodyKeepingReply(body);
       const stream = await (await this.#client()).models.generateContentStream({
         model,
         // What the SDK would send in place of `body` (see the file's head); it requires contents.
         contents: [{ role: "user", parts: [{ text: "" }] }],
         config: {
           abortSignal: control.controller.signal,
-          httpOptions: { fetch: sendingBody(body) },
+          httpOptions: { fetch: sent.fetch },
         },
       });
       const parts: GeminiPart[] = [];
@@ -531,6 +533,7 @@ export class GeminiLlmClient implements LlmClient {
         throw new LlmError("connection", "The response stream ended without a finishReason.", {
           retryable: true,
         });
+      restoreFunctionCallArgs(parts, await sent.reply());
       const message = geminiModelToAssistant({ parts });
       const calls = message.content.some((block) => block.type === "tool_use");
       return {
@@ -559,12 +562,6 @@ export class GeminiLlmClient implements LlmClient {
       control.close();
     }
   }
-}
-
-/** A fetch that sends `body`, serialised once, in place of the body the SDK made. */
-function sendingBody(body: Record<string, unknown>): typeof fetch {
-  const text = JSON.stringify(body);
-  return (input, init) => fetch(input, { ...init, body: text });
 }
 
 /** Where a request's prefix comes from: the options' native parent and count, else none. */
