@@ -59,22 +59,16 @@ async function ensureStream(
   try {
     return (await jsm.streams.add(config)).config;
   } catch (error) {
-    if (isAlreadyExists(error)) return (await jsm.streams.info(name)).config;
-    // Another process made it between our look and our add, and the server answered the loser with
-    // the stream's subjects (10065, "subjects overlap") rather than its name: look again, and refuse
-    // with the server's own answer only if no stream of this name exists.
-    try {
-      return (await jsm.streams.info(name)).config;
-    } catch {
-      throw error;
-    }
+    if (!isAlreadyExists(error)) throw error;
+    return (await jsm.streams.info(name)).config;
   }
 }
 
 /**
- * Runs a bucket's create-or-open once more when it fails: nats.js looks for the bucket's stream and
- * adds it when missing, and a process that loses the race to add it gets "subjects overlap" (see
- * ensureStream); the second try finds the winner's stream. The first error stands if that fails too.
+ * Runs a create-or-open (a stream, a bucket) once more when it fails. Processes that start together
+ * race to add each stream, and nats-server can answer the loser "subjects overlap" (10065) rather
+ * than "name in use" (10058); the second try finds the winner's stream. The first error stands if
+ * that fails too (a stream of another name holding the subjects, say).
  */
 async function createOrOpen<T>(create: () => Promise<T>): Promise<T> {
   try {
@@ -110,35 +104,39 @@ export async function ensureForkResources(
   try {
     const jsm = await jetstreamManager(nc);
     const js = jetstream(nc);
-    const specsConfig = await ensureStream(jsm, {
-      name: subjects.streams.specs,
-      subjects: [subjects.allSpecs],
-      retention: RetentionPolicy.Workqueue,
-      storage: StorageType.File,
-      num_replicas: resolved.replicas,
-      duplicate_window: nanos(resolved.duplicateWindowMs),
-      // One spec per run id at a time, and the server refuses the second (error 10077) instead of
-      // replacing the first: while a run's spec is queued or running, no other parent can store
-      // another spec for its id. The daemons check ownership themselves on streams made before this.
-      max_msgs_per_subject: 1,
-      discard: DiscardPolicy.New,
-      discard_new_per_subject: true,
-      max_age: nanos(resolved.specsMaxAgeMs),
-      max_bytes: resolved.specsMaxBytes,
-      max_msg_size: MAX_SPEC_BYTES,
-    });
-    await ensureStream(jsm, {
-      name: subjects.streams.events,
-      subjects: [subjects.allEvents],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      num_replicas: resolved.replicas,
-      max_age: nanos(resolved.eventsMaxAgeMs),
-      max_bytes: resolved.eventsMaxBytes,
-      max_msg_size: MAX_EVENT_BYTES,
-      discard: DiscardPolicy.Old,
-      duplicate_window: nanos(resolved.duplicateWindowMs),
-    });
+    const specsConfig = await createOrOpen(() =>
+      ensureStream(jsm, {
+        name: subjects.streams.specs,
+        subjects: [subjects.allSpecs],
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        num_replicas: resolved.replicas,
+        duplicate_window: nanos(resolved.duplicateWindowMs),
+        // One spec per run id at a time, and the server refuses the second (error 10077) instead of
+        // replacing the first: while a run's spec is queued or running, no other parent can store
+        // another spec for its id. The daemons check ownership themselves on streams made before this.
+        max_msgs_per_subject: 1,
+        discard: DiscardPolicy.New,
+        discard_new_per_subject: true,
+        max_age: nanos(resolved.specsMaxAgeMs),
+        max_bytes: resolved.specsMaxBytes,
+        max_msg_size: MAX_SPEC_BYTES,
+      }),
+    );
+    await createOrOpen(() =>
+      ensureStream(jsm, {
+        name: subjects.streams.events,
+        subjects: [subjects.allEvents],
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        num_replicas: resolved.replicas,
+        max_age: nanos(resolved.eventsMaxAgeMs),
+        max_bytes: resolved.eventsMaxBytes,
+        max_msg_size: MAX_EVENT_BYTES,
+        discard: DiscardPolicy.Old,
+        duplicate_window: nanos(resolved.duplicateWindowMs),
+      }),
+    );
     try {
       await jsm.consumers.info(subjects.streams.specs, subjects.specsConsumer);
     } catch {
