@@ -159,3 +159,65 @@ describe("prompts longer than the model's context window", () => {
     expect((await post(sim, await requestOf("claude-opus-4-7", 1_000_000))).status).toBe(200);
   });
 });
+
+describe("messages", () => {
+  const ask = (messages: unknown[], extra: Record<string, unknown> = {}) => ({
+    model: MODEL,
+    max_tokens: 4096,
+    messages,
+    ...extra,
+  });
+  const text = (t: string) => ({ type: "text", text: t });
+  const call = (id: string) => ({ type: "tool_use", id, name: "Read", input: {} });
+  const result = (id: string) => ({ type: "tool_result", tool_use_id: id, content: "ok" });
+  const WHITESPACE = "messages: text content blocks must contain non-whitespace text";
+
+  it("refuse a text that is all whitespace, in a block, a string or a tool result", async () => {
+    for (const blank of [" ", "\n", " \t\n "]) {
+      expect(await refusal(ask([{ role: "user", content: [text(blank)] }]))).toBe(WHITESPACE);
+      expect(await refusal(ask([user(blank)]))).toBe(WHITESPACE);
+      expect(await refusal(ask([user("a"), { role: "assistant", content: blank }, user("b")]))).toBe(
+        WHITESPACE,
+      );
+      const inResult = { type: "tool_result", tool_use_id: "t1", content: [text(blank)] };
+      expect(
+        await refusal(
+          ask([
+            user("a"),
+            { role: "assistant", content: [call("t1")] },
+            { role: "user", content: [inResult] },
+          ]),
+        ),
+      ).toBe(WHITESPACE);
+    }
+    // One visible character is enough; a blank final assistant (prefill) is the trailing-whitespace error.
+    expect((await post(sim, ask([{ role: "user", content: [text(" x ")] }]))).status).toBe(200);
+    expect((await post(sim, ask([user(" . ")]))).status).toBe(200);
+    expect(await refusal(ask([user("a"), { role: "assistant", content: " " }]))).toBe(
+      "final assistant content cannot end with trailing whitespace",
+    );
+  });
+
+  it("accept a blank system prompt block, which the rule does not cover", async () => {
+    expect((await post(sim, ask([user("a")], { system: [text(" ")] }))).status).toBe(200);
+  });
+
+  it("refuse a tool_use id used twice, in one turn or across turns", async () => {
+    const oneTurn = ask([
+      user("a"),
+      { role: "assistant", content: [call("t1"), call("t1")] },
+      { role: "user", content: [result("t1")] },
+    ]);
+    expect(await refusal(oneTurn)).toBe("messages.1.content.1: `tool_use` ids must be unique");
+    const twoTurns = (second: string) =>
+      ask([
+        user("a"),
+        { role: "assistant", content: [call("t1")] },
+        { role: "user", content: [result("t1")] },
+        { role: "assistant", content: [text("again"), call(second)] },
+        { role: "user", content: [result(second)] },
+      ]);
+    expect(await refusal(twoTurns("t1"))).toBe("messages.3.content.1: `tool_use` ids must be unique");
+    expect((await post(sim, twoTurns("t2"))).status).toBe(200);
+  });
+});

@@ -80,6 +80,10 @@ function checkText(v: unknown, path: string): void {
   if (v.length === 0) fail(path.replace(/\.text$/, ""), "text content blocks must be non-empty");
 }
 
+const WHITESPACE_ONLY = /^\s+$/;
+/** The API's words for a text of a message (block or string content) that is all whitespace. */
+const WHITESPACE_TEXT = "text content blocks must contain non-whitespace text";
+
 function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool_result"): void {
   if (!isObject(b)) fail(path, "Input should be a valid dictionary");
   const type = b.type;
@@ -98,6 +102,9 @@ function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool
   switch (type) {
     case "text":
       checkText(b.text, `${path}.text`);
+      // In messages (tool results included) a blank text is refused too, as an empty one is; the
+      // API names only `messages` (claude-code#23440). The system prompt is not held to this.
+      if (WHITESPACE_ONLY.test(b.text as string)) fail("messages", WHITESPACE_TEXT);
       break;
     case "tool_use":
       if (typeof b.id !== "string" || b.id === "") fail(`${path}.id`, "Field required");
@@ -212,6 +219,7 @@ function checkMessages(allMessages: unknown, systemAllowed: boolean): void {
   });
   const messages = conversation.map(({ m }) => m);
   let pendingToolUses: string[] = []; // tool_use ids of the previous assistant message
+  const toolUseIds = new Set<string>(); // every tool_use id so far: each may be used once per request
   messages.forEach((m, at) => {
     const i = conversation[at]!.index;
     const previousIndex = at > 0 ? conversation[at - 1]!.index : i - 1;
@@ -228,6 +236,9 @@ function checkMessages(allMessages: unknown, systemAllowed: boolean): void {
       if (content.length === 0 && !(last && role === "assistant")) {
         fail("messages", "text content blocks must be non-empty");
       }
+      // A final assistant message (prefill) that is all whitespace gets the trailing-whitespace
+      // error below instead.
+      if (WHITESPACE_ONLY.test(content) && !(last && role === "assistant")) fail("messages", WHITESPACE_TEXT);
     } else if (Array.isArray(content)) {
       if (content.length === 0 && !(last && role === "assistant")) {
         fail(`${path}.content`, "List should have at least 1 item");
@@ -277,6 +288,11 @@ function checkMessages(allMessages: unknown, systemAllowed: boolean): void {
           `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(", ")}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
         );
       }
+      blocks.forEach((b, j) => {
+        if (b.type !== "tool_use") return;
+        if (toolUseIds.has(b.id as string)) fail(`${path}.content.${j}`, "`tool_use` ids must be unique");
+        toolUseIds.add(b.id as string);
+      });
       pendingToolUses = blocks.filter((b) => b.type === "tool_use").map((b) => b.id as string);
       if (last) {
         const tail =
@@ -324,12 +340,6 @@ function checkThinking(thinking: unknown, maxTokens: number | undefined): void {
   }
 }
 
-/**
- * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
- * @param body the parsed JSON body
- * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
- * @throws {SimApiError} 400 `invalid_request_error` naming the field at fault
- */
 /** A `tool_reference` must name a tool of the request (the one it loads). */
 function checkToolReferences(messages: Json[], names: ReadonlySet<string>): void {
   messages.forEach((message, m) => {
@@ -348,6 +358,12 @@ function checkToolReferences(messages: Json[], names: ReadonlySet<string>): void
   });
 }
 
+/**
+ * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
+ * @param body the parsed JSON body
+ * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
+ * @throws {SimApiError} 400 `invalid_request_error` naming the field at fault
+ */
 export function validateRequest(
   body: unknown,
   kind: "messages" | "count_tokens",
