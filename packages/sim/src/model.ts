@@ -227,9 +227,14 @@ export function runScriptedModel(req: MessagesRequest): ModelReply {
   const issues = [...script.problems];
   const content: OutputBlock[] = [];
 
-  if (step.thinkTokens !== undefined && step.thinkTokens > 0 && thinkingEnabled(req)) {
+  // With thinking `enabled` the API's model always starts its turn with a thinking block (adaptive
+  // may skip it), and the API refuses tool results whose calls' turn lacks it: without a script
+  // line the block is one token, so that a client sending the turn back as received is accepted.
+  const thinkTokens =
+    req.thinking?.type === "enabled" ? Math.max(step.thinkTokens ?? 0, 1) : step.thinkTokens;
+  if (thinkTokens !== undefined && thinkTokens > 0 && thinkingEnabled(req)) {
     const budget = req.thinking?.type === "enabled" ? req.thinking.budget_tokens : Number.POSITIVE_INFINITY;
-    const n = Math.min(step.thinkTokens, budget);
+    const n = Math.min(thinkTokens, budget);
     content.push({
       type: "thinking",
       thinking: fillerText(n * CHARS_PER_TOKEN, sha(`think:${seed}`)),

@@ -8,7 +8,7 @@
  * | `@sim turn` | start the next model turn (after the tool results come back) |
  * | `@sim text <n>` | the turn's text block is exactly n tokens |
  * | `@sim say <text>` | the turn's text is exactly this (several lines are joined by "\n") |
- * | `@sim think <n>` | a thinking block of n tokens first (only if the request enables thinking) |
+ * | `@sim think <n>` | a thinking block of n tokens first (only if the request enables thinking; `enabled` always has one) |
  * | `@sim ttft <ms>` | time to first token, this turn and later ones |
  * | `@sim tps <n>` | output tokens per second, this turn and later ones |
  * | `@sim fault <spec>` | inject a fault into this turn's requests (see {@link parseFault}) |

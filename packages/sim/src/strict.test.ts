@@ -221,3 +221,74 @@ describe("messages", () => {
     expect((await post(sim, twoTurns("t2"))).status).toBe(200);
   });
 });
+
+describe("extended thinking (type enabled)", () => {
+  const enabled = { type: "enabled", budget_tokens: 1024 };
+  const tools = [{ name: "Read", input_schema: { type: "object" } }];
+  const base = { model: MODEL, max_tokens: 4096, tools, messages: [user("hi")] };
+  const FORCED = "Thinking may not be enabled when tool_choice forces tool use.";
+
+  it("refuses a forced tool choice, and accepts auto and none", async () => {
+    expect(await refusal({ ...base, thinking: enabled, tool_choice: { type: "any" } })).toBe(FORCED);
+    expect(await refusal({ ...base, thinking: enabled, tool_choice: { type: "tool", name: "Read" } })).toBe(
+      FORCED,
+    );
+    for (const type of ["auto", "none"]) {
+      expect((await post(sim, { ...base, thinking: enabled, tool_choice: { type } })).status).toBe(200);
+    }
+    // Without thinking, or with it disabled or adaptive, forcing is allowed.
+    for (const thinking of [undefined, { type: "disabled" }, { type: "adaptive" }]) {
+      expect((await post(sim, { ...base, thinking, tool_choice: { type: "any" } })).status).toBe(200);
+    }
+  });
+
+  const call = { type: "tool_use", id: "t1", name: "Read", input: {} };
+  const answered = (assistant: unknown[], extra: Record<string, unknown> = {}) => ({
+    ...base,
+    thinking: enabled,
+    messages: [
+      user("hi"),
+      { role: "assistant", content: assistant },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "ok" }] },
+    ],
+    ...extra,
+  });
+
+  it("needs the turn whose tool calls are answered to start with its thinking", async () => {
+    expect(
+      (await post(sim, answered([{ type: "thinking", thinking: "t", signature: "s" }, call]))).status,
+    ).toBe(200);
+    expect((await post(sim, answered([{ type: "redacted_thinking", data: "d" }, call]))).status).toBe(200);
+    const found = (type: string) =>
+      `messages.1.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${type}\`. ` +
+      "When `thinking` is enabled, a final `assistant` message must start with a thinking block " +
+      "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include " +
+      "thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please " +
+      "consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking";
+    expect(await refusal(answered([call]))).toBe(found("tool_use"));
+    expect(
+      await refusal(
+        answered([
+          { type: "text", text: "Reading." },
+          { type: "thinking", thinking: "t", signature: "s" },
+          call,
+        ]),
+      ),
+    ).toBe(found("text"));
+    // Adaptive thinking, or none, does not need it.
+    expect((await post(sim, answered([call], { thinking: { type: "adaptive" } }))).status).toBe(200);
+    expect((await post(sim, answered([call], { thinking: undefined }))).status).toBe(200);
+  });
+
+  it("does not need it of an earlier turn, once the conversation has moved on", async () => {
+    const moved = answered([call]);
+    moved.messages.push({ role: "assistant", content: "Done." }, user("thanks"));
+    expect((await post(sim, moved)).status).toBe(200);
+  });
+
+  it("skips system messages when finding the turn", async () => {
+    const withSystem = answered([call]);
+    withSystem.messages.splice(2, 0, { role: "system", content: "Be brief." });
+    expect(await refusal(withSystem, [SYSTEM_BETA])).toMatch(/^messages\.1\.content\.0\.type: Expected/);
+  });
+});

@@ -337,6 +337,18 @@ describe("scripted model", () => {
     expect(on.blockTokens[0]).toBe(1024);
   });
 
+  it("starts every turn with thinking when it is enabled, as the API's model does; adaptive may skip it", () => {
+    const tools = [{ name: "Read", input_schema: { type: "object" as const } }];
+    const ask = {
+      tools,
+      messages: [{ role: "user" as const, content: 'x\n@sim tool Read {"file_path":"a"}' }],
+    };
+    const enabled = run({ ...ask, thinking: { type: "enabled", budget_tokens: 1024 } });
+    expect(enabled.content.map((b) => b.type)).toEqual(["thinking", "tool_use"]);
+    expect(enabled.blockTokens[0]).toBe(1);
+    expect(run({ ...ask, thinking: { type: "adaptive" } }).content.map((b) => b.type)).toEqual(["tool_use"]);
+  });
+
   it("makes filler of an exact length that does not end in whitespace", () => {
     for (const n of [1, 2, 5, 40, 401]) {
       const t = fillerText(n, "abcdef12");

@@ -340,6 +340,46 @@ function checkThinking(thinking: unknown, maxTokens: number | undefined): void {
   }
 }
 
+/** The API's words when thinking is on and the turn that called the tools being answered does not start with it. */
+const THINKING_FIRST =
+  "When `thinking` is enabled, a final `assistant` message must start with a thinking block " +
+  "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include " +
+  "thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please " +
+  "consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking";
+
+/**
+ * The rules `thinking: {type: "enabled"}` adds: no forced tool use (the API would have to prefill
+ * the turn past the thinking), and, when the request answers tool calls, the assistant turn that made
+ * them must start with its thinking block, so the model resumes its own reasoning. Adaptive thinking
+ * is not held to either: the model may have chosen not to think in that turn, and no refusal of an
+ * adaptive request has been seen.
+ */
+function checkThinkingTurns(body: Json): void {
+  if (!isObject(body.thinking) || body.thinking.type !== "enabled") return;
+  const choice = body.tool_choice;
+  if (isObject(choice) && (choice.type === "any" || choice.type === "tool")) {
+    fail("", "Thinking may not be enabled when tool_choice forces tool use.");
+  }
+  // System messages (beta) do not take part in the turn order; the indexes are the request's.
+  const turns = (body.messages as Json[])
+    .map((m, index) => ({ m, index }))
+    .filter(({ m }) => m.role !== "system");
+  const last = turns.at(-1);
+  const previous = turns.at(-2);
+  if (last === undefined || previous === undefined || last.m.role !== "user") return;
+  const answersTools =
+    Array.isArray(last.m.content) && (last.m.content as Json[]).some((b) => b.type === "tool_result");
+  // Pairing is checked before: a user turn with results follows an assistant turn of blocks.
+  if (!answersTools || previous.m.role !== "assistant") return;
+  const first = (previous.m.content as Json[])[0]?.type;
+  if (first !== "thinking" && first !== "redacted_thinking") {
+    fail(
+      `messages.${previous.index}.content.0.type`,
+      `Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(first)}\`. ${THINKING_FIRST}`,
+    );
+  }
+}
+
 /** A `tool_reference` must name a tool of the request (the one it loads). */
 function checkToolReferences(messages: Json[], names: ReadonlySet<string>): void {
   messages.forEach((message, m) => {
@@ -390,6 +430,7 @@ export function validateRequest(
   checkToolReferences(body.messages as Json[], names);
   checkToolChoice(body.tool_choice, names);
   checkThinking(body.thinking, maxTokens as number | undefined);
+  checkThinkingTurns(body);
   checkCacheControl(body.cache_control, "cache_control");
   if (body.stream !== undefined && typeof body.stream !== "boolean")
     fail("stream", "Input should be a valid boolean");
