@@ -1,6 +1,7 @@
 import type { CacheSafeParams } from "@forkd/protocol";
 import { describe, expect, it } from "vitest";
 import {
+  automaticBreakpoint,
   type BlockLocation,
   canCarryBreakpoint,
   lastBreakpointCandidate,
@@ -191,6 +192,74 @@ describe("placeBreakpoint", () => {
       at(1, 1),
       at(0, 2),
     ]);
+  });
+
+  it("counts a top-level cache_control as the breakpoint on the last block, unless that block has a marker", () => {
+    // Three markers of the parent, the fork's on m2, and the directive after it: automatic caching puts
+    // a fifth breakpoint on the directive, so the earliest marker goes.
+    const make = (top: unknown) =>
+      ({
+        ...request([text("m0", "5m"), text("m1", "5m"), text("m2"), text("directive")], {
+          system: [text("s0", "5m")],
+        } as Partial<Request>),
+        cache_control: top,
+      }) as Request;
+    const placed = (r: Request, index: number) => {
+      placeBreakpoint(r, at(index));
+      return where(r).map(({ ttl: _ttl, ...location }) => location);
+    };
+    expect(placed(make({ type: "ephemeral" }), 2)).toEqual([at(0), at(1), at(2)]);
+    // Just inside: on the last block the automatic breakpoint is the marker itself, so four stay.
+    expect(placed(make({ type: "ephemeral" }), 3)).toEqual([
+      { area: "system", index: 0 },
+      at(0),
+      at(1),
+      at(3),
+    ]);
+    // Without a top-level marker (or with a null one) nothing more is dropped.
+    expect(placed(make(undefined), 2)).toEqual([{ area: "system", index: 0 }, at(0), at(1), at(2)]);
+    expect(placed(make(null), 2)).toEqual([{ area: "system", index: 0 }, at(0), at(1), at(2)]);
+    // A 1h automatic breakpoint comes after every marker: the 5m ones it follows go, and the placed one
+    // is 1h too (5m on the last block, where the automatic breakpoint is that marker).
+    const hour = make({ type: "ephemeral", ttl: "1h" });
+    placeBreakpoint(hour, at(2));
+    expect(where(hour)).toEqual([{ ...at(2), ttl: "1h" }]);
+    const last = make({ type: "ephemeral", ttl: "1h" });
+    placeBreakpoint(last, at(3));
+    expect(where(last).map((b) => b.ttl)).toEqual(["5m", "5m", "5m", "5m"]);
+    // A 5m marker after the placed one is followed by the 1h automatic breakpoint alone: it goes too.
+    const later = {
+      ...request([text("a"), text("b", "5m"), text("c")]),
+      cache_control: marker("1h"),
+    } as Request;
+    placeBreakpoint(later, at(0));
+    expect(where(later)).toEqual([{ ...at(0), ttl: "1h" }]);
+  });
+
+  it("finds the automatic breakpoint past thinking blocks, on a string content, or in system and tools", () => {
+    const top = { cache_control: { type: "ephemeral" } };
+    const thinking = { type: "thinking", thinking: "t", signature: "s" };
+    const messages = (...contents: unknown[]) =>
+      contents.map((content, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content }));
+    const find = (r: object) => automaticBreakpoint(r as Request)?.location;
+    expect(find({ ...top, messages: messages("hi", [text("a"), thinking]) })).toEqual(at(0, 1));
+    expect(find({ ...top, messages: messages("hi", [thinking]) })).toEqual(at(0, 0));
+    expect(find({ ...top, messages: messages("", [thinking]), system: [text("s")] })).toEqual({
+      area: "system",
+      index: 0,
+    });
+    expect(find({ ...top, messages: [], tools: [tool("a"), tool("b")] })).toEqual({
+      area: "tools",
+      index: 1,
+    });
+    expect(find({ ...top, messages: [] })).toBeUndefined();
+    expect(automaticBreakpoint({ messages: messages("hi") } as Request)).toBeNull();
+    expect(
+      automaticBreakpoint({
+        cache_control: { type: "ephemeral", ttl: "1h" },
+        messages: messages("hi"),
+      } as Request)?.ttl,
+    ).toBe("1h");
   });
 
   it("keeps every marker when all are protected, even past four", () => {

@@ -23,7 +23,10 @@ export interface Breakpoint {
 
 /** Options of {@link placeBreakpoint}. */
 export interface PlaceBreakpointOptions {
-  /** TTL of the new marker. Only a 5m marker can follow 5m markers. @default "5m" */
+  /**
+   * TTL of the new marker. Only a 5m marker can follow 5m markers. @default "5m", or "1h" when a 1h
+   * top-level `cache_control` puts its breakpoint after it
+   */
   ttl?: "5m" | "1h" | undefined;
   /** Markers never dropped to make room (e.g. the fork's own breakpoint). */
   protect?: readonly BlockLocation[];
@@ -85,6 +88,46 @@ export function lastBreakpointCandidate(content: readonly unknown[], end: number
   return -1;
 }
 
+/**
+ * Where a top-level `cache_control` (automatic caching) puts its breakpoint: on the last block of the
+ * request that is not a thinking block (a string message content is one block), with the marker's
+ * TTL. It takes one of the four slots unless that block carries its own marker. `null` without one.
+ */
+export function automaticBreakpoint(request: MutableRequest): Breakpoint | null {
+  const ttl = markerTtl((request as { cache_control?: unknown }).cache_control);
+  if (ttl === null) return null;
+  for (let messageIndex = request.messages.length - 1; messageIndex >= 0; messageIndex--) {
+    const content = request.messages[messageIndex]!.content;
+    if (typeof content === "string") {
+      if (content !== "") return { location: { area: "messages", messageIndex, blockIndex: 0 }, ttl };
+      continue;
+    }
+    for (let blockIndex = content.length - 1; blockIndex >= 0; blockIndex--) {
+      const type = (content[blockIndex] as { type?: unknown }).type;
+      if (type !== "thinking" && type !== "redacted_thinking") {
+        return { location: { area: "messages", messageIndex, blockIndex }, ttl };
+      }
+    }
+  }
+  const system = request.system;
+  if (Array.isArray(system) && system.length > 0) {
+    return { location: { area: "system", index: system.length - 1 }, ttl };
+  }
+  const tools = request.tools ?? [];
+  return tools.length > 0 ? { location: { area: "tools", index: tools.length - 1 }, ttl } : null;
+}
+
+/**
+ * Every breakpoint the provider counts in `request`: its markers ({@link listBreakpoints}), then the
+ * automatic one when it is not on a marked block.
+ */
+export function countedBreakpoints(request: MutableRequest): Breakpoint[] {
+  const markers = listBreakpoints(request);
+  const automatic = automaticBreakpoint(request);
+  if (automatic === null || markers.some((b) => sameLocation(b.location, automatic.location))) return markers;
+  return [...markers, automatic];
+}
+
 function sameLocation(a: BlockLocation, b: BlockLocation): boolean {
   if (a.area !== b.area) return false;
   if (a.area === "messages" && b.area === "messages") {
@@ -128,7 +171,10 @@ function writableBlock(request: MutableRequest, location: BlockLocation): Record
  *    marker's TTL is never changed, since that would change what it costs);
  * 3. while there are more than {@link MAX_CACHE_BREAKPOINTS}, the earliest marker is dropped: later
  *    markers cover longer prefixes, so the earliest are the cheapest to lose.
- * `at` and `options.protect` are never dropped.
+ * `at` and `options.protect` are never dropped. A top-level `cache_control` counts as the breakpoint
+ * the provider adds on the last block ({@link automaticBreakpoint}), after every marker: a child's
+ * directive follows the fork's marker, so a parent that caches automatically with three markers of its
+ * own would otherwise send its children five.
  *
  * `request` is changed in place, but only its own top-level fields are assigned: arrays and objects
  * on the way to a changed block are copied, never written into.
@@ -146,9 +192,12 @@ export function placeBreakpoint(
       `no block at messages[${at.messageIndex}].content[${at.blockIndex}] can carry a breakpoint`,
     );
   }
+  // A 1h automatic breakpoint after the new marker would make a 5m one invalid: it takes 1h too.
+  const automatic = automaticBreakpoint(request);
+  const after1h = automatic?.ttl === "1h" && !sameLocation(automatic.location, at);
   if (markerTtl((target[at.blockIndex] as Record<string, unknown>).cache_control) === null) {
     const marker: CacheControl =
-      options.ttl === "1h" ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" };
+      options.ttl === "1h" || after1h ? { type: "ephemeral", ttl: "1h" } : { type: "ephemeral" };
     writableBlock(request, at).cache_control = marker;
   }
   const pinned = [at, ...(options.protect ?? [])];
@@ -158,12 +207,16 @@ export function placeBreakpoint(
     delete writableBlock(request, victim.location).cache_control;
     kept = kept.filter((b) => b !== victim);
   };
+  // The automatic breakpoint, when it is not on a marked block: the last of all, and one more slot.
+  const extra = () =>
+    automatic !== null && !kept.some((b) => sameLocation(b.location, automatic.location)) ? 1 : 0;
   for (const breakpoint of [...kept]) {
     const index = kept.indexOf(breakpoint);
-    const followedBy1h = kept.slice(index + 1).some((later) => later.ttl === "1h");
+    const followedBy1h =
+      kept.slice(index + 1).some((later) => later.ttl === "1h") || (extra() === 1 && automatic?.ttl === "1h");
     if (breakpoint.ttl === "5m" && followedBy1h && !isPinned(breakpoint.location)) drop(breakpoint);
   }
-  while (kept.length > MAX_CACHE_BREAKPOINTS) {
+  while (kept.length + extra() > MAX_CACHE_BREAKPOINTS) {
     const victim = kept.find((b) => !isPinned(b.location));
     if (victim === undefined) break;
     drop(victim);

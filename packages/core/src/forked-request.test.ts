@@ -118,6 +118,22 @@ describe("buildForkedRequest on the fixtures", () => {
     expect(findRequestProblems(crowdedFork!.request)).toEqual([]);
   });
 
+  it("leaves room for the breakpoint a top-level cache_control puts on the directive", () => {
+    // The parent's three markers, the fork's, and automatic caching's on the directive would be five.
+    const prefix = fixturePrefix("4k");
+    expect(listBreakpoints(prefix.params)).toHaveLength(3);
+    for (const ttl of [undefined, "1h"] as const) {
+      const automatic = structuredClone(prefix);
+      (automatic.params as Block).cache_control = ttl ? { type: "ephemeral", ttl } : { type: "ephemeral" };
+      const forked = buildForkedRequest(automatic, { runId: "r1", directive: "d" });
+      expect(findRequestProblems(forked.request), String(ttl)).toEqual([]);
+      const kept = listBreakpoints(forked.request);
+      // The fork's own marker stays, 1h when the automatic breakpoint after it is.
+      expect(kept.at(-1)).toEqual({ location: forked.breakpoint, ttl: ttl ?? "5m" });
+      expect(kept).toHaveLength(ttl === undefined ? 3 : 1);
+    }
+  });
+
   it("never lets a 1h breakpoint follow a 5m one", () => {
     const prefix = fixturePrefix("4k");
     const forked = buildForkedRequest(prefix, { runId: "r1", directive: "d", breakpointTtl: "1h" });

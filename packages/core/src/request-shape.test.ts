@@ -63,4 +63,21 @@ describe("findRequestProblems", () => {
       "a 1h cache breakpoint follows a 5m one",
     ]);
   });
+
+  it("counts a top-level cache_control as a breakpoint on the last block, unless that block has one", () => {
+    const marked = { type: "text", text: "x", cache_control: { type: "ephemeral" } };
+    const plain = { type: "text", text: "x" };
+    const automatic = (ttl?: "1h") => ({
+      cache_control: ttl ? { type: "ephemeral", ttl } : { type: "ephemeral" },
+    });
+    const request = (blocks: unknown[], top: object) =>
+      findRequestProblems({ ...top, messages: [{ role: "user", content: blocks }] } as never);
+    expect(request([marked, marked, marked, plain], automatic())).toEqual([]);
+    expect(request([marked, marked, marked, marked, plain], automatic())).toEqual([
+      "the request has 5 cache breakpoints; at most 4 are allowed",
+    ]);
+    expect(request([marked, marked, marked, marked], automatic())).toEqual([]);
+    expect(request([marked, plain], automatic("1h"))).toEqual(["a 1h cache breakpoint follows a 5m one"]);
+    expect(request([plain, marked], automatic("1h"))).toEqual([]);
+  });
 });

@@ -1,7 +1,7 @@
 // Checks that a request is one the Anthropic Messages API accepts, as far as message structure goes:
 // turn order, tool_use/tool_result pairing, no empty content, breakpoint count and TTL order.
 import type { CacheSafeParams, MessageParam } from "@forkd/protocol";
-import { listBreakpoints, MAX_CACHE_BREAKPOINTS } from "./breakpoints.js";
+import { countedBreakpoints, MAX_CACHE_BREAKPOINTS } from "./breakpoints.js";
 
 type Block = Record<string, unknown>;
 
@@ -20,7 +20,8 @@ function toolUseIds(message: MessageParam): string[] {
  * would accept it. Checked: the first message is the user's; roles alternate strictly; no message and
  * no text block is empty; every `tool_use` is answered by a `tool_result` in the next message, and
  * results come before anything else in it; no `tool_result` answers a call the previous message did
- * not make; the last message is the user's; at most four breakpoints, 1h ones before 5m ones.
+ * not make; the last message is the user's; at most four breakpoints, 1h ones before 5m ones (the
+ * automatic one of a top-level `cache_control` included).
  */
 export function findRequestProblems(
   request: Pick<CacheSafeParams, "messages" | "tools" | "system">,
@@ -82,7 +83,8 @@ export function findRequestProblems(
     }
   });
   if (messages[messages.length - 1]?.role !== "user") problems.push("the last message is not the user's");
-  const breakpoints = listBreakpoints(request);
+  // A top-level cache_control is one more breakpoint, on the last block.
+  const breakpoints = countedBreakpoints(request);
   if (breakpoints.length > MAX_CACHE_BREAKPOINTS) {
     problems.push(
       `the request has ${breakpoints.length} cache breakpoints; at most ${MAX_CACHE_BREAKPOINTS} are allowed`,
