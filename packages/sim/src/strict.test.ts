@@ -292,3 +292,44 @@ describe("extended thinking (type enabled)", () => {
     expect(await refusal(withSystem, [SYSTEM_BETA])).toMatch(/^messages\.1\.content\.0\.type: Expected/);
   });
 });
+
+describe("a final assistant message (prefill) with thinking", () => {
+  const thought = { type: "thinking", thinking: "t", signature: "s" };
+  const prefill = (content: unknown[], thinking?: unknown) => ({
+    model: MODEL,
+    max_tokens: 4096,
+    ...(thinking === undefined ? {} : { thinking }),
+    messages: [user("hi"), { role: "assistant", content }],
+  });
+  const OFF =
+    "When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`. " +
+    "To use thinking blocks, enable `thinking` in your request.";
+
+  it("is refused when thinking is off, at the first thinking block", async () => {
+    expect(await refusal(prefill([thought, { type: "text", text: "So" }]))).toBe(
+      `messages.1.content.0: ${OFF}`,
+    );
+    const redacted = [
+      { type: "text", text: "So" },
+      { type: "redacted_thinking", data: "d" },
+      { type: "text", text: "and" },
+    ];
+    expect(await refusal(prefill(redacted, { type: "disabled" }))).toBe(`messages.1.content.1: ${OFF}`);
+    // With thinking on (enabled or adaptive) it is accepted, and a non-final turn is not held to it.
+    const enabled = { type: "enabled", budget_tokens: 1024 };
+    for (const thinking of [enabled, { type: "adaptive" }]) {
+      expect((await post(sim, prefill([thought, { type: "text", text: "So" }], thinking))).status).toBe(200);
+    }
+    const earlier = prefill([thought, { type: "text", text: "So" }]);
+    earlier.messages.push(user("go on"));
+    expect((await post(sim, earlier)).status).toBe(200);
+  });
+
+  it("is refused when it ends on a thinking block, whatever the setting", async () => {
+    const enabled = { type: "enabled", budget_tokens: 1024 };
+    expect(await refusal(prefill([thought], enabled))).toBe(
+      "messages.1: The final block in an assistant message cannot be `thinking`.",
+    );
+    expect((await post(sim, prefill([thought, { type: "text", text: "So" }], enabled))).status).toBe(200);
+  });
+});

@@ -442,6 +442,8 @@ describe("cache model", () => {
   });
 
   it("puts the automatic breakpoint on the last block that is not thinking", () => {
+    // A final `thinking` block is refused ("The final block in an assistant message cannot be
+    // `thinking`"); a final `redacted_thinking` block is not, as far as is known.
     const layout = layoutPrompt(
       validateRequest(
         {
@@ -454,7 +456,7 @@ describe("cache model", () => {
               role: "assistant",
               content: [
                 { type: "text", text: "a" },
-                { type: "thinking", thinking: "t", signature: "s" },
+                { type: "redacted_thinking", data: "d" },
               ],
             },
           ],

@@ -380,6 +380,32 @@ function checkThinkingTurns(body: Json): void {
   }
 }
 
+/**
+ * A final assistant message (a prefill) with thinking blocks: refused when thinking is off (absent or
+ * disabled), and refused when it ends on a thinking block, in the API's words as
+ * tailcallhq/forgecode#1853 and #2107 quote them. Only the final message is held to the second rule:
+ * whether the API holds earlier ones to it is not on record.
+ */
+function checkFinalAssistant(body: Json): void {
+  const messages = body.messages as Json[];
+  let index = messages.length - 1;
+  while (index >= 0 && messages[index]!.role === "system") index--;
+  const last = messages[index];
+  if (last?.role !== "assistant" || !Array.isArray(last.content)) return;
+  const blocks = last.content as Json[];
+  const thinkingOn = isObject(body.thinking) && body.thinking.type !== "disabled";
+  const first = blocks.findIndex((b) => b.type === "thinking" || b.type === "redacted_thinking");
+  if (!thinkingOn && first !== -1) {
+    fail(
+      `messages.${index}.content.${first}`,
+      "When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request.",
+    );
+  }
+  if (blocks.at(-1)?.type === "thinking") {
+    fail(`messages.${index}`, "The final block in an assistant message cannot be `thinking`.");
+  }
+}
+
 /** A `tool_reference` must name a tool of the request (the one it loads). */
 function checkToolReferences(messages: Json[], names: ReadonlySet<string>): void {
   messages.forEach((message, m) => {
@@ -431,6 +457,7 @@ export function validateRequest(
   checkToolChoice(body.tool_choice, names);
   checkThinking(body.thinking, maxTokens as number | undefined);
   checkThinkingTurns(body);
+  checkFinalAssistant(body);
   checkCacheControl(body.cache_control, "cache_control");
   if (body.stream !== undefined && typeof body.stream !== "boolean")
     fail("stream", "Input should be a valid boolean");
