@@ -333,3 +333,23 @@ describe("a final assistant message (prefill) with thinking", () => {
     expect((await post(sim, prefill([thought, { type: "text", text: "So" }], enabled))).status).toBe(200);
   });
 });
+
+describe("stop sequences", () => {
+  const ask = (stop_sequences: string[]) => ({
+    model: MODEL,
+    max_tokens: 64,
+    stop_sequences,
+    messages: [user("hi")],
+  });
+
+  it("are refused empty or all whitespace, and accepted with one visible character", async () => {
+    expect(await refusal(ask(["END", ""]))).toBe("stop_sequences: each stop sequence must be non-empty");
+    for (const blank of [" ", "\n", "\n\n", " \t"]) {
+      expect(await refusal(ask(["END", blank]))).toBe(
+        "stop_sequences: each stop sequence must contain non-whitespace",
+      );
+    }
+    expect((await post(sim, ask(["\n\nHuman:", " x", "END"]))).status).toBe(200);
+    expect((await post(sim, ask([]))).status).toBe(200);
+  });
+});

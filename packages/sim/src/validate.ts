@@ -465,5 +465,12 @@ export function validateRequest(
   if (stops !== undefined && (!Array.isArray(stops) || stops.some((s) => typeof s !== "string"))) {
     fail("stop_sequences", "Input should be a valid list of strings");
   }
+  // The API's words (MegaGrindStone/mcp-web-ui#5, BerriAI/litellm#3286): a child copies its parent's
+  // stop sequences, so one the API refuses would fail every child.
+  const sequences = (stops ?? []) as string[];
+  if (sequences.includes("")) fail("stop_sequences", "each stop sequence must be non-empty");
+  if (sequences.some((s) => WHITESPACE_ONLY.test(s))) {
+    fail("stop_sequences", "each stop sequence must contain non-whitespace");
+  }
   return body as MessagesRequest;
 }
