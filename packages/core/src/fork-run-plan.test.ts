@@ -3,15 +3,17 @@ import { describe, expect, it } from "vitest";
 import { diagnosisLayersOf } from "./cache-diagnosis.js";
 import { computeCacheKey } from "./cache-key.js";
 import { createForkPrefix } from "./cache-safe-params.js";
+import { InvalidForkParamsError } from "./errors.js";
 import { prepareForkRun } from "./fork-run-plan.js";
 import { buildForkedRequest, DEFAULT_MAX_TOKENS } from "./forked-request.js";
 import { loadFixture } from "./test-support/fixtures.js";
 
-function prefixOf(maxTokens?: number) {
+function prefixOf(maxTokens?: number, thinking?: Record<string, unknown>) {
   const fixture = loadFixture("4k");
   const request = { ...fixture.request };
   if (maxTokens === undefined) delete request.max_tokens;
   else request.max_tokens = maxTokens;
+  if (thinking !== undefined) request.thinking = thinking as typeof request.thinking;
   return createForkPrefix(request, fixture.response);
 }
 
@@ -70,5 +72,41 @@ describe("prepareForkRun", () => {
     expect(plan.systemReminder).toBe("Be brief.");
     expect(JSON.stringify(plan.request.messages.at(-1))).toContain("Be brief.");
     expect(prepareForkRun({ ...base, prefix: prefixOf(4000) }).systemReminder).toBeUndefined();
+  });
+
+  it("refuses an output budget that is not above the parent's thinking budget, at its exact edge", () => {
+    const thinking = { type: "enabled", budget_tokens: 4096 };
+    const prefix = prefixOf(8000, thinking);
+    const refusal = (input: Partial<Parameters<typeof prepareForkRun>[0]>) => {
+      try {
+        prepareForkRun({ ...base, prefix, ...input });
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    // Just above the budget: the provider accepts it.
+    expect(prepareForkRun({ ...base, prefix, overrides: { max_tokens: 4097 } }).request.max_tokens).toBe(
+      4097,
+    );
+    expect(prepareForkRun({ ...base, prefix, maxTokensCeiling: 4097 }).request.max_tokens).toBe(4097);
+    // At the budget: refused, saying who lowered it.
+    const overridden = refusal({ overrides: { max_tokens: 4096 } });
+    expect(overridden).toBeInstanceOf(InvalidForkParamsError);
+    expect(overridden).toMatchObject({ field: "max_tokens", code: "invalid_fork_params" });
+    expect((overridden as Error).message).toMatch(
+      /^max_tokens \(4096\) is not above the parent's thinking budget \(4096\)/,
+    );
+    const ceiling = refusal({ maxTokensCeiling: 4096 });
+    expect((ceiling as Error).message).toMatch(/^the runner's ceiling on output tokens \(4096\)/);
+    // A ceiling above the asked budget caps nothing: the message names max_tokens.
+    expect((refusal({ overrides: { max_tokens: 100 }, maxTokensCeiling: 4096 }) as Error).message).toMatch(
+      /^max_tokens \(100\)/,
+    );
+    // Thinking that is off, adaptive or without a budget sets no floor.
+    for (const other of [{ type: "disabled" }, { type: "adaptive" }, { type: "enabled" }]) {
+      const plan = prepareForkRun({ ...base, prefix: prefixOf(8000, other), overrides: { max_tokens: 100 } });
+      expect(plan.request.max_tokens).toBe(100);
+    }
   });
 });

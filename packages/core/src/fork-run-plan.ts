@@ -7,6 +7,7 @@ import type { CacheBreakCheck } from "./cache-break.js";
 import { type DiagnosisLayerHashes, diagnosisLayersOf } from "./cache-diagnosis.js";
 import { type CacheKey, computeCacheKey } from "./cache-key.js";
 import type { WorktreeMapping } from "./directive.js";
+import { InvalidForkParamsError } from "./errors.js";
 import { buildForkedRequest, DEFAULT_MAX_TOKENS } from "./forked-request.js";
 import type { LlmRequest } from "./llm-client.js";
 
@@ -48,16 +49,38 @@ export interface ForkRunPlan {
 }
 
 /**
+ * The provider refuses a request whose `max_tokens` is not above its `thinking.budget_tokens`. A child
+ * keeps the parent's `thinking` (changing it would lose the parent's cached messages), so an output
+ * budget lowered to or below it (by the spec's override or the runner's ceiling) fails here, with the
+ * reason, rather than as the provider's 400 after a round trip.
+ * @throws {@link InvalidForkParamsError} (field `max_tokens`)
+ */
+function checkThinkingBudget(prefix: ForkPrefix, maxTokens: number, capped: boolean): void {
+  const thinking = prefix.params.thinking as { type?: unknown; budget_tokens?: unknown } | undefined;
+  if (thinking?.type !== "enabled" || typeof thinking.budget_tokens !== "number") return;
+  if (maxTokens > thinking.budget_tokens) return;
+  const why = capped ? "the runner's ceiling on output tokens" : "max_tokens";
+  throw new InvalidForkParamsError(
+    "max_tokens",
+    `${why} (${maxTokens}) is not above the parent's thinking budget (${thinking.budget_tokens}): ` +
+      "the provider refuses such a request, and the child keeps the parent's thinking settings to read its cache. " +
+      "Give the child more output tokens than the thinking budget.",
+  );
+}
+
+/**
  * Builds one child's run: its request (the parent's prefix, the reply, the directive), the output
  * budget (`overrides.max_tokens`, else the parent's, else the default, capped by the ceiling) and
  * the cache keys of the parent's prefix and of the child's (a model override changes the latter).
+ * @throws {@link InvalidForkParamsError} when the output budget is not above the parent's thinking
+ * budget, or for an invalid run id or an empty directive.
  */
 export function prepareForkRun(input: ForkRunInput): ForkRunPlan {
   const { prefix, overrides = {} } = input;
-  const maxTokens = Math.min(
-    overrides.max_tokens ?? prefix.params.max_tokens ?? input.defaultMaxTokens ?? DEFAULT_MAX_TOKENS,
-    input.maxTokensCeiling ?? Number.POSITIVE_INFINITY,
-  );
+  const asked =
+    overrides.max_tokens ?? prefix.params.max_tokens ?? input.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
+  const maxTokens = Math.min(asked, input.maxTokensCeiling ?? Number.POSITIVE_INFINITY);
+  checkThinkingBudget(prefix, maxTokens, asked > maxTokens);
   const forked = buildForkedRequest(prefix, {
     runId: input.runId,
     directive: input.directive,

@@ -396,6 +396,25 @@ describe("a daemon over real NATS", () => {
     expect((await good.result()).status).toBe("completed");
   });
 
+  it("fails a child whose max_tokens is not above the parent's thinking budget before any model call", async () => {
+    const fixture = await loadFixture("4k");
+    const request = { ...fixture.request, thinking: { type: "enabled", budget_tokens: 2048 } };
+    const requestsBefore = sim.requests().length;
+    const handle = forks.fork({
+      prefix: createForkPrefix(request, fixture.response),
+      directive: "Answer briefly.",
+      parent: { agent_id: "parent-1" },
+      overrides: { max_tokens: 2048 },
+    });
+    const outcome = await handle.result();
+    expect(outcome.status).toBe("failed");
+    if (outcome.status === "failed") {
+      expect(outcome.error.code).toBe("invalid_fork_params");
+      expect(outcome.error.message).toContain("thinking budget (2048)");
+    }
+    expect(sim.requests().length).toBe(requestsBefore);
+  });
+
   it("runs tools, then answers with what they returned", async () => {
     const fixture = await loadFixture("4k");
     const handle = forks.fork({
