@@ -140,10 +140,23 @@ function isMessagesCall(req: IncomingMessage): boolean {
   return path === "/v1/messages";
 }
 
-/** The upstream URL of a request: the upstream's own path, then the request's path and query. */
-function upstreamUrlOf(upstream: URL, path: string): URL {
+/**
+ * The upstream URL of a request: the upstream's own path, then the request's path and query; or
+ * `undefined` for a request target that is not a path (`http://host/…`, `*`).
+ *
+ * The target is copied into the upstream's URL, never resolved against it: resolved as a reference,
+ * `//host/…` or `http://host/…` names another host, and the proxy would relay anything, credentials
+ * included, anywhere it can reach.
+ */
+function upstreamUrlOf(upstream: URL, target: string): URL | undefined {
+  if (!target.startsWith("/")) return undefined;
   const base = upstream.pathname.endsWith("/") ? upstream.pathname.slice(0, -1) : upstream.pathname;
-  return new URL(`${base}${path}`, upstream);
+  const query = target.indexOf("?");
+  const url = new URL(upstream.href);
+  url.pathname = `${base}${query === -1 ? target : target.slice(0, query)}`;
+  url.search = query === -1 ? "" : target.slice(query);
+  url.hash = "";
+  return url.origin === upstream.origin ? url : undefined;
 }
 
 function forwardedHeaders(
@@ -174,6 +187,14 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   const body: Buffer[] = [];
   const exchange: ExchangeRecord = { request: undefined };
   const target = upstreamUrlOf(context.upstream, req.url ?? "/");
+  if (target === undefined) {
+    req.resume();
+    sendJson(res, 400, {
+      type: "error",
+      error: { type: "invalid_request_error", message: "forkd proxy: the request target must be a path" },
+    });
+    return;
+  }
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   const upstreamRequest = send(target, {
     method: req.method,
