@@ -4,10 +4,11 @@
 // upstream's host: the proxy became an open relay, from its network position, to any host, with
 // the requester's headers (an `x-api-key` included) sent along. Real HTTP on loopback: an upstream
 // and a second listener that stands for the host the attacker names.
-import { createServer, request, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type RunningProxy, startProxy } from "@forkd/proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RawAnswer, rawRequest } from "../harness/raw-http.js";
 
 /** A listener that answers 200 and remembers the paths it was asked for. */
 async function listener(name: string): Promise<{ server: Server; port: number; paths: string[] }> {
@@ -22,25 +23,13 @@ async function listener(name: string): Promise<{ server: Server; port: number; p
 }
 
 /** Sends a request with a raw request target (no normalisation by a client URL parser). */
-function send(port: number, target: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({
-      host: "127.0.0.1",
-      port,
-      method: "POST",
-      path: target,
-      headers: { "x-api-key": "sk-ant-api03-victim", "content-type": "application/json" },
-    });
-    req.on("response", (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk: string) => {
-        body += chunk;
-      });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject);
-    req.end('{"model":"x","max_tokens":1,"messages":[]}');
-  });
+function send(port: number, target: string): Promise<RawAnswer> {
+  const headers = { "x-api-key": "sk-ant-api03-victim", "content-type": "application/json" };
+  return rawRequest(
+    port,
+    { method: "POST", path: target, headers },
+    '{"model":"x","max_tokens":1,"messages":[]}',
+  );
 }
 
 let upstream: Awaited<ReturnType<typeof listener>>;
