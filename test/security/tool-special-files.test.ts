@@ -4,6 +4,9 @@
 // Edits to a FIFO left every file-system call of the daemon (every run's Read, its prefix cache)
 // waiting for ever. A sparse file of 1.5 GB, made in an instant: Edit read all of it into the
 // daemon's memory before finding it binary, and a few of them end the daemon for want of memory.
+// A 10 MiB text file of short lines (just under Grep's limit) and links to it: Grep kept every
+// matching file's lines, split, until it answered — 160 MB of heap per link, so a dozen or two links
+// end the daemon.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,7 +27,7 @@ beforeAll(() => {
 afterAll(async () => {
   // Before the fix, the tools' blocked opens hold thread-pool threads: open the FIFO's other ends
   // from child processes (spawning needs no thread-pool thread) so that they return.
-  await Promise.all([run("cat pipe >/dev/null"), run("for i in 1 2 3 4 5 6 7 8; do : >pipe; done")]);
+  await Promise.all([run("cat pipe >/dev/null"), run("for i in 1 2 3 4; do : >pipe; done")]);
   rmSync(workspace, { recursive: true, force: true });
 });
 
@@ -101,4 +104,30 @@ describe("file tools and the files a model's commands make", () => {
     expect(edit).toMatchObject({ isError: true, content: expect.stringMatching(/too large/) });
     expect(peak - before).toBeLessThan(200 * 1024 * 1024);
   });
+
+  it("Grep over many links to a big file holds no file's lines once it has read it", async () => {
+    const made = await call(
+      "Bash",
+      {
+        command:
+          "mkdir many && cd many && yes a | head -c 10485758 >big.txt && for i in 1 2 3 4 5 6 7 8; do ln -s big.txt l$i.txt; done && echo made",
+        timeout: 20_000,
+      },
+      20_000,
+    );
+    expect(made).toMatchObject({ isError: false });
+    for (const output_mode of ["files_with_matches", "count", "content"]) {
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sampler = setInterval(() => {
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }, 5);
+      const grep = await call("Grep", { pattern: "a", path: "many", output_mode, head_limit: 3 }, 100_000);
+      clearInterval(sampler);
+      peak = Math.max(peak, process.memoryUsage().rss);
+      expect(grep).toMatchObject({ isError: false });
+      // Each file is still split while it is matched (content mode): a few hundred MB at the peak.
+      expect(peak - before, output_mode).toBeLessThan(500 * 1024 * 1024);
+    }
+  }, 300_000);
 });
