@@ -120,7 +120,8 @@ export async function grepTool(
       const path = entry.kind === "symlink" ? await confinedTarget(run, entry.path) : entry.path;
       if (path === undefined) continue;
       const info = await stat(path).catch(() => undefined);
-      if (info === undefined || !info.isFile()) continue;
+      // The daemon's credential files are never searched: a match or none is an oracle on their value.
+      if (info === undefined || !info.isFile() || run.hidden?.has(info) === true) continue;
       if (info.size > MAX_GREP_FILE_BYTES) {
         tooBig++;
         continue;
