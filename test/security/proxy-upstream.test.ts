@@ -3,8 +3,9 @@
 // `http://other-host/v1/messages` (absolute form, as sent to a forward proxy) — replaced the
 // upstream's host: the proxy became an open relay, from its network position, to any host, with
 // the requester's headers (an `x-api-key` included) sent along. Real HTTP on loopback: an upstream
-// and a second listener that stands for the host the attacker names.
-import { createServer, type Server } from "node:http";
+// and a second listener that stands for the host the attacker names. And a body larger than any
+// Messages call, which the proxy held whole (to record the turn) before it was bounded.
+import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type RunningProxy, startProxy } from "@forkd/proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -74,5 +75,41 @@ describe("the proxy reaches its upstream only", () => {
     const answer = await send(port, "/v1/messages/count_tokens?beta=true");
     expect(answer).toEqual({ status: 200, body: "upstream" });
     expect(upstream.paths.at(-1)).toBe("/v1/messages/count_tokens?beta=true");
+  });
+
+  it("a request body far larger than any Messages call is forwarded, not held", async () => {
+    // A web page can send this with no preflight (a POST of text/plain) to the proxy's fixed port.
+    const port = Number(new URL(proxy.url).port);
+    const chunk = Buffer.alloc(1024 * 1024, "a");
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 5);
+    const answer = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/messages" });
+      req.on("response", (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", reject);
+      let sent = 0;
+      const more = () => {
+        while (sent < 300) {
+          sent++;
+          if (!req.write(chunk)) {
+            req.once("drain", more);
+            return;
+          }
+        }
+        req.end();
+      };
+      more();
+    });
+    clearInterval(sampler);
+    peak = Math.max(peak, process.memoryUsage().rss);
+    expect(answer).toBe(200);
+    // Held before: the body's chunks, then their concatenation and its text (about 970 MB here).
+    expect(peak - before).toBeLessThan(250 * 1024 * 1024);
   });
 });

@@ -33,6 +33,13 @@ export const CONTROL_PREFIX = "/_forkd/v1/";
 const MAX_LOOKUP_WAIT_MS = 30_000;
 /** Largest control request body. @unit bytes */
 const MAX_CONTROL_BODY_BYTES = 1024 * 1024;
+/**
+ * Largest Messages request body the proxy keeps a copy of to record its turn (the API's own limit
+ * is 32 MB); a larger one is forwarded and not recorded. Without a bound, one POST — which any web
+ * page can send to the proxy's port without a preflight — held its whole body, several times over,
+ * in the proxy's memory. @unit bytes
+ */
+export const MAX_RECORDED_REQUEST_BYTES = 64 * 1024 * 1024;
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the exchange.
 const HOP_BY_HOP = new Set([
@@ -185,6 +192,8 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   const started = Date.now();
   const recording = isMessagesCall(req);
   const body: Buffer[] = [];
+  let bodyBytes = 0;
+  let keepBody = recording;
   const exchange: ExchangeRecord = { request: undefined };
   const target = upstreamUrlOf(context.upstream, req.url ?? "/");
   if (target === undefined) {
@@ -249,7 +258,15 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
     upstreamResponse.on("error", (error) => res.destroy(error));
   });
   req.on("data", (chunk: Buffer) => {
-    if (recording) body.push(chunk);
+    if (keepBody) {
+      bodyBytes += chunk.length;
+      if (bodyBytes > MAX_RECORDED_REQUEST_BYTES) {
+        keepBody = false;
+        body.length = 0;
+      } else {
+        body.push(chunk);
+      }
+    }
     if (!upstreamRequest.write(chunk)) {
       req.pause();
       upstreamRequest.once("drain", () => req.resume());
@@ -258,7 +275,7 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   req.on("end", () => {
     upstreamRequest.end();
     // Parsed while the upstream thinks, not when the reply ends: recording the turn then costs nothing.
-    if (recording) exchange.request = parseRequest(body.splice(0));
+    if (keepBody) exchange.request = parseRequest(body.splice(0));
   });
   req.on("error", () => upstreamRequest.destroy());
 }
