@@ -67,10 +67,29 @@ async function call(name: string, input: Record<string, unknown>, ms = 3000): Pr
   }
 }
 
+/** Runs a command with the Bash tool, in the sandbox, as the model would; it must succeed. */
+async function shell(command: string): Promise<void> {
+  expect(await call("Bash", { command, timeout: 20_000 }, 20_000)).toMatchObject({ isError: false });
+}
+
+/** Runs `action`, sampling this process's RSS; resolves to its result and the growth at the peak. */
+async function peakGrowth<T>(action: () => Promise<T>): Promise<{ result: T; growth: number }> {
+  const before = process.memoryUsage().rss;
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 5);
+  try {
+    const result = await action();
+    return { result, growth: Math.max(peak, process.memoryUsage().rss) - before };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
 describe("file tools and the files a model's commands make", () => {
   it("Write and Edit refuse a FIFO at once, and the daemon's file system keeps answering", async () => {
-    const made = await call("Bash", { command: "mkfifo pipe && echo made", timeout: 20_000 }, 20_000);
-    expect(made).toMatchObject({ isError: false });
+    await shell("mkfifo pipe && echo made");
     for (let i = 0; i < 4; i++) {
       const write = await call("Write", { file_path: "pipe", content: "x" });
       expect(write).not.toBe("hung");
@@ -86,48 +105,35 @@ describe("file tools and the files a model's commands make", () => {
   });
 
   it("Edit refuses a huge file by its size, without reading it into memory", async () => {
-    const made = await call(
-      "Bash",
-      { command: "truncate -s 1500M big && echo made", timeout: 20_000 },
-      20_000,
-    );
-    expect(made).toMatchObject({ isError: false });
+    await shell("truncate -s 1500M big && echo made");
     expect(statSync(join(workspace, "big")).size).toBe(1500 * 1024 * 1024);
-    const before = process.memoryUsage().rss;
-    let peak = before;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, process.memoryUsage().rss);
-    }, 5);
-    const edit = await call("Edit", { file_path: "big", old_string: "a", new_string: "b" }, 20_000);
-    clearInterval(sampler);
-    peak = Math.max(peak, process.memoryUsage().rss);
+    const { result: edit, growth } = await peakGrowth(() =>
+      call("Edit", { file_path: "big", old_string: "a", new_string: "b" }, 20_000),
+    );
     expect(edit).toMatchObject({ isError: true, content: expect.stringMatching(/too large/) });
-    expect(peak - before).toBeLessThan(200 * 1024 * 1024);
+    expect(growth).toBeLessThan(200 * 1024 * 1024);
+  });
+
+  it("Edit refuses an edit whose result would be huge, before building it", async () => {
+    // 8 MB of one character, under Edit's size limit; every one of them replaced by 48.
+    await shell("head -c 8000000 /dev/zero | tr '\\0' a >many-a.txt && echo made");
+    const input = { file_path: "many-a.txt", old_string: "a", new_string: "b".repeat(48), replace_all: true };
+    const { result: edit, growth } = await peakGrowth(() => call("Edit", input, 60_000));
+    expect(edit).toMatchObject({ isError: true, content: expect.stringMatching(/too large/) });
+    expect(statSync(join(workspace, "many-a.txt")).size).toBe(8_000_000);
+    expect(growth).toBeLessThan(200 * 1024 * 1024);
   });
 
   it("Grep over many links to a big file holds no file's lines once it has read it", async () => {
-    const made = await call(
-      "Bash",
-      {
-        command:
-          "mkdir many && cd many && yes a | head -c 10485758 >big.txt && for i in 1 2 3 4 5 6 7 8; do ln -s big.txt l$i.txt; done && echo made",
-        timeout: 20_000,
-      },
-      20_000,
+    await shell(
+      "mkdir many && cd many && yes a | head -c 10485758 >big.txt && for i in 1 2 3 4 5; do ln -s big.txt l$i.txt; done && echo made",
     );
-    expect(made).toMatchObject({ isError: false });
     for (const output_mode of ["files_with_matches", "count", "content"]) {
-      const before = process.memoryUsage().rss;
-      let peak = before;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, process.memoryUsage().rss);
-      }, 5);
-      const grep = await call("Grep", { pattern: "a", path: "many", output_mode, head_limit: 3 }, 100_000);
-      clearInterval(sampler);
-      peak = Math.max(peak, process.memoryUsage().rss);
+      const input = { pattern: "a", path: "many", output_mode, head_limit: 3 };
+      const { result: grep, growth } = await peakGrowth(() => call("Grep", input, 100_000));
       expect(grep).toMatchObject({ isError: false });
       // Each file is still split while it is matched (content mode): a few hundred MB at the peak.
-      expect(peak - before, output_mode).toBeLessThan(500 * 1024 * 1024);
+      expect(growth, output_mode).toBeLessThan(500 * 1024 * 1024);
     }
   }, 300_000);
 });

@@ -224,6 +224,15 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
           "or set replace_all to true to change every occurrence.",
       );
     }
+    // Known before it is built: every occurrence of a one-character old_string replaced by a long
+    // new_string multiplies the file, in the daemon's memory and then on disk.
+    const length =
+      text.length + (input.replace_all === true ? count : 1) * (newString.length - oldString.length);
+    if (length > MAX_EDIT_FILE_BYTES) {
+      return fail(
+        `The edited ${path} would be too large for Edit (${length} characters; at most ${MAX_EDIT_FILE_BYTES}). Make a smaller change, or use Bash where allowed.`,
+      );
+    }
     const at = text.indexOf(oldString);
     const updated =
       input.replace_all === true
