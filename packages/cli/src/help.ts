@@ -475,6 +475,7 @@ Options:
   --prefix PREFIX      subject prefix                    env FORKD_PREFIX; default agent
   --host HOST          interface to serve on (default 127.0.0.1; with credentials only loopback)
   --port PORT          port to serve on (default 4280; 0 picks a free one)
+  --allowed-host NAME  a host name the page may be asked for besides addresses and localhost (repeatable)
   --controls           give the page your owner key, so that its abort buttons can stop your runs
   --json               print {"url","port","nats_ws"} instead of the URL
 ${COMMON}

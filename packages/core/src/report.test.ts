@@ -44,4 +44,16 @@ describe("parseForkReport", () => {
     expect(parseForkReport("")).toBeUndefined();
     expect(parseForkReport("Result of the check was fine\nIssues: one")).toEqual({ issues: "one" });
   });
+
+  it("reads a model's final text in time linear in its lines' length (the daemon parses it)", () => {
+    // Adjacent `\s*` in the heading pattern backtracked cubically over a long run of blanks: a
+    // final answer with a line of 40,000 spaces held the daemon's event loop for seconds.
+    for (const line of [" ".repeat(40_000), `# ${"\t".repeat(40_000)}`, `**${" ".repeat(40_000)}x`]) {
+      const started = performance.now();
+      expect(parseForkReport(`${line}\nResult: done`)).toEqual({ result: "done" });
+      expect(performance.now() - started).toBeLessThan(300);
+    }
+    // A heading's own line may be as long as it likes after its label.
+    expect(parseForkReport(`Result: ${"x ".repeat(20_000)}`)?.result).toHaveLength(40_000 - 1);
+  });
 });

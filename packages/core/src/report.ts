@@ -23,12 +23,21 @@ const HEADING = new RegExp(
   "i",
 );
 
+/**
+ * Characters of a line the heading pattern is run on; the rest of a heading's line is appended to
+ * its text. The pattern's adjacent `\s*` backtrack in time cubic in a run of blanks, and the daemon
+ * parses a model's final text: a line of 40,000 spaces held its event loop for seconds (a label
+ * further in than this is prose anyway).
+ */
+const HEADING_SCAN_CHARS = 256;
+
 const NONE = /^(?:none|n\/a|na|nothing|-|—|no changes|no files)\.?$/i;
 
 function sectionOf(line: string): { key: SectionKey; rest: string } | null {
-  const match = HEADING.exec(line);
+  const match = HEADING.exec(line.slice(0, HEADING_SCAN_CHARS));
   if (match === null) return null;
-  const [, heading, label = "", colonIn, colonOut, rest = ""] = match;
+  const [, heading, label = "", colonIn, colonOut, head = ""] = match;
+  const rest = head + line.slice(HEADING_SCAN_CHARS);
   const colon = colonIn !== undefined || colonOut !== undefined;
   // "Result of the check…" is prose; "## Result" and "Result: …" are headings.
   if (!colon && (heading === undefined || rest.trim() !== "")) return null;

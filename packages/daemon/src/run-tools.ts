@@ -69,6 +69,7 @@ export function daemonRunTools(options: {
       logger,
       sandbox,
       secrets,
+      hiddenFiles: secretFilesOf(config),
     };
     if (!spec.isolation.worktree) {
       const cwd = runCwd(config.workspace, spec.isolation.cwd);

@@ -33,6 +33,13 @@ export const CONTROL_PREFIX = "/_forkd/v1/";
 const MAX_LOOKUP_WAIT_MS = 30_000;
 /** Largest control request body. @unit bytes */
 const MAX_CONTROL_BODY_BYTES = 1024 * 1024;
+/**
+ * Largest Messages request body the proxy keeps a copy of to record its turn (the API's own limit
+ * is 32 MB); a larger one is forwarded and not recorded. Without a bound, one POST — which any web
+ * page can send to the proxy's port without a preflight — held its whole body, several times over,
+ * in the proxy's memory. @unit bytes
+ */
+export const MAX_RECORDED_REQUEST_BYTES = 64 * 1024 * 1024;
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) belong to one connection, not to the exchange.
 const HOP_BY_HOP = new Set([
@@ -140,10 +147,23 @@ function isMessagesCall(req: IncomingMessage): boolean {
   return path === "/v1/messages";
 }
 
-/** The upstream URL of a request: the upstream's own path, then the request's path and query. */
-function upstreamUrlOf(upstream: URL, path: string): URL {
+/**
+ * The upstream URL of a request: the upstream's own path, then the request's path and query; or
+ * `undefined` for a request target that is not a path (`http://host/…`, `*`).
+ *
+ * The target is copied into the upstream's URL, never resolved against it: resolved as a reference,
+ * `//host/…` or `http://host/…` names another host, and the proxy would relay anything, credentials
+ * included, anywhere it can reach.
+ */
+function upstreamUrlOf(upstream: URL, target: string): URL | undefined {
+  if (!target.startsWith("/")) return undefined;
   const base = upstream.pathname.endsWith("/") ? upstream.pathname.slice(0, -1) : upstream.pathname;
-  return new URL(`${base}${path}`, upstream);
+  const query = target.indexOf("?");
+  const url = new URL(upstream.href);
+  url.pathname = `${base}${query === -1 ? target : target.slice(0, query)}`;
+  url.search = query === -1 ? "" : target.slice(query);
+  url.hash = "";
+  return url.origin === upstream.origin ? url : undefined;
 }
 
 function forwardedHeaders(
@@ -172,8 +192,18 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   const started = Date.now();
   const recording = isMessagesCall(req);
   const body: Buffer[] = [];
+  let bodyBytes = 0;
+  let keepBody = recording;
   const exchange: ExchangeRecord = { request: undefined };
   const target = upstreamUrlOf(context.upstream, req.url ?? "/");
+  if (target === undefined) {
+    req.resume();
+    sendJson(res, 400, {
+      type: "error",
+      error: { type: "invalid_request_error", message: "forkd proxy: the request target must be a path" },
+    });
+    return;
+  }
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   const upstreamRequest = send(target, {
     method: req.method,
@@ -228,7 +258,15 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
     upstreamResponse.on("error", (error) => res.destroy(error));
   });
   req.on("data", (chunk: Buffer) => {
-    if (recording) body.push(chunk);
+    if (keepBody) {
+      bodyBytes += chunk.length;
+      if (bodyBytes > MAX_RECORDED_REQUEST_BYTES) {
+        keepBody = false;
+        body.length = 0;
+      } else {
+        body.push(chunk);
+      }
+    }
     if (!upstreamRequest.write(chunk)) {
       req.pause();
       upstreamRequest.once("drain", () => req.resume());
@@ -237,7 +275,7 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   req.on("end", () => {
     upstreamRequest.end();
     // Parsed while the upstream thinks, not when the reply ends: recording the turn then costs nothing.
-    if (recording) exchange.request = parseRequest(body.splice(0));
+    if (keepBody) exchange.request = parseRequest(body.splice(0));
   });
   req.on("error", () => upstreamRequest.destroy());
 }

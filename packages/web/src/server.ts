@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { isIP } from "node:net";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type WebPageConfig, webConfigProblem } from "./config.js";
@@ -50,6 +51,31 @@ export interface WebServerOptions {
   port?: number;
   /** The built page. @default {@link webAssetsDir} */
   assetsDir?: string;
+  /**
+   * Host names, besides IP addresses, `localhost` and `*.localhost`, the page may be asked for by:
+   * the name a proxy in front forwards in `Host`. Any other name is answered 421 (DNS rebinding).
+   * @default []
+   */
+  allowedHosts?: readonly string[];
+}
+
+/**
+ * Whether a request's `Host` names the server in a way no other site can take over. A site that
+ * re-points its own name at this machine (DNS rebinding) is same-origin with itself, and its script
+ * could read `/config.json` — credentials and owner key — through the browser. An IP address
+ * cannot be re-pointed, `localhost` and `*.localhost` are this machine to every browser, and the
+ * operator's `allowedHosts` are theirs; every other name is refused.
+ */
+function hostAllowed(header: string | undefined, allowed: ReadonlySet<string>): boolean {
+  if (header === undefined || header === "") return false;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${header}`).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  if (isIP(hostname.startsWith("[") ? hostname.slice(1, -1) : hostname) !== 0) return true;
+  return hostname === "localhost" || hostname.endsWith(".localhost") || allowed.has(hostname);
 }
 
 /** A running page server. */
@@ -84,10 +110,16 @@ export async function startWebServer(options: WebServerOptions): Promise<Running
     markVisited = resolve;
   });
   const host = options.host ?? "127.0.0.1";
+  const allowedHosts = new Set((options.allowedHosts ?? []).map((name) => name.toLowerCase()));
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     void answer(request, response);
   });
   async function answer(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (!hostAllowed(request.headers.host, allowedHosts)) {
+      response.writeHead(421, { "Content-Type": "text/plain; charset=utf-8", ...SECURITY_HEADERS });
+      response.end("misdirected request: this page answers to an IP address or localhost only\n");
+      return;
+    }
     const path = new URL(request.url ?? "/", "http://page").pathname;
     if (request.method !== "GET" && request.method !== "HEAD") {
       response.writeHead(405, { Allow: "GET, HEAD", ...SECURITY_HEADERS }).end();

@@ -20,6 +20,7 @@ const OPTIONS = {
   "nats-token": NATS_FLAGS["nats-token"],
   prefix: NATS_FLAGS.prefix,
   host: { type: "string" },
+  "allowed-host": { type: "string", multiple: true },
   port: { type: "string" },
   controls: { type: "boolean" },
   json: { type: "boolean" },
@@ -80,7 +81,8 @@ export async function run(args: string[], context: CommandContext): Promise<numb
       },
     );
   }
-  const server = await startWebServer({ page, host, port }).catch((error: unknown) => {
+  const allowedHosts = values["allowed-host"] ?? [];
+  const server = await startWebServer({ page, host, port, allowedHosts }).catch((error: unknown) => {
     const code = (error as { code?: string }).code;
     if (code === "web_listen_failed") throw new UsageError((error as Error).message, { cause: error });
     throw error;

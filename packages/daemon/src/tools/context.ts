@@ -1,5 +1,6 @@
 // What every built-in tool receives for one call, and the two things they all do: answer with an
 // outcome (never throw) and turn a path the model wrote into a real path inside the workspace.
+import { stat } from "node:fs/promises";
 import { isAbsolute, sep } from "node:path";
 import type { ToolOutcome } from "@forkd/core";
 import { resolveConfinedPath } from "@forkd/core/internal";
@@ -23,6 +24,29 @@ export interface ToolRun {
   /** @unit bytes */
   outputCapBytes: number;
   pathAliases: readonly PathAlias[];
+  /** Files no tool may read or change: the daemon's credential files. */
+  hidden?: HiddenFiles | undefined;
+}
+
+/**
+ * Files known by device and inode, so that every path to one (a symlink, `..`, another mount of the
+ * same directory) is recognised.
+ */
+export interface HiddenFiles {
+  has(info: { dev: number; ino: number }): boolean;
+}
+
+/**
+ * The files at `paths` as they are now (a missing one is skipped). Taken at each call: a credential
+ * file the operator rotates is a new inode.
+ */
+export async function hiddenFilesOf(paths: readonly string[]): Promise<HiddenFiles> {
+  const ids = new Set<string>();
+  for (const path of paths) {
+    const info = await stat(path).catch(() => undefined);
+    if (info !== undefined) ids.add(`${info.dev}:${info.ino}`);
+  }
+  return { has: (info) => ids.has(`${info.dev}:${info.ino}`) };
 }
 
 /** A successful result. */
@@ -48,7 +72,20 @@ export type Confined = { ok: true; path: string } | { ok: false; outcome: ToolOu
 export async function confine(run: ToolRun, candidate: string): Promise<Confined> {
   const aliased = applyAliases(candidate, run.pathAliases);
   const result = await resolveConfinedPath(run.workspace, aliased, run.cwd, { signal: run.signal });
-  if (result.ok) return { ok: true, path: result.path };
+  if (result.ok) {
+    // The sandbox covers these for Bash; the file tools run in the daemon's own process. Scrubbing a
+    // Read's output is not enough: Grep's "found" is an oracle, and Edit can rewrite the value.
+    const info = run.hidden === undefined ? undefined : await stat(result.path).catch(() => undefined);
+    if (info !== undefined && run.hidden?.has(info) === true) {
+      return {
+        ok: false,
+        outcome: fail(
+          `Path refused: ${candidate} is one of the daemon's credential files; no tool may read or change it.`,
+        ),
+      };
+    }
+    return { ok: true, path: result.path };
+  }
   return {
     ok: false,
     outcome: fail(

@@ -11,7 +11,15 @@ import {
 import type { z } from "zod";
 import type { DaemonLogger } from "../logger.js";
 import { type BashPolicy, bashTool, isReadOnlyCommand } from "./bash.js";
-import { ABORTED, confine, describeError, fail, type PathAlias, type ToolRun } from "./context.js";
+import {
+  ABORTED,
+  confine,
+  describeError,
+  fail,
+  hiddenFilesOf,
+  type PathAlias,
+  type ToolRun,
+} from "./context.js";
 import { globTool } from "./glob.js";
 import { grepTool } from "./grep.js";
 import {
@@ -71,6 +79,12 @@ export interface BuiltinToolDispatcherOptions {
    * @default the daemon's secrets: its secret-named environment variables and those its configuration holds (see `daemonSecrets`)
    */
   secrets?: readonly NamedSecret[];
+  /**
+   * Files no built-in tool may read or change, by any path: the daemon's credential files (see
+   * `secretFilesOf`). Bash's sandbox covers them; this keeps Read, Grep, Edit and Write off them.
+   * @default the sandbox's `hidden` files, else none
+   */
+  hiddenFiles?: readonly string[];
   /** Receives a debug line per call and a warning when a tool throws. */
   logger?: Pick<DaemonLogger, "debug" | "warn">;
 }
@@ -157,6 +171,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
   const builtin = (name: string) => (enabled.has(name) ? all.get(name as BuiltinToolName) : undefined);
   const { logger } = options;
   const secrets = options.secrets ?? daemonSecrets();
+  const hiddenPaths = options.hiddenFiles ?? options.sandbox?.hidden ?? [];
   const scrubbed = (outcome: ToolOutcome): ToolOutcome => {
     const content = scrubSecrets(outcome.content, secrets);
     return content === outcome.content ? outcome : { ...outcome, content };
@@ -182,6 +197,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
       const started = performance.now();
       let outcome: ToolOutcome;
       try {
+        const hidden = hiddenPaths.length === 0 ? undefined : await hiddenFilesOf(hiddenPaths);
         const cwd = await confine(
           {
             workspace: options.workspace,
@@ -189,6 +205,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
             signal: context.signal,
             outputCapBytes,
             pathAliases: [],
+            hidden,
           },
           context.cwd,
         );
@@ -199,6 +216,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
               signal: context.signal,
               outputCapBytes,
               pathAliases: options.pathAliases ?? [],
+              hidden,
             })
           : fail(`The run's working directory ${context.cwd} is outside the workspace ${options.workspace}.`);
       } catch (error) {

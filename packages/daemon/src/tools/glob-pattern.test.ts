@@ -89,8 +89,19 @@ describe("globToRegExp at the edges of its syntax", () => {
 
   it("compiles to exactly the regular expression it documents", () => {
     expect(globToRegExp("{a,b}").source).toBe("^(?:a|b)$");
-    expect(globToRegExp("[ab]").source).toBe("^(?![/])[ab]$");
-    expect(globToRegExp("[!a]").source).toBe("^[^/a]$");
+    expect(globToRegExp("[ab]").source).toBe("^[\\x{61}\\x{62}]$");
+    expect(globToRegExp("[!a]").source).toBe("^[^/\\x{61}]$");
+    expect(globToRegExp("[+-1]").source).toBe("^[\\x{2b}-\\x{2e}\\x{30}-\\x{31}]$");
+  });
+
+  it("never lets a class match the separator, and keeps escapes and ranges in it", () => {
+    expect(matches("a[+-1]b", "a/b")).toBe(false);
+    expect(matches("a[+-1]b", "a.b")).toBe(true);
+    expect(matches("[\\]]", "]")).toBe(true);
+    expect(matches("[]a]", "]")).toBe(true);
+    expect(matches("[a-]", "-")).toBe(true);
+    expect(matches("[z-a]", "m")).toBe(false);
+    expect(matches("[é-ü]", "ö")).toBe(true);
   });
 });
 

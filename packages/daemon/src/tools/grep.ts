@@ -22,6 +22,12 @@ import { walkFiles } from "./walk.js";
 
 /** Files larger than this are not searched (and the model is told how many were passed over). @unit bytes */
 export const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
+/**
+ * Characters of `content` lines Grep collects before it stops searching. Far more than a result
+ * shows (`outputCapBytes`), and a bound on the daemon's memory: a model's links to one big file are
+ * read as that many files. @unit UTF-16 code units
+ */
+export const MAX_GREP_HELD_CHARS = 8 * 1024 * 1024;
 
 export interface GrepInput {
   pattern: string;
@@ -74,12 +80,15 @@ export const FILE_TYPES: Readonly<Record<string, readonly string[]>> = {
 
 type Mode = NonNullable<GrepInput["output_mode"]>;
 
+/**
+ * What Grep keeps of a matching file: its path and how many lines matched, never its lines — a file
+ * is read, matched and let go before the next one (its `content` lines go to the shared entries).
+ */
 interface FileHit {
   path: string;
   mtimeMs: number;
-  /** 0-based indices of matching lines, ascending. */
-  matches: number[];
-  lines: string[];
+  /** Matching lines; 1 in `files_with_matches` mode, which stops at the first (unless `multiline`). */
+  count: number;
 }
 
 export async function grepTool(
@@ -96,6 +105,10 @@ export async function grepTool(
 
   const mode: Mode = input.output_mode ?? "files_with_matches";
   const hits: FileHit[] = [];
+  /** `content` mode's output lines, in file order, built as each file is read. */
+  const lineEntries: string[] = [];
+  const held = { chars: 0 };
+  let stopped = false;
   let tooBig = 0;
   try {
     const candidates = root.isDirectory
@@ -107,7 +120,8 @@ export async function grepTool(
       const path = entry.kind === "symlink" ? await confinedTarget(run, entry.path) : entry.path;
       if (path === undefined) continue;
       const info = await stat(path).catch(() => undefined);
-      if (info === undefined || !info.isFile()) continue;
+      // The daemon's credential files are never searched: a match or none is an oracle on their value.
+      if (info === undefined || !info.isFile() || run.hidden?.has(info) === true) continue;
       if (info.size > MAX_GREP_FILE_BYTES) {
         tooBig++;
         continue;
@@ -115,17 +129,35 @@ export async function grepTool(
       const data = await readFile(path, { signal: run.signal }).catch(() => undefined);
       if (data === undefined || looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) continue;
       const text = data.toString("utf8");
+      if (mode === "files_with_matches" && input.multiline !== true) {
+        if (countMatchingLines(regex.value, text, 1) > 0)
+          hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count: 1 });
+        continue;
+      }
+      if (mode === "count" && input.multiline !== true) {
+        const count = countMatchingLines(regex.value, text);
+        if (count > 0) hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count });
+        continue;
+      }
       const lines = text.split("\n");
       const matches =
         input.multiline === true ? multilineMatches(regex.value, text) : lineMatches(regex.value, lines);
-      if (matches.length > 0) hits.push({ path: entry.path, mtimeMs: info.mtimeMs, matches, lines });
+      if (matches.length === 0) continue;
+      hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count: matches.length });
+      if (
+        mode === "content" &&
+        !renderLines(lineEntries, held, entry.path, lines, matches, input, root.isDirectory)
+      ) {
+        stopped = true;
+        break;
+      }
     }
   } catch (error) {
     if (run.signal.aborted) return ABORTED;
     return fail(`Grep failed: ${describeError(error)}`);
   }
 
-  const entries = render(mode, hits, input, root.isDirectory);
+  const entries = mode === "content" ? lineEntries : render(mode, hits);
   const first = input.offset ?? 0;
   const shown =
     input.head_limit === undefined ? entries.slice(first) : entries.slice(first, first + input.head_limit);
@@ -134,6 +166,11 @@ export async function grepTool(
     notes.push(
       `(showing ${shown.length} of ${entries.length} ${mode === "content" ? "lines" : "entries"} from offset ${first}; ` +
         "use offset/head_limit to see more)",
+    );
+  }
+  if (stopped) {
+    notes.push(
+      `(search stopped at ${hits.at(-1)?.path}: the matching lines found so far fill ${MAX_GREP_HELD_CHARS / 1024 / 1024} Mi characters; narrow the search with path, glob or a more specific pattern)`,
     );
   }
   if (tooBig > 0) {
@@ -216,6 +253,22 @@ function lineMatches(regex: RE2JS, lines: string[]): number[] {
   return found;
 }
 
+/**
+ * How many lines match, up to `stopAt`, without splitting the text into lines (an array of millions
+ * of short strings for a file of short lines): `files_with_matches` and `count` need no more.
+ */
+function countMatchingLines(regex: RE2JS, text: string, stopAt = Number.POSITIVE_INFINITY): number {
+  let count = 0;
+  for (let start = 0; start < text.length && count < stopAt; ) {
+    const newline = text.indexOf("\n", start);
+    const end = newline === -1 ? text.length : newline;
+    const line = text.slice(start, end);
+    if (regex.matcher(line.endsWith("\r") ? line.slice(0, -1) : line).find()) count++;
+    start = end + 1;
+  }
+  return count;
+}
+
 /** Lines touched by any match of a global, multi-line regex over the whole text. */
 function multilineMatches(regex: RE2JS, text: string): number[] {
   const lineStarts = [0];
@@ -240,36 +293,51 @@ function multilineMatches(regex: RE2JS, text: string): number[] {
   return [...found].sort((a, b) => a - b);
 }
 
-/** The output entries of each mode, before offset/head_limit. */
-function render(mode: Mode, hits: FileHit[], input: GrepInput, withPath: boolean): string[] {
+/** The output entries of `files_with_matches` and `count` modes, before offset/head_limit. */
+function render(mode: "files_with_matches" | "count", hits: FileHit[]): string[] {
   if (mode === "files_with_matches") {
     const files = hits.map((h) => ({ path: h.path, mtimeMs: h.mtimeMs }));
     sortNewestFirst(files);
     return files.map((f) => f.path);
   }
-  if (mode === "count") return hits.map((h) => `${h.path}:${h.matches.length}`);
+  return hits.map((h) => `${h.path}:${h.count}`);
+}
+
+/**
+ * Appends one file's `content` entries (matching lines and their context) to `out`. Returns false,
+ * having stopped, once `out` holds more than {@link MAX_GREP_HELD_CHARS}.
+ */
+function renderLines(
+  out: string[],
+  held: { chars: number },
+  path: string,
+  lines: readonly string[],
+  matches: readonly number[],
+  input: GrepInput,
+  withPath: boolean,
+): boolean {
   const context = input.context ?? input["-C"] ?? 0;
   const before = input["-B"] ?? context;
   const after = input["-A"] ?? context;
   const numbers = input["-n"] ?? true;
-  const out: string[] = [];
-  for (const hit of hits) {
-    const isMatch = new Set(hit.matches);
-    let lastShown = -2;
-    const lineCount = hit.lines.at(-1) === "" ? hit.lines.length - 1 : hit.lines.length;
-    for (const m of hit.matches) {
-      const from = Math.max(0, m - before, lastShown + 1);
-      const to = Math.min(lineCount - 1, m + after);
-      if (from > lastShown + 1 && out.length > 0 && (before > 0 || after > 0)) out.push("--");
-      for (let i = from; i <= to; i++) {
-        const sepChar = isMatch.has(i) ? ":" : "-";
-        const prefix = `${withPath ? `${hit.path}${sepChar}` : ""}${numbers ? `${i + 1}${sepChar}` : ""}`;
-        out.push(prefix + displayLine(hit.lines[i]!));
-      }
-      lastShown = Math.max(lastShown, to);
+  const isMatch = new Set(matches);
+  let lastShown = -2;
+  const lineCount = lines.at(-1) === "" ? lines.length - 1 : lines.length;
+  for (const m of matches) {
+    const from = Math.max(0, m - before, lastShown + 1);
+    const to = Math.min(lineCount - 1, m + after);
+    if (from > lastShown + 1 && out.length > 0 && (before > 0 || after > 0)) out.push("--");
+    for (let i = from; i <= to; i++) {
+      const sepChar = isMatch.has(i) ? ":" : "-";
+      const prefix = `${withPath ? `${path}${sepChar}` : ""}${numbers ? `${i + 1}${sepChar}` : ""}`;
+      const entry = prefix + displayLine(lines[i]!);
+      out.push(entry);
+      held.chars += entry.length;
+      if (held.chars > MAX_GREP_HELD_CHARS) return false;
     }
+    lastShown = Math.max(lastShown, to);
   }
-  return out;
+  return true;
 }
 
 function displayLine(line: string): string {
@@ -284,7 +352,7 @@ function summarize(mode: Mode, hits: FileHit[], shown: string[]): string {
   }
   if (hits.length === 0) return "No matches found";
   if (mode === "count") {
-    const total = hits.reduce((sum, h) => sum + h.matches.length, 0);
+    const total = hits.reduce((sum, h) => sum + h.count, 0);
     return `${shown.join("\n")}\n\nFound ${total} matching line${total === 1 ? "" : "s"} across ${hits.length} file${hits.length === 1 ? "" : "s"}.`;
   }
   return shown.join("\n");

@@ -1,5 +1,6 @@
 // Write and Edit: the two tools that change files, confined to the workspace like every path.
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { type FileHandle, mkdir, open, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { ToolOutcome } from "@forkd/core";
 import {
@@ -30,6 +31,12 @@ export interface EditInput {
   replace_all?: boolean | undefined;
 }
 
+/**
+ * Largest file Edit reads: it holds the whole file (and its edited copy) in the daemon's memory, and
+ * a model's command can make a sparse file of any size in an instant. @unit bytes
+ */
+export const MAX_EDIT_FILE_BYTES = 16 * 1024 * 1024;
+
 /** Lines of context shown around an edit. */
 const SNIPPET_CONTEXT = 3;
 /** Lines of a snippet shown at most. */
@@ -55,6 +62,73 @@ async function writablePath(run: ToolRun, candidate: string): Promise<Confined> 
   return gitProblem === undefined ? target : { ok: false, outcome: fail(gitProblem) };
 }
 
+/** A file opened by {@link openRegularFile}, or the outcome that refuses it. */
+type Opened = { ok: true; handle: FileHandle; size: number } | { ok: false; outcome: ToolOutcome };
+
+/**
+ * Opens `path` for Write or Edit, refusing anything but a regular file (or a directory, with the
+ * answer the tools give for one). `O_NONBLOCK`: opening a FIFO otherwise blocks until its other end
+ * is opened, in a libuv thread-pool thread no abort reaches — a model that makes a FIFO with Bash
+ * and Writes to it four times stops every file-system call of the daemon. The type is checked on
+ * the opened descriptor (`fstat`), so nothing can be swapped in between; a FIFO with no reader
+ * fails the open at once (`ENXIO`), one with a reader is opened and refused.
+ */
+async function openRegularFile(path: string, mode: "read" | "write"): Promise<Opened> {
+  const flags =
+    mode === "read"
+      ? constants.O_RDONLY | constants.O_NONBLOCK
+      : constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK;
+  let handle: FileHandle;
+  try {
+    handle = await open(path, flags, 0o666);
+  } catch (error) {
+    if (errnoCode(error) === "ENXIO") return notRegular(path);
+    throw error;
+  }
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory()) {
+      await handle.close();
+      const tool = mode === "read" ? "Edit" : "Write";
+      return { ok: false, outcome: fail(`${path} is a directory; give ${tool} the path of a file.`) };
+    }
+    if (!info.isFile()) {
+      await handle.close();
+      return notRegular(path);
+    }
+    return { ok: true, handle, size: info.size };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+function notRegular(path: string): Opened {
+  return {
+    ok: false,
+    outcome: fail(
+      `${path} is not a regular file (a FIFO, socket or device); Write and Edit change files only.`,
+    ),
+  };
+}
+
+/** Replaces the content of the regular file at `path` (created if missing). */
+async function writeRegularFile(
+  path: string,
+  content: string,
+  signal: AbortSignal,
+): Promise<ToolOutcome | undefined> {
+  const opened = await openRegularFile(path, "write");
+  if (!opened.ok) return opened.outcome;
+  try {
+    await opened.handle.truncate(0);
+    await opened.handle.writeFile(content, { signal });
+  } finally {
+    await opened.handle.close();
+  }
+  return undefined;
+}
+
 export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOutcome> {
   const target = await writablePath(run, input.file_path);
   if (!target.ok) return target.outcome;
@@ -64,7 +138,8 @@ export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOu
     if (existing?.isDirectory()) return fail(`${path} is a directory; give Write the path of a file.`);
     run.signal.throwIfAborted();
     await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, input.content, { signal: run.signal });
+    const refused = await writeRegularFile(path, input.content, run.signal);
+    if (refused !== undefined) return refused;
     const bytes = Buffer.byteLength(input.content);
     return ok(`${existing === undefined ? "Created" : "Overwrote"} ${path} (${bytes} bytes).`);
   } catch (error) {
@@ -83,7 +158,19 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
   try {
     let text: string;
     try {
-      const data = await readFile(path, { signal: run.signal });
+      const opened = await openRegularFile(path, "read");
+      if (!opened.ok) return opened.outcome;
+      let data: Buffer;
+      try {
+        if (opened.size > MAX_EDIT_FILE_BYTES) {
+          return fail(
+            `${path} is too large for Edit (${opened.size} bytes; at most ${MAX_EDIT_FILE_BYTES}). Change it with Bash (sed, a script) where allowed.`,
+          );
+        }
+        data = await opened.handle.readFile({ signal: run.signal });
+      } finally {
+        await opened.handle.close();
+      }
       if (looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) {
         return fail(`${path} is a binary file; Edit changes text files only.`);
       }
@@ -109,7 +196,8 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
           `old_string is empty but ${path} is not: give the exact text to replace (Read the file first), or use Write to replace the whole file.`,
         );
       }
-      await writeFile(path, input.new_string, { signal: run.signal });
+      const refused = await writeRegularFile(path, input.new_string, run.signal);
+      if (refused !== undefined) return refused;
       return ok(
         `Edited ${path}: wrote its first content.\n${snippet(input.new_string, 0, input.new_string)}`,
       );
@@ -136,13 +224,23 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
           "or set replace_all to true to change every occurrence.",
       );
     }
+    // Known before it is built: every occurrence of a one-character old_string replaced by a long
+    // new_string multiplies the file, in the daemon's memory and then on disk.
+    const length =
+      text.length + (input.replace_all === true ? count : 1) * (newString.length - oldString.length);
+    if (length > MAX_EDIT_FILE_BYTES) {
+      return fail(
+        `The edited ${path} would be too large for Edit (${length} characters; at most ${MAX_EDIT_FILE_BYTES}). Make a smaller change, or use Bash where allowed.`,
+      );
+    }
     const at = text.indexOf(oldString);
     const updated =
       input.replace_all === true
         ? text.split(oldString).join(newString)
         : text.slice(0, at) + newString + text.slice(at + oldString.length);
     run.signal.throwIfAborted();
-    await writeFile(path, updated, { signal: run.signal });
+    const refused = await writeRegularFile(path, updated, run.signal);
+    if (refused !== undefined) return refused;
     const what = count === 1 ? "1 occurrence" : `${count} occurrences`;
     const shown = snippet(updated, at, newString);
     return ok(
