@@ -4,7 +4,8 @@
 // in one reply, then fork_result; the children run on two daemon processes. Each child must be a
 // faithful fork of the turn that called it (its request equal to the agent's own through its last
 // message, the reply, the agent's betas, ≥ 95 % read from the cache), and the agent must get both
-// reports back and finish.
+// reports back and finish. Two of Claude Code's own sub-agents, run at once by one Claude Code process
+// (one `forkd mcp`, one proxy session), asking for the same fork: each gets a child of its own turn.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -144,6 +145,51 @@ function reportsSentBack(entries: readonly RequestLogEntry[], instance: string):
   return JSON.stringify(answer?.content ?? null);
 }
 
+/**
+ * A sub-agent's script: load the fork tool, then one reply that runs `sleep` and then forks. The
+ * sleep orders the two sub-agents' calls so that each one's fork call reaches `forkd mcp` after
+ * both sub-agents' forking turns are on record, neither answered yet: the directive alone cannot
+ * tell them apart.
+ */
+function subAgentPrompt(part: string, sleepSeconds: number, ttftMs: number): string {
+  return [
+    `Part ${part}.`,
+    '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+    "@sim turn",
+    `@sim ttft ${ttftMs}`,
+    `@sim tool Bash {"command":"sleep ${sleepSeconds}"}`,
+    '@sim tool mcp__forkd__fork {"directive":"Audit it."}',
+    "@sim turn",
+    `@sim say ${part} forked.`,
+  ].join("\n");
+}
+
+const agentCall = (part: string, sleepSeconds: number, ttftMs: number) =>
+  `@sim tool Agent ${JSON.stringify({
+    description: `part ${part}`,
+    prompt: subAgentPrompt(part, sleepSeconds, ttftMs),
+    subagent_type: "general-purpose",
+  })}`;
+
+const SUB_AGENTS_PROMPT = [
+  "Fork an audit from two sub-agents.",
+  agentCall("alpha", 1, 20),
+  agentCall("beta", 3, 400),
+  "@sim turn",
+  "@sim say Both sub-agents forked.",
+].join("\n");
+
+/** The run id the fork tool answered with, as a sub-agent sent it back to the model. */
+function runIdGivenTo(entries: readonly RequestLogEntry[], part: string): string {
+  const bodies = entries
+    .filter((entry) => entry.status === 200 && !isChild(entry))
+    .map((entry) => entry.body)
+    .filter((body) => body.includes(`Part ${part}.`) && body.includes("Fork started"));
+  const match = /run_id: ([0-9a-f-]{36})/.exec(bodies.at(-1) ?? "");
+  if (match?.[1] === undefined) throw new Error(`sub-agent ${part} never got a run id back`);
+  return match[1];
+}
+
 describe("an agent forkd did not write forks onto the cluster through forkd proxy and forkd mcp", () => {
   it("the Claude Code CLI: two fork calls in one reply, then fork_result", async () => {
     sim.reset();
@@ -236,5 +282,30 @@ describe("an agent forkd did not write forks onto the cluster through forkd prox
     expectFaithfulChildren(turn, childrenByInstance(log).get(forkd.instanceId) ?? [], 2);
     const reports = reportsSentBack(log, forkd.instanceId);
     expect(reports.match(/<status>completed<\/status>/g)).toHaveLength(2);
+  });
+
+  it("two of Claude Code's sub-agents (Agent tool) at once, the same directive: each forks its own conversation", {
+    timeout: 120_000,
+  }, async () => {
+    sim.reset();
+    const result = await runClaudeCode({
+      baseUrl: proxyUrl,
+      prompt: SUB_AGENTS_PROMPT,
+      allowedTools: ["Agent", "Bash", "ToolSearch", "mcp__forkd__fork"],
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.is_error).toBe(false);
+    const log = sim.requests();
+    const children = log.filter(isChild);
+    expect(children.length).toBeGreaterThanOrEqual(2);
+    for (const part of ["alpha", "beta"]) {
+      const runId = runIdGivenTo(log, part);
+      const child = children.find((entry) => entry.body.includes(`run=\\"${runId}\\"`));
+      expect(child, `the child of run ${runId}`).toBeDefined();
+      // The child's conversation is the sub-agent's own: its prompt, not its sibling's.
+      expect(child!.body).toContain(`Part ${part}.`);
+      expect(child!.body).not.toContain(`Part ${part === "alpha" ? "beta" : "alpha"}.`);
+    }
   });
 });

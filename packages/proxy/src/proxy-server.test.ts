@@ -215,6 +215,12 @@ describe("sessions", () => {
         exclude: [found!.toolUse.id],
       }),
     ).toBeUndefined();
+    // The control API passes the call's own id on: another id finds nothing.
+    const query = { mcpInstance: instance, toolName: "fork", input: { directive: "Audit the codec." } };
+    expect((await control.findToolCall({ ...query, toolUseId: found!.toolUse.id }))?.toolUse.id).toBe(
+      found!.toolUse.id,
+    );
+    expect(await control.findToolCall({ ...query, toolUseId: "toolu_other" })).toBeUndefined();
   });
 
   it("refuses the control API without the bearer token", async () => {
