@@ -190,6 +190,59 @@ function runIdGivenTo(entries: readonly RequestLogEntry[], part: string): string
   return match[1];
 }
 
+/** Runs Claude Code with a script whose sub-agents fork, from a clean simulator. */
+async function runSubAgents(prompt: string): Promise<void> {
+  sim.reset();
+  const result = await runClaudeCode({
+    baseUrl: proxyUrl,
+    prompt,
+    allowedTools: ["Agent", "Bash", "Read", "ToolSearch", "mcp__forkd__fork"],
+    mcpServers: mcpConfig(),
+    timeoutMs: 90_000,
+  });
+  expect(result.is_error).toBe(false);
+}
+
+/**
+ * The first request of the child of `runId`: from the log, or the next one logged (a fork runs in
+ * the background and may outlive the agent that started it).
+ */
+async function childOfRun(runId: string): Promise<RequestLogEntry> {
+  const ofRun = (entry: RequestLogEntry) => isChild(entry) && entry.body.includes(`run=\\"${runId}\\"`);
+  return sim.requests().find(ofRun) ?? (await sim.next("request", { filter: ofRun }));
+}
+
+/**
+ * A sub-agent that forks only after its busy sibling has taken nine more turns of the same Claude
+ * Code session (its Bash call waits for the file the sibling writes last): more turns than the proxy
+ * keeps per session, were sub-agents not kept apart.
+ */
+const WAITING_SUB_AGENT = [
+  "Part waiting.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+  "@sim turn",
+  '@sim tool Bash {"command":"until [ -f busy.done ]; do sleep 0.05; done"}',
+  '@sim tool mcp__forkd__fork {"directive":"Audit the wait."}',
+  "@sim turn",
+  "@sim say waiting forked.",
+].join("\n");
+
+const BUSY_SUB_AGENT = [
+  "Part busy.",
+  ...Array.from({ length: 8 }, () => '@sim tool Read {"file_path":"notes.txt"}\n@sim turn'),
+  '@sim tool Bash {"command":"touch busy.done"}',
+  "@sim turn",
+  "@sim say busy done.",
+].join("\n");
+
+const BUSY_SIBLING_PROMPT = [
+  "Fork from a sub-agent while another one works.",
+  `@sim tool Agent ${JSON.stringify({ description: "waiting", prompt: WAITING_SUB_AGENT, subagent_type: "general-purpose" })}`,
+  `@sim tool Agent ${JSON.stringify({ description: "busy", prompt: BUSY_SUB_AGENT, subagent_type: "general-purpose" })}`,
+  "@sim turn",
+  "@sim say Both sub-agents finished.",
+].join("\n");
+
 describe("an agent forkd did not write forks onto the cluster through forkd proxy and forkd mcp", () => {
   it("the Claude Code CLI: two fork calls in one reply, then fork_result", async () => {
     sim.reset();
@@ -287,25 +340,22 @@ describe("an agent forkd did not write forks onto the cluster through forkd prox
   it("two of Claude Code's sub-agents (Agent tool) at once, the same directive: each forks its own conversation", {
     timeout: 120_000,
   }, async () => {
-    sim.reset();
-    const result = await runClaudeCode({
-      baseUrl: proxyUrl,
-      prompt: SUB_AGENTS_PROMPT,
-      allowedTools: ["Agent", "Bash", "ToolSearch", "mcp__forkd__fork"],
-      mcpServers: mcpConfig(),
-      timeoutMs: 90_000,
-    });
-    expect(result.is_error).toBe(false);
+    await runSubAgents(SUB_AGENTS_PROMPT);
     const log = sim.requests();
-    const children = log.filter(isChild);
-    expect(children.length).toBeGreaterThanOrEqual(2);
     for (const part of ["alpha", "beta"]) {
-      const runId = runIdGivenTo(log, part);
-      const child = children.find((entry) => entry.body.includes(`run=\\"${runId}\\"`));
-      expect(child, `the child of run ${runId}`).toBeDefined();
+      const child = await childOfRun(runIdGivenTo(log, part));
       // The child's conversation is the sub-agent's own: its prompt, not its sibling's.
-      expect(child!.body).toContain(`Part ${part}.`);
-      expect(child!.body).not.toContain(`Part ${part === "alpha" ? "beta" : "alpha"}.`);
+      expect(child.body).toContain(`Part ${part}.`);
+      expect(child.body).not.toContain(`Part ${part === "alpha" ? "beta" : "alpha"}.`);
     }
+  });
+
+  it("a sub-agent forks after its sibling took more turns of the session than the proxy keeps", {
+    timeout: 120_000,
+  }, async () => {
+    await runSubAgents(BUSY_SIBLING_PROMPT);
+    // Before the fix: "forkd did not see the reply that made this call".
+    const child = await childOfRun(runIdGivenTo(sim.requests(), "waiting"));
+    expect(child.body).toContain("Part waiting.");
   });
 });
