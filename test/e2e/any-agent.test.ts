@@ -145,36 +145,47 @@ function reportsSentBack(entries: readonly RequestLogEntry[], instance: string):
   return JSON.stringify(answer?.content ?? null);
 }
 
-/**
- * A sub-agent's script: load the fork tool, then one reply that runs `sleep` and then forks. The
- * sleep orders the two sub-agents' calls so that each one's fork call reaches `forkd mcp` after
- * both sub-agents' forking turns are on record, neither answered yet: the directive alone cannot
- * tell them apart.
- */
-function subAgentPrompt(part: string, sleepSeconds: number, ttftMs: number): string {
-  return [
-    `Part ${part}.`,
-    '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
-    "@sim turn",
-    `@sim ttft ${ttftMs}`,
-    `@sim tool Bash {"command":"sleep ${sleepSeconds}"}`,
-    '@sim tool mcp__forkd__fork {"directive":"Audit it."}',
-    "@sim turn",
-    `@sim say ${part} forked.`,
-  ].join("\n");
-}
+/** Claude Code's Bash call that waits until the file `name` exists in the repository. */
+const waitFor = (name: string) => `until [ -f ${name} ]; do sleep 0.05; done`;
 
-const agentCall = (part: string, sleepSeconds: number, ttftMs: number) =>
-  `@sim tool Agent ${JSON.stringify({
-    description: `part ${part}`,
-    prompt: subAgentPrompt(part, sleepSeconds, ttftMs),
-    subagent_type: "general-purpose",
-  })}`;
+const bash = (command: string) => `@sim tool Bash ${JSON.stringify({ command })}`;
+
+/**
+ * Two sub-agents that fork with the same directive, their steps ordered by files they write and
+ * wait for: alpha's forking turn is recorded, then beta's, and alpha's fork call reaches `forkd mcp`
+ * while beta's is still pending. The directive alone cannot tell the two turns apart.
+ */
+const ALPHA_SUB_AGENT = [
+  "Part alpha.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+  "@sim turn",
+  bash(`touch alpha.waiting; ${waitFor("beta.ready")}`),
+  '@sim tool mcp__forkd__fork {"directive":"Audit it."}',
+  "@sim turn",
+  bash("touch alpha.forked"),
+  "@sim turn",
+  "@sim say alpha forked.",
+].join("\n");
+
+const BETA_SUB_AGENT = [
+  "Part beta.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+  "@sim turn",
+  bash(waitFor("alpha.waiting")),
+  "@sim turn",
+  bash(`touch beta.ready; ${waitFor("alpha.forked")}`),
+  '@sim tool mcp__forkd__fork {"directive":"Audit it."}',
+  "@sim turn",
+  "@sim say beta forked.",
+].join("\n");
+
+const agentCall = (part: string, prompt: string) =>
+  `@sim tool Agent ${JSON.stringify({ description: `part ${part}`, prompt, subagent_type: "general-purpose" })}`;
 
 const SUB_AGENTS_PROMPT = [
   "Fork an audit from two sub-agents.",
-  agentCall("alpha", 1, 20),
-  agentCall("beta", 3, 400),
+  agentCall("alpha", ALPHA_SUB_AGENT),
+  agentCall("beta", BETA_SUB_AGENT),
   "@sim turn",
   "@sim say Both sub-agents forked.",
 ].join("\n");
@@ -221,7 +232,7 @@ const WAITING_SUB_AGENT = [
   "Part waiting.",
   '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
   "@sim turn",
-  '@sim tool Bash {"command":"until [ -f busy.done ]; do sleep 0.05; done"}',
+  bash(waitFor("busy.done")),
   '@sim tool mcp__forkd__fork {"directive":"Audit the wait."}',
   "@sim turn",
   "@sim say waiting forked.",
@@ -230,15 +241,15 @@ const WAITING_SUB_AGENT = [
 const BUSY_SUB_AGENT = [
   "Part busy.",
   ...Array.from({ length: 8 }, () => '@sim tool Read {"file_path":"notes.txt"}\n@sim turn'),
-  '@sim tool Bash {"command":"touch busy.done"}',
+  bash("touch busy.done"),
   "@sim turn",
   "@sim say busy done.",
 ].join("\n");
 
 const BUSY_SIBLING_PROMPT = [
   "Fork from a sub-agent while another one works.",
-  `@sim tool Agent ${JSON.stringify({ description: "waiting", prompt: WAITING_SUB_AGENT, subagent_type: "general-purpose" })}`,
-  `@sim tool Agent ${JSON.stringify({ description: "busy", prompt: BUSY_SUB_AGENT, subagent_type: "general-purpose" })}`,
+  agentCall("waiting", WAITING_SUB_AGENT),
+  agentCall("busy", BUSY_SUB_AGENT),
   "@sim turn",
   "@sim say Both sub-agents finished.",
 ].join("\n");
