@@ -348,6 +348,29 @@ describe("an agent forkd did not write forks onto the cluster through forkd prox
     expect(reports.match(/<status>completed<\/status>/g)).toHaveLength(2);
   });
 
+  it("with extended thinking (MAX_THINKING_TOKENS): the proxy's reassembled reply keeps the signed thinking", async () => {
+    sim.reset();
+    const prompt = FORKING_PROMPT.replace(
+      '@sim tool mcp__forkd__fork {"directive":"Audit the length checks."',
+      '@sim think 40\n@sim tool mcp__forkd__fork {"directive":"Audit the length checks."',
+    );
+    const result = await runClaudeCode({
+      baseUrl: proxyUrl,
+      prompt,
+      model: "claude-sonnet-4-5",
+      env: { MAX_THINKING_TOKENS: "4096" },
+      allowedTools: FORK_TOOLS,
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.result).toBe("Both audits are back.");
+    const log = sim.requests();
+    const [[instance, turn]] = [...(await forkingTurns(log))] as [[string, ParentTurnOnLog]];
+    expect(turn.request.thinking).toMatchObject({ type: "enabled" });
+    expect(turn.reply.content[0]).toMatchObject({ type: "thinking", signature: expect.any(String) });
+    expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
+  });
+
   it("two of Claude Code's sub-agents (Agent tool) at once, the same directive: each forks its own conversation", {
     timeout: 120_000,
   }, async () => {
