@@ -6,7 +6,7 @@
 // message, the reply, the agent's betas, ≥ 95 % read from the cache), and the agent must get both
 // reports back and finish. Two of Claude Code's own sub-agents, run at once by one Claude Code process
 // (one `forkd mcp`, one proxy session), asking for the same fork: each gets a child of its own turn.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
@@ -80,6 +80,10 @@ afterAll(async () => {
   await sim?.close();
   if (workspace) await rm(workspace, { recursive: true, force: true });
 });
+
+/** A 1×1 PNG. */
+const ONE_PIXEL_PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /** `forkd mcp` as Claude Code starts it, from its MCP config. */
 function mcpConfig() {
@@ -368,6 +372,36 @@ describe("an agent forkd did not write forks onto the cluster through forkd prox
     const [[instance, turn]] = [...(await forkingTurns(log))] as [[string, ParentTurnOnLog]];
     expect(turn.request.thinking).toMatchObject({ type: "enabled" });
     expect(turn.reply.content[0]).toMatchObject({ type: "thinking", signature: expect.any(String) });
+    expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
+  });
+
+  it("a 1.2 MB prompt given on stdin as stream-json, and an image the agent read: the fork carries both", {
+    timeout: 120_000,
+  }, async () => {
+    sim.reset();
+    const image = join(workspace, "pixel.png");
+    await writeFile(image, Buffer.from(ONE_PIXEL_PNG, "base64"));
+    const pasted = Array.from({ length: 12_000 }, (_, i) => `log line ${i}: ${"x".repeat(90)}`).join("\n");
+    const script = FORKING_PROMPT.replace(
+      "@sim tool ToolSearch",
+      `@sim tool Read ${JSON.stringify({ file_path: image })}\n@sim turn\n@sim tool ToolSearch`,
+    );
+    const result = await runClaudeCode({
+      baseUrl: proxyUrl,
+      prompt: "",
+      content: [
+        { type: "text", text: pasted },
+        { type: "text", text: script },
+      ],
+      allowedTools: ["Read", ...FORK_TOOLS],
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.result).toBe("Both audits are back.");
+    const log = sim.requests();
+    const [[instance, turn]] = [...(await forkingTurns(log))] as [[string, ParentTurnOnLog]];
+    expect(turn.entry.body.length).toBeGreaterThan(1_200_000);
+    expect(turn.entry.body).toContain(ONE_PIXEL_PNG);
     expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
   });
 

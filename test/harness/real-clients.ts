@@ -53,6 +53,11 @@ export interface RunClaudeCodeOptions {
   allowedTools?: readonly string[];
   /** Claude Code's `--mcp-config` (written to a file), or the Agent SDK's `mcpServers`. */
   mcpServers?: Record<string, unknown>;
+  /**
+   * Claude Code only: the user's message as `--input-format stream-json` content blocks on stdin
+   * (images, prompts too long for a command line) instead of `prompt`.
+   */
+  content?: readonly Record<string, unknown>[];
 }
 
 /** A throwaway HOME and git repository (holding `notes.txt`) a real client runs in. */
@@ -119,19 +124,29 @@ export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<Clau
   return inThrowawayRepo(options, async ({ repo, env }) => {
     // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
     const allowed = (options.allowedTools ?? ["Read", "Agent"]).join(",");
-    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", allowed];
+    const args =
+      options.content === undefined
+        ? ["-p", options.prompt, "--output-format", "json", "--allowedTools", allowed]
+        : ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"];
+    if (options.content !== undefined) args.push("--allowedTools", allowed);
     if (options.model !== undefined) args.push("--model", options.model);
     if (options.mcpServers !== undefined) {
       const config = join(repo, "..", "mcp.json");
       await writeFile(config, JSON.stringify({ mcpServers: options.mcpServers }));
       args.push("--mcp-config", config, "--strict-mcp-config");
     }
+    const stdin =
+      options.content === undefined
+        ? undefined
+        : `${JSON.stringify({ type: "user", message: { role: "user", content: options.content } })}\n`;
     const { code, stdout, stderr } = await runToExit(claudeCodeBinary(), args, {
       cwd: repo,
       env,
       timeoutMs: options.timeoutMs ?? 120_000,
+      stdin,
     });
     if (code !== 0) throw new Error(`claude exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
-    return JSON.parse(stdout) as ClaudeCodeResult;
+    // stream-json output: one message a line, the result last.
+    return JSON.parse(stdout.trim().split("\n").at(-1) ?? "") as ClaudeCodeResult;
   });
 }
