@@ -25,7 +25,12 @@ import {
   replyTo,
 } from "../harness/faithful-fork.js";
 import { useNatsServer } from "../harness/nats.js";
-import { CLAUDE_CODE_API_KEY, runAgentSdk, runClaudeCode } from "../harness/real-clients.js";
+import {
+  CLAUDE_CODE_API_KEY,
+  runAgentSdk,
+  runClaudeCode,
+  runClaudeCodeAfterInterrupt,
+} from "../harness/real-clients.js";
 
 const nats = useNatsServer();
 let sim: Sim;
@@ -402,6 +407,30 @@ describe("an agent forkd did not write forks onto the cluster through forkd prox
     const [[instance, turn]] = [...(await forkingTurns(log))] as [[string, ParentTurnOnLog]];
     expect(turn.entry.body.length).toBeGreaterThan(1_200_000);
     expect(turn.entry.body).toContain(ONE_PIXEL_PNG);
+    expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
+  });
+
+  it("Ctrl-C mid-stream, then --continue and fork: the upstream call is abandoned, the fork carries the cut exchange", async () => {
+    sim.reset();
+    const story = "Write a long story.";
+    const result = await runClaudeCodeAfterInterrupt({
+      baseUrl: proxyUrl,
+      interrupted: `${story}\n@sim tps 20\n@sim text 2000`,
+      prompt: FORKING_PROMPT,
+      allowedTools: FORK_TOOLS,
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.result).toBe("Both audits are back.");
+    const log = sim.requests();
+    // The proxy hung up on the simulator as Claude Code hung up on the proxy, long before the end.
+    expect(log[0]?.body).toContain(story);
+    expect(log[0]).toMatchObject({ disconnected: true });
+    expect(log[0]?.usage?.output_tokens).toBeLessThan(100);
+    // (Not asking the simulator for the cut reply again: that would stream all 2000 tokens.)
+    const [[instance, turn]] = [...(await forkingTurns(log.slice(1)))] as [[string, ParentTurnOnLog]];
+    expect(turn.entry.body).toContain(story);
+    expect(turn.entry.body).toContain("[Request interrupted by user]");
     expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
   });
 
