@@ -101,6 +101,16 @@ describe("forwarding", () => {
     expect(viaProxy.error).toEqual(viaSim.error);
   });
 
+  it("forwards a path that starts with // to the upstream, not to a host named by the path", async () => {
+    const ask = (base: string) =>
+      fetch(`${base}//example.invalid/v1/messages`, { method: "POST", headers: { "x-api-key": API_KEY } });
+    const [direct, viaProxy] = await Promise.all([ask(sim.url), ask(proxy.url)]);
+    expect(viaProxy.status).toBe(direct.status);
+    expect(((await viaProxy.json()) as { error: unknown }).error).toEqual(
+      ((await direct.json()) as { error: unknown }).error,
+    );
+  });
+
   it("forwards a path the proxy does not know (count_tokens) and its query", async () => {
     const counted = await client().messages.countTokens({
       model: "claude-sonnet-5-5",

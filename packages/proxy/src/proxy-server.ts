@@ -143,7 +143,9 @@ function isMessagesCall(req: IncomingMessage): boolean {
 /** The upstream URL of a request: the upstream's own path, then the request's path and query. */
 function upstreamUrlOf(upstream: URL, path: string): URL {
   const base = upstream.pathname.endsWith("/") ? upstream.pathname.slice(0, -1) : upstream.pathname;
-  return new URL(`${base}${path}`, upstream);
+  // Joined to the origin as text: resolved against it, a path starting with `//` would name
+  // another host, and the agent's credentials would go there.
+  return new URL(`${upstream.origin}${base}${path}`);
 }
 
 function forwardedHeaders(
