@@ -4,8 +4,9 @@
 // in one reply, then fork_result; the children run on two daemon processes. Each child must be a
 // faithful fork of the turn that called it (its request equal to the agent's own through its last
 // message, the reply, the agent's betas, ≥ 95 % read from the cache), and the agent must get both
-// reports back and finish.
-import { mkdtemp, rm } from "node:fs/promises";
+// reports back and finish. Two of Claude Code's own sub-agents, run at once by one Claude Code process
+// (one `forkd mcp`, one proxy session), asking for the same fork: each gets a child of its own turn.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { NatsForkSubagent } from "@forkd/client";
@@ -24,7 +25,12 @@ import {
   replyTo,
 } from "../harness/faithful-fork.js";
 import { useNatsServer } from "../harness/nats.js";
-import { CLAUDE_CODE_API_KEY, runAgentSdk, runClaudeCode } from "../harness/real-clients.js";
+import {
+  CLAUDE_CODE_API_KEY,
+  runAgentSdk,
+  runClaudeCode,
+  runClaudeCodeAfterInterrupt,
+} from "../harness/real-clients.js";
 
 const nats = useNatsServer();
 let sim: Sim;
@@ -79,6 +85,10 @@ afterAll(async () => {
   await sim?.close();
   if (workspace) await rm(workspace, { recursive: true, force: true });
 });
+
+/** A 1×1 PNG. */
+const ONE_PIXEL_PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /** `forkd mcp` as Claude Code starts it, from its MCP config. */
 function mcpConfig() {
@@ -143,6 +153,115 @@ function reportsSentBack(entries: readonly RequestLogEntry[], instance: string):
   const answer = blocks.find((block) => block.type === "tool_result" && block.tool_use_id === call?.id);
   return JSON.stringify(answer?.content ?? null);
 }
+
+/** Claude Code's Bash call that waits until the file `name` exists in the repository. */
+const waitFor = (name: string) => `until [ -f ${name} ]; do sleep 0.05; done`;
+
+const bash = (command: string) => `@sim tool Bash ${JSON.stringify({ command })}`;
+
+/**
+ * Two sub-agents that fork with the same directive, their steps ordered by files they write and
+ * wait for: alpha's forking turn is recorded, then beta's, and alpha's fork call reaches `forkd mcp`
+ * while beta's is still pending. The directive alone cannot tell the two turns apart.
+ */
+const ALPHA_SUB_AGENT = [
+  "Part alpha.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+  "@sim turn",
+  bash(`touch alpha.waiting; ${waitFor("beta.ready")}`),
+  '@sim tool mcp__forkd__fork {"directive":"Audit it."}',
+  "@sim turn",
+  bash("touch alpha.forked"),
+  "@sim turn",
+  "@sim say alpha forked.",
+].join("\n");
+
+const BETA_SUB_AGENT = [
+  "Part beta.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+  "@sim turn",
+  bash(waitFor("alpha.waiting")),
+  "@sim turn",
+  bash(`touch beta.ready; ${waitFor("alpha.forked")}`),
+  '@sim tool mcp__forkd__fork {"directive":"Audit it."}',
+  "@sim turn",
+  "@sim say beta forked.",
+].join("\n");
+
+const agentCall = (part: string, prompt: string) =>
+  `@sim tool Agent ${JSON.stringify({ description: `part ${part}`, prompt, subagent_type: "general-purpose" })}`;
+
+const SUB_AGENTS_PROMPT = [
+  "Fork an audit from two sub-agents.",
+  agentCall("alpha", ALPHA_SUB_AGENT),
+  agentCall("beta", BETA_SUB_AGENT),
+  "@sim turn",
+  "@sim say Both sub-agents forked.",
+].join("\n");
+
+/** The run id the fork tool answered with, as a sub-agent sent it back to the model. */
+function runIdGivenTo(entries: readonly RequestLogEntry[], part: string): string {
+  const bodies = entries
+    .filter((entry) => entry.status === 200 && !isChild(entry))
+    .map((entry) => entry.body)
+    .filter((body) => body.includes(`Part ${part}.`) && body.includes("Fork started"));
+  const match = /run_id: ([0-9a-f-]{36})/.exec(bodies.at(-1) ?? "");
+  if (match?.[1] === undefined) throw new Error(`sub-agent ${part} never got a run id back`);
+  return match[1];
+}
+
+/** Runs Claude Code with a script whose sub-agents fork, from a clean simulator. */
+async function runSubAgents(prompt: string): Promise<void> {
+  sim.reset();
+  const result = await runClaudeCode({
+    baseUrl: proxyUrl,
+    prompt,
+    allowedTools: ["Agent", "Bash", "Read", "ToolSearch", "mcp__forkd__fork"],
+    mcpServers: mcpConfig(),
+    timeoutMs: 90_000,
+  });
+  expect(result.is_error).toBe(false);
+}
+
+/**
+ * The first request of the child of `runId`: from the log, or the next one logged (a fork runs in
+ * the background and may outlive the agent that started it).
+ */
+async function childOfRun(runId: string): Promise<RequestLogEntry> {
+  const ofRun = (entry: RequestLogEntry) => isChild(entry) && entry.body.includes(`run=\\"${runId}\\"`);
+  return sim.requests().find(ofRun) ?? (await sim.next("request", { filter: ofRun }));
+}
+
+/**
+ * A sub-agent that forks only after its busy sibling has taken nine more turns of the same Claude
+ * Code session (its Bash call waits for the file the sibling writes last): more turns than the proxy
+ * keeps per session, were sub-agents not kept apart.
+ */
+const WAITING_SUB_AGENT = [
+  "Part waiting.",
+  '@sim tool ToolSearch {"query":"select:mcp__forkd__fork"}',
+  "@sim turn",
+  bash(waitFor("busy.done")),
+  '@sim tool mcp__forkd__fork {"directive":"Audit the wait."}',
+  "@sim turn",
+  "@sim say waiting forked.",
+].join("\n");
+
+const BUSY_SUB_AGENT = [
+  "Part busy.",
+  ...Array.from({ length: 8 }, () => '@sim tool Read {"file_path":"notes.txt"}\n@sim turn'),
+  bash("touch busy.done"),
+  "@sim turn",
+  "@sim say busy done.",
+].join("\n");
+
+const BUSY_SIBLING_PROMPT = [
+  "Fork from a sub-agent while another one works.",
+  agentCall("waiting", WAITING_SUB_AGENT),
+  agentCall("busy", BUSY_SUB_AGENT),
+  "@sim turn",
+  "@sim say Both sub-agents finished.",
+].join("\n");
 
 describe("an agent forkd did not write forks onto the cluster through forkd proxy and forkd mcp", () => {
   it("the Claude Code CLI: two fork calls in one reply, then fork_result", async () => {
@@ -236,5 +355,104 @@ describe("an agent forkd did not write forks onto the cluster through forkd prox
     expectFaithfulChildren(turn, childrenByInstance(log).get(forkd.instanceId) ?? [], 2);
     const reports = reportsSentBack(log, forkd.instanceId);
     expect(reports.match(/<status>completed<\/status>/g)).toHaveLength(2);
+  });
+
+  it("with extended thinking (MAX_THINKING_TOKENS): the proxy's reassembled reply keeps the signed thinking", async () => {
+    sim.reset();
+    const prompt = FORKING_PROMPT.replace(
+      '@sim tool mcp__forkd__fork {"directive":"Audit the length checks."',
+      '@sim think 40\n@sim tool mcp__forkd__fork {"directive":"Audit the length checks."',
+    );
+    const result = await runClaudeCode({
+      baseUrl: proxyUrl,
+      prompt,
+      model: "claude-sonnet-4-5",
+      env: { MAX_THINKING_TOKENS: "4096" },
+      allowedTools: FORK_TOOLS,
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.result).toBe("Both audits are back.");
+    const log = sim.requests();
+    const [[instance, turn]] = [...(await forkingTurns(log))] as [[string, ParentTurnOnLog]];
+    expect(turn.request.thinking).toMatchObject({ type: "enabled" });
+    expect(turn.reply.content[0]).toMatchObject({ type: "thinking", signature: expect.any(String) });
+    expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
+  });
+
+  it("a 1.2 MB prompt given on stdin as stream-json, and an image the agent read: the fork carries both", {
+    timeout: 120_000,
+  }, async () => {
+    sim.reset();
+    const image = join(workspace, "pixel.png");
+    await writeFile(image, Buffer.from(ONE_PIXEL_PNG, "base64"));
+    const pasted = Array.from({ length: 12_000 }, (_, i) => `log line ${i}: ${"x".repeat(90)}`).join("\n");
+    const script = FORKING_PROMPT.replace(
+      "@sim tool ToolSearch",
+      `@sim tool Read ${JSON.stringify({ file_path: image })}\n@sim turn\n@sim tool ToolSearch`,
+    );
+    const result = await runClaudeCode({
+      baseUrl: proxyUrl,
+      prompt: "",
+      content: [
+        { type: "text", text: pasted },
+        { type: "text", text: script },
+      ],
+      allowedTools: ["Read", ...FORK_TOOLS],
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.result).toBe("Both audits are back.");
+    const log = sim.requests();
+    const [[instance, turn]] = [...(await forkingTurns(log))] as [[string, ParentTurnOnLog]];
+    expect(turn.entry.body.length).toBeGreaterThan(1_200_000);
+    expect(turn.entry.body).toContain(ONE_PIXEL_PNG);
+    expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
+  });
+
+  it("Ctrl-C mid-stream, then --continue and fork: the upstream call is abandoned, the fork carries the cut exchange", async () => {
+    sim.reset();
+    const story = "Write a long story.";
+    const result = await runClaudeCodeAfterInterrupt({
+      baseUrl: proxyUrl,
+      interrupted: `${story}\n@sim tps 20\n@sim text 2000`,
+      prompt: FORKING_PROMPT,
+      allowedTools: FORK_TOOLS,
+      mcpServers: mcpConfig(),
+      timeoutMs: 90_000,
+    });
+    expect(result.result).toBe("Both audits are back.");
+    const log = sim.requests();
+    // The proxy hung up on the simulator as Claude Code hung up on the proxy, long before the end.
+    expect(log[0]?.body).toContain(story);
+    expect(log[0]).toMatchObject({ disconnected: true });
+    expect(log[0]?.usage?.output_tokens).toBeLessThan(100);
+    // (Not asking the simulator for the cut reply again: that would stream all 2000 tokens.)
+    const [[instance, turn]] = [...(await forkingTurns(log.slice(1)))] as [[string, ParentTurnOnLog]];
+    expect(turn.entry.body).toContain(story);
+    expect(turn.entry.body).toContain("[Request interrupted by user]");
+    expectFaithfulChildren(turn, childrenByInstance(log).get(instance) ?? [], 2);
+  });
+
+  it("two of Claude Code's sub-agents (Agent tool) at once, the same directive: each forks its own conversation", {
+    timeout: 120_000,
+  }, async () => {
+    await runSubAgents(SUB_AGENTS_PROMPT);
+    const log = sim.requests();
+    for (const part of ["alpha", "beta"]) {
+      const child = await childOfRun(runIdGivenTo(log, part));
+      // The child's conversation is the sub-agent's own: its prompt, not its sibling's.
+      expect(child.body).toContain(`Part ${part}.`);
+      expect(child.body).not.toContain(`Part ${part === "alpha" ? "beta" : "alpha"}.`);
+    }
+  });
+
+  it("a sub-agent forks after its sibling took more turns of the session than the proxy keeps", {
+    timeout: 120_000,
+  }, async () => {
+    await runSubAgents(BUSY_SIBLING_PROMPT);
+    // Before the fix: "forkd did not see the reply that made this call".
+    const child = await childOfRun(runIdGivenTo(sim.requests(), "waiting"));
+    expect(child.body).toContain("Part waiting.");
   });
 });

@@ -47,18 +47,25 @@ export interface ProcessOutput {
   stderr: string;
 }
 
-/** Runs `command args` in `cwd` with exactly `env`, no stdin; SIGKILLs it after `timeoutMs`. */
+/**
+ * Runs `command args` in `cwd` with exactly `env` and `stdin` (none when absent); SIGKILLs it after
+ * `timeoutMs`.
+ */
 export function runToExit(
   command: string,
   args: readonly string[],
-  options: { cwd: string; env: Record<string, string>; timeoutMs: number },
+  options: { cwd: string; env: Record<string, string>; timeoutMs: number; stdin?: string | undefined },
 ): Promise<ProcessOutput> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: options.cwd,
       env: options.env,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["pipe", "pipe", "pipe"],
     });
+    // An empty stdin, closed at once, when none is given: the same end of input as "ignore".
+    // A client that exits without reading it all must not fail the run with EPIPE: its exit says why.
+    child.stdin.on("error", () => {});
+    child.stdin.end(options.stdin ?? "");
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {

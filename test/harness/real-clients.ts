@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -53,6 +54,11 @@ export interface RunClaudeCodeOptions {
   allowedTools?: readonly string[];
   /** Claude Code's `--mcp-config` (written to a file), or the Agent SDK's `mcpServers`. */
   mcpServers?: Record<string, unknown>;
+  /**
+   * Claude Code only: the user's message as `--input-format stream-json` content blocks on stdin
+   * (images, prompts too long for a command line) instead of `prompt`.
+   */
+  content?: readonly Record<string, unknown>[];
 }
 
 /** A throwaway HOME and git repository (holding `notes.txt`) a real client runs in. */
@@ -116,22 +122,68 @@ export async function runAgentSdk(
  * @throws Error with its stderr when it exits non-zero or prints no JSON.
  */
 export async function runClaudeCode(options: RunClaudeCodeOptions): Promise<ClaudeCodeResult> {
-  return inThrowawayRepo(options, async ({ repo, env }) => {
-    // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
-    const allowed = (options.allowedTools ?? ["Read", "Agent"]).join(",");
-    const args = ["-p", options.prompt, "--output-format", "json", "--allowedTools", allowed];
-    if (options.model !== undefined) args.push("--model", options.model);
-    if (options.mcpServers !== undefined) {
-      const config = join(repo, "..", "mcp.json");
-      await writeFile(config, JSON.stringify({ mcpServers: options.mcpServers }));
-      args.push("--mcp-config", config, "--strict-mcp-config");
-    }
-    const { code, stdout, stderr } = await runToExit(claudeCodeBinary(), args, {
-      cwd: repo,
-      env,
-      timeoutMs: options.timeoutMs ?? 120_000,
+  return inThrowawayRepo(options, (sandbox) => claudeCodeIn(sandbox, options, []));
+}
+
+/**
+ * Runs Claude Code on `interrupted` and stops it with SIGINT (Ctrl-C) once the model's reply has
+ * started streaming, then, in the same HOME and repository, `claude -p --continue` as
+ * {@link runClaudeCode} runs it; returns that second run's result.
+ */
+export async function runClaudeCodeAfterInterrupt(
+  options: RunClaudeCodeOptions & { interrupted: string },
+): Promise<ClaudeCodeResult> {
+  return inThrowawayRepo(options, async (sandbox) => {
+    const args = ["-p", options.interrupted, "--output-format", "stream-json", "--verbose"];
+    const child = spawn(claudeCodeBinary(), [...args, "--include-partial-messages"], {
+      cwd: sandbox.repo,
+      env: sandbox.env,
+      stdio: ["ignore", "pipe", "ignore"],
     });
-    if (code !== 0) throw new Error(`claude exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
-    return JSON.parse(stdout) as ClaudeCodeResult;
+    const exited = new Promise((resolve) => child.once("close", resolve));
+    let seen = "";
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      seen += chunk.toString("utf8");
+      if (!seen.includes('"text_delta"')) continue;
+      child.kill("SIGINT");
+      break;
+    }
+    child.stdout.resume();
+    await exited;
+    return claudeCodeIn(sandbox, options, ["--continue"]);
   });
+}
+
+async function claudeCodeIn(
+  { repo, env }: Sandbox,
+  options: RunClaudeCodeOptions,
+  extraArgs: readonly string[],
+): Promise<ClaudeCodeResult> {
+  // Read needs no permission in print mode; the Agent tool runs its sub-agent in-process.
+  const allowed = (options.allowedTools ?? ["Read", "Agent"]).join(",");
+  const args =
+    options.content === undefined
+      ? ["-p", options.prompt, "--output-format", "json", "--allowedTools", allowed]
+      : ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"];
+  if (options.content !== undefined) args.push("--allowedTools", allowed);
+  args.push(...extraArgs);
+  if (options.model !== undefined) args.push("--model", options.model);
+  if (options.mcpServers !== undefined) {
+    const config = join(repo, "..", "mcp.json");
+    await writeFile(config, JSON.stringify({ mcpServers: options.mcpServers }));
+    args.push("--mcp-config", config, "--strict-mcp-config");
+  }
+  const stdin =
+    options.content === undefined
+      ? undefined
+      : `${JSON.stringify({ type: "user", message: { role: "user", content: options.content } })}\n`;
+  const { code, stdout, stderr } = await runToExit(claudeCodeBinary(), args, {
+    cwd: repo,
+    env,
+    timeoutMs: options.timeoutMs ?? 120_000,
+    stdin,
+  });
+  if (code !== 0) throw new Error(`claude exited ${code}: ${stderr.slice(-2000)}${stdout.slice(-2000)}`);
+  // stream-json output: one message a line, the result last.
+  return JSON.parse(stdout.trim().split("\n").at(-1) ?? "") as ClaudeCodeResult;
 }

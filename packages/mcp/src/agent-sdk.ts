@@ -25,7 +25,7 @@ import {
 } from "@anthropic-ai/claude-agent-sdk";
 import type { ForkTools } from "./fork-tools.js";
 import { type ForkMcpServerOptions, forkToolsOf, MCP_SERVER_NAME } from "./stdio-server.js";
-import { forkToolDefinitions } from "./tool-definitions.js";
+import { forkToolDefinitions, toolCallContext } from "./tool-definitions.js";
 
 /** The in-process server: give `config` to `query()`'s `mcpServers` under the name `forkd`. */
 export interface ForkdAgentSdkServer {
@@ -42,8 +42,8 @@ export function forkdAgentSdkServer(options: ForkMcpServerOptions): ForkdAgentSd
     name: MCP_SERVER_NAME,
     version: options.version ?? "0.1.0",
     tools: forkToolDefinitions(instanceId).map((definition) =>
-      tool(definition.name, definition.description, definition.inputShape, async (args) => {
-        const result = await definition.call(tools, args as Record<string, unknown>);
+      tool(definition.name, definition.description, definition.inputShape, async (args, extra) => {
+        const result = await definition.call(tools, args as Record<string, unknown>, toolCallContext(extra));
         return { content: [{ type: "text", text: result.text }], isError: result.isError === true };
       }),
     ),

@@ -46,6 +46,12 @@ export interface ForkArgs {
   timeout_s?: number | undefined;
 }
 
+/** What the MCP request said about the call besides its arguments. */
+export interface ToolCallContext {
+  /** The `tool_use` id of the call (Claude Code's `_meta["claudecode/toolUseId"]`), when given. */
+  toolUseId?: string | undefined;
+}
+
 /** The arguments that name runs: `run_id`, else `label`, else every run of this server. */
 export interface RunSelector {
   run_id?: string | undefined;
@@ -85,20 +91,28 @@ export class ForkTools {
   }
 
   /** `fork`: starts the child this call asks for (and its siblings of the same reply). */
-  async fork(args: ForkArgs): Promise<ToolText> {
+  async fork(args: ForkArgs, context: ToolCallContext = {}): Promise<ToolText> {
     return this.#guard(async () => {
       if (typeof args.directive !== "string" || args.directive.trim() === "") {
         throw new ToolInputError("fork needs a non-empty directive");
       }
       const input: Record<string, unknown> = { directive: args.directive };
       if (args.label !== undefined) input.label = args.label;
-      const match = await this.#options.lookup({
+      const query = {
         mcpInstance: this.#options.instanceId,
         toolName: "fork",
         input,
         exclude: [...this.#answered],
         waitMs: this.#options.lookupWaitMs ?? 5000,
-      });
+      };
+      // By the call's own id when the agent gave it: the input alone cannot tell apart two pending
+      // calls with the same directive (two sub-agents of one session). An id the proxy never saw
+      // (a client that rewrites ids) falls back to the input.
+      const match =
+        (context.toolUseId === undefined
+          ? undefined
+          : await this.#options.lookup({ ...query, toolUseId: context.toolUseId })) ??
+        (await this.#options.lookup(context.toolUseId === undefined ? query : { ...query, waitMs: 0 }));
       if (match === undefined) {
         throw new ToolInputError(
           "forkd did not see the reply that made this call, so it cannot fork this conversation. " +

@@ -19,6 +19,7 @@ export {
   ForkTools,
   type ForkToolsOptions,
   type RunSelector,
+  type ToolCallContext,
   type ToolText,
   type TurnLookup,
 } from "./fork-tools.js";
@@ -30,4 +31,4 @@ export {
   newInstanceId,
   proxyLookup,
 } from "./stdio-server.js";
-export { type ForkToolDefinition, forkToolDefinitions } from "./tool-definitions.js";
+export { type ForkToolDefinition, forkToolDefinitions, toolCallContext } from "./tool-definitions.js";

@@ -6,7 +6,7 @@ import { ProxyClient, type ProxyEndpoint } from "@forkd/proxy";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ForkTools, type ForkToolsOptions, type TurnLookup } from "./fork-tools.js";
-import { forkToolDefinitions } from "./tool-definitions.js";
+import { forkToolDefinitions, toolCallContext } from "./tool-definitions.js";
 
 /** The server's name in MCP configs; Claude Code names its tools `mcp__forkd__fork` after it. */
 export const MCP_SERVER_NAME = "forkd";
@@ -68,8 +68,8 @@ export function createForkMcpServer(options: ForkMcpServerOptions): ForkMcpServe
     server.registerTool(
       definition.name,
       { description: definition.description, inputSchema: definition.inputShape },
-      async (args: Record<string, unknown>) => {
-        const result = await definition.call(tools, args);
+      async (args: Record<string, unknown>, extra: unknown) => {
+        const result = await definition.call(tools, args, toolCallContext(extra));
         return { content: [{ type: "text" as const, text: result.text }], isError: result.isError === true };
       },
     );

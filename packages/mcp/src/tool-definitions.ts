@@ -2,7 +2,7 @@
 // carriers (the MCP SDK and the Agent SDK take the same zod shapes).
 import { mcpInstanceMarker } from "@forkd/proxy";
 import { z } from "zod";
-import type { ForkTools, ToolText } from "./fork-tools.js";
+import type { ForkTools, ToolCallContext, ToolText } from "./fork-tools.js";
 
 const runSelector = {
   run_id: z.string().min(1).max(128).optional().describe("The run id `fork` returned."),
@@ -21,7 +21,17 @@ export interface ForkToolDefinition {
   name: "fork" | "fork_status" | "fork_result" | "fork_abort";
   description: string;
   inputShape: z.ZodRawShape;
-  call(tools: ForkTools, args: Record<string, unknown>): Promise<ToolText>;
+  call(tools: ForkTools, args: Record<string, unknown>, context: ToolCallContext): Promise<ToolText>;
+}
+
+/** The MCP request's `_meta` key under which Claude Code (and the Agent SDK) names the call's `tool_use` id. */
+const TOOL_USE_ID_META = "claudecode/toolUseId";
+
+/** What a tool handler's `extra` (MCP SDK or Agent SDK) says about the call. */
+export function toolCallContext(extra: unknown): ToolCallContext {
+  const meta = (extra as { _meta?: Record<string, unknown> } | null | undefined)?._meta;
+  const toolUseId = meta?.[TOOL_USE_ID_META];
+  return typeof toolUseId === "string" && toolUseId !== "" ? { toolUseId } : {};
 }
 
 /** The tool definitions of one server instance (its id goes in the fork tool's description). */
@@ -51,7 +61,7 @@ export function forkToolDefinitions(instanceId: string): ForkToolDefinition[] {
           .describe("Wait for the child to finish and return its report (default false)."),
         timeout_s: timeout,
       },
-      call: (tools, args) => tools.fork(args as never),
+      call: (tools, args, context) => tools.fork(args as never, context),
     },
     {
       name: "fork_status",

@@ -101,6 +101,16 @@ describe("forwarding", () => {
     expect(viaProxy.error).toEqual(viaSim.error);
   });
 
+  it("forwards a path that starts with // to the upstream, not to a host named by the path", async () => {
+    const ask = (base: string) =>
+      fetch(`${base}//example.invalid/v1/messages`, { method: "POST", headers: { "x-api-key": API_KEY } });
+    const [direct, viaProxy] = await Promise.all([ask(sim.url), ask(proxy.url)]);
+    expect(viaProxy.status).toBe(direct.status);
+    expect(((await viaProxy.json()) as { error: unknown }).error).toEqual(
+      ((await direct.json()) as { error: unknown }).error,
+    );
+  });
+
   it("forwards a path the proxy does not know (count_tokens) and its query", async () => {
     const counted = await client().messages.countTokens({
       model: "claude-sonnet-5-5",
@@ -215,6 +225,12 @@ describe("sessions", () => {
         exclude: [found!.toolUse.id],
       }),
     ).toBeUndefined();
+    // The control API passes the call's own id on: another id finds nothing.
+    const query = { mcpInstance: instance, toolName: "fork", input: { directive: "Audit the codec." } };
+    expect((await control.findToolCall({ ...query, toolUseId: found!.toolUse.id }))?.toolUse.id).toBe(
+      found!.toolUse.id,
+    );
+    expect(await control.findToolCall({ ...query, toolUseId: "toolu_other" })).toBeUndefined();
   });
 
   it("refuses the control API without the bearer token", async () => {

@@ -466,6 +466,7 @@ function parseLookup(body: unknown): ToolCallQuery & { waitMs?: number } {
   const query: ToolCallQuery & { waitMs?: number } = { toolName: value.toolName, input: value.input };
   if (typeof value.mcpInstance === "string") query.mcpInstance = value.mcpInstance;
   if (typeof value.session === "string") query.session = value.session;
+  if (typeof value.toolUseId === "string") query.toolUseId = value.toolUseId;
   if (Array.isArray(value.exclude))
     query.exclude = value.exclude.filter((id): id is string => typeof id === "string");
   if (typeof value.waitMs === "number" && Number.isFinite(value.waitMs)) query.waitMs = value.waitMs;

@@ -16,6 +16,17 @@ describe("sessionKeyOf", () => {
     );
   });
 
+  it("gives each of Claude Code's sub-agents a session of its own within its parent's", () => {
+    const parent = { "x-claude-code-session-id": "s1" };
+    expect(sessionKeyOf({ ...parent, "x-claude-code-agent-id": "a7082fbc1752935d4" }, BODY)).toBe(
+      "cc:s1/agent:a7082fbc1752935d4",
+    );
+    expect(sessionKeyOf({ ...parent, "x-claude-code-agent-id": "../x" }, BODY)).toBe("cc:s1");
+    expect(
+      sessionKeyOf({ "x-claude-code-agent-id": "a1" }, { ...BODY, metadata: { user_id: "u_session_s2" } }),
+    ).toBe("cc:s2/agent:a1");
+  });
+
   it("ignores a session id that is not a plain token", () => {
     expect(sessionKeyOf({ "x-claude-code-session-id": "../../etc" }, BODY)).toMatch(/^anon:/);
     expect(sessionKeyOf({ "x-claude-code-session-id": "a".repeat(129) }, BODY)).toMatch(/^anon:/);

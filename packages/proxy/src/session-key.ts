@@ -17,15 +17,21 @@ export function mcpInstanceMarker(instanceId: string): string {
 const SESSION_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /**
- * The session a request belongs to: `cc:<id>` from Claude Code's header or metadata, else
- * `anon:<hash>` of the API key's hash, the system prompt and the first message.
+ * The session a request belongs to: `cc:<id>` from Claude Code's header or metadata (and
+ * `cc:<id>/agent:<agent id>` for one of its sub-agents), else `anon:<hash>` of the API key's hash,
+ * the system prompt and the first message.
  * @param headers - lower-cased request headers.
  */
 export function sessionKeyOf(headers: Record<string, string | string[] | undefined>, body: unknown): string {
+  // Claude Code's sub-agents (Agent tool) share their parent's session id and name themselves in
+  // `x-claude-code-agent-id`: each is a conversation of its own, with its own last turns, or a busy
+  // sub-agent would push its siblings' turns out of the session before they fork.
+  const agent = headers["x-claude-code-agent-id"];
+  const suffix = typeof agent === "string" && SESSION_ID.test(agent) ? `/agent:${agent}` : "";
   const header = headers["x-claude-code-session-id"];
-  if (typeof header === "string" && SESSION_ID.test(header)) return `cc:${header}`;
+  if (typeof header === "string" && SESSION_ID.test(header)) return `cc:${header}${suffix}`;
   const fromMetadata = metadataSessionId(body);
-  if (fromMetadata !== undefined) return `cc:${fromMetadata}`;
+  if (fromMetadata !== undefined) return `cc:${fromMetadata}${suffix}`;
   const request = (body ?? {}) as { system?: unknown; messages?: unknown[] };
   const hash = createHash("sha256");
   hash.update(credentialHash(headers));

@@ -26,6 +26,16 @@ function turn(
 }
 
 describe("TurnStore", () => {
+  it("with a toolUseId, matches only that call, not a newer one with the same input", () => {
+    const store = new TurnStore();
+    store.record(turn("s", [{ id: "toolu_a" }]));
+    store.record(turn("s", [{ id: "toolu_b" }]));
+    const query = { toolName: "fork", input: { directive: "x" } };
+    expect(store.findToolCall(query)?.toolUse.id).toBe("toolu_b");
+    expect(store.findToolCall({ ...query, toolUseId: "toolu_a" })?.toolUse.id).toBe("toolu_a");
+    expect(store.findToolCall({ ...query, toolUseId: "toolu_c" })).toBeUndefined();
+  });
+
   it("keeps exactly turnsPerSession turns per session", () => {
     const store = new TurnStore({ turnsPerSession: 2 });
     for (const n of [1, 2, 3]) store.record({ ...turn("s"), path: `/${n}` });

@@ -41,6 +41,12 @@ export interface ToolCallQuery {
   input: unknown;
   /** `tool_use` ids already answered: a turn matches only through a call not in this list. */
   exclude?: readonly string[];
+  /**
+   * The call's own `tool_use` id, when the agent told the tool (Claude Code and the Agent SDK put it
+   * in the MCP request's `_meta["claudecode/toolUseId"]`): only that block matches. Without it, two
+   * pending calls with the same input (two sub-agents of one session) cannot be told apart.
+   */
+  toolUseId?: string;
 }
 
 /** A turn and the `tool_use` block of its reply that matched a {@link ToolCallQuery}. */
@@ -214,6 +220,7 @@ function matchTurn(turn: ProxyTurn, query: ToolCallQuery): ToolCallMatch | undef
   for (const block of turn.response.content) {
     if (block.type !== "tool_use" || typeof block.id !== "string" || typeof block.name !== "string") continue;
     if (!isToolNamed(block.name, query.toolName)) continue;
+    if (query.toolUseId !== undefined && block.id !== query.toolUseId) continue;
     if (query.exclude?.includes(block.id)) continue;
     if (!inputMatches(block.input, query.input)) continue;
     return { turn, toolUse: block as ToolCallMatch["toolUse"] };
