@@ -253,6 +253,12 @@ describe("placeBreakpoint", () => {
       index: 1,
     });
     expect(find({ ...top, messages: [] })).toBeUndefined();
+    // An empty string content is no block; an empty system is no place either.
+    expect(find({ ...top, messages: messages("hi", "") })).toEqual(at(0, 0));
+    expect(find({ ...top, messages: [], system: [], tools: [tool("a")] })).toEqual({
+      area: "tools",
+      index: 0,
+    });
     expect(automaticBreakpoint({ messages: messages("hi") } as Request)).toBeNull();
     expect(
       automaticBreakpoint({

@@ -56,4 +56,48 @@ describe("parseForkReport", () => {
     // A heading's own line may be as long as it likes after its label.
     expect(parseForkReport(`Result: ${"x ".repeat(20_000)}`)?.result).toHaveLength(40_000 - 1);
   });
+
+  it("tells a heading from prose by its colon or its markdown heading with nothing after the label", () => {
+    expect(parseForkReport("## Result\ndone")).toEqual({ result: "done" });
+    expect(parseForkReport("## Result   \ndone")).toEqual({ result: "done" });
+    // Blanks past the part of the line the pattern reads are still nothing after the label.
+    expect(parseForkReport(`## Result${" ".repeat(300)}\ndone`)).toEqual({ result: "done" });
+    // A markdown heading that goes on after its label is a sentence, and so is a bare label.
+    expect(parseForkReport("## Result of the audit\ndone")).toBeUndefined();
+    expect(parseForkReport("Result\ndone")).toBeUndefined();
+    expect(parseForkReport("### Open issues\nflaky test")).toEqual({ issues: "flaky test" });
+    // The first section of a kind wins; a later heading of that kind is text of the current section.
+    expect(parseForkReport("Scope: a\nScope: b")).toEqual({ scope: "a\nScope: b" });
+  });
+
+  it("lists files from numbered and bulleted lines and comma lists, without their marks", () => {
+    const text = [
+      "Key files:",
+      "1. `a.ts`",
+      "2)  b.ts",
+      "-   **c.ts**",
+      "+ _d.ts_",
+      "• e.ts,",
+      "f.ts, g.ts,h.ts",
+      "- none",
+      "Files changed: None.",
+    ].join("\n");
+    expect(parseForkReport(text)).toEqual({
+      key_files: ["a.ts", "b.ts", "c.ts", "d.ts", "e.ts", "f.ts", "g.ts,h.ts"],
+      files_changed: [],
+    });
+    // Marks are taken off an item's ends only, and a number is a list mark only before its dot.
+    expect(parseForkReport("Files changed: 10.5ts, x*y.ts, 2024-plan.md")?.files_changed).toEqual([
+      "10.5ts",
+      "x*y.ts",
+      "2024-plan.md",
+    ]);
+    expect(
+      parseForkReport("Files changed: a.ts, - b.ts, 10. c.ts, notes - draft.md, ** d.ts **, e.ts,"),
+    ).toEqual({
+      files_changed: ["a.ts", "b.ts", "c.ts", "notes - draft.md", "d.ts", "e.ts"],
+    });
+    expect(parseForkReport("Files changed: n/a")?.files_changed).toEqual([]);
+    expect(parseForkReport("Files changed:")?.files_changed).toEqual([]);
+  });
 });
