@@ -26,7 +26,9 @@ describe("a glob is matched in time linear in the name", () => {
     expect(await call("Write", { file_path: `dir/${name}`, content: "a\n" })).toMatchObject({
       isError: false,
     });
-    const glob = `${"*a".repeat(4)}*b`;
+    // Six stars: hours of backtracking before the fix, so a bound a thousand times what the linear
+    // match takes still tells the two apart on a loaded machine.
+    const glob = `${"*a".repeat(6)}*b`;
     for (const [tool, input] of [
       ["Glob", { pattern: glob, path: "dir" }],
       ["Glob", { pattern: `**/${glob}` }],
@@ -35,7 +37,7 @@ describe("a glob is matched in time linear in the name", () => {
     ] as const) {
       const started = performance.now();
       const answer = await call(tool, input);
-      expect(performance.now() - started, `${tool} ${JSON.stringify(input)}`).toBeLessThan(500);
+      expect(performance.now() - started, `${tool} ${JSON.stringify(input)}`).toBeLessThan(5_000);
       expect(answer.content).toMatch(/^No (files|matches) found/);
     }
     // The glob still means what it meant.
