@@ -1,6 +1,6 @@
 // The proxy between the real Anthropic SDK and the simulator, over real HTTP on loopback: what the
 // agent sends and gets is unchanged, and what the proxy remembers is what was exchanged.
-import { createServer, type Server } from "node:http";
+import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import Anthropic from "@anthropic-ai/sdk";
@@ -109,6 +109,43 @@ describe("forwarding", () => {
     expect(((await viaProxy.json()) as { error: unknown }).error).toEqual(
       ((await direct.json()) as { error: unknown }).error,
     );
+  });
+
+  it("answers a WebSocket upgrade 426 at once, never forwarding it, so a client falls back to HTTP", async () => {
+    // The Codex CLI asks for its Responses transport as a WebSocket first; 426 is what it falls back on.
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${proxy.url}/v1/responses`, {
+        headers: {
+          connection: "Upgrade",
+          upgrade: "websocket",
+          "sec-websocket-version": "13",
+          "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+          authorization: `Bearer ${API_KEY}`,
+        },
+      });
+      req.on("upgrade", () => reject(new Error("the proxy switched protocols")));
+      req.on("response", (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => {
+          body += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(answer.status).toBe(426);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      type: "error",
+      error: { type: "invalid_request_error" },
+    });
+    expect(sim.requests()).toEqual([]);
+    // The proxy still serves plain HTTP after it.
+    const counted = await client().messages.countTokens({
+      model: "claude-sonnet-5-5",
+      messages: [{ role: "user", content: "Hello" }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
   });
 
   it("forwards a path the proxy does not know (count_tokens) and its query", async () => {

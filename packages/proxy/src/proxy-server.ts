@@ -17,6 +17,7 @@ import {
 } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
@@ -107,6 +108,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
     }
     forward(req, res, context);
   });
+  server.on("upgrade", refuseUpgrade);
   // Streams of a long turn can be silent for minutes; the upstream decides when it is too long.
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
@@ -381,6 +383,31 @@ function replyReader(
   inflate.on("end", onEnd);
   inflate.on("error", (error) => context.logger.warn({ err: error.message }, "reply could not be decoded"));
   return { push: (chunk) => inflate.write(chunk), end: () => inflate.end() };
+}
+
+/**
+ * Answers a protocol upgrade (a WebSocket) with 426 and closes the connection. The proxy relays and
+ * records HTTP exchanges only; a client that prefers WebSockets where it may fall back (the Codex
+ * CLI's Responses transport) takes 426 as "use HTTP" and falls back at once. Forwarded as a plain
+ * request, the upgrade got the upstream's 404 or 405, and Codex retried it six times (6 s) before
+ * falling back.
+ */
+function refuseUpgrade(req: IncomingMessage, socket: Duplex): void {
+  const text = JSON.stringify({
+    type: "error",
+    error: {
+      type: "invalid_request_error",
+      message: "forkd proxy: WebSocket is not supported here; use HTTP",
+    },
+  });
+  socket.on("error", () => socket.destroy());
+  socket.end(
+    "HTTP/1.1 426 Upgrade Required\r\n" +
+      "Connection: close\r\n" +
+      "Content-Type: application/json\r\n" +
+      `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+  );
+  req.resume();
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
