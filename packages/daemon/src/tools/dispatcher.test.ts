@@ -162,6 +162,19 @@ describe("Grep", () => {
     expect(expectOk(await run("Grep", { pattern: "zzz" }))).toBe("No files found");
   });
 
+  it("reads a CRLF file's lines without their \\r in every output mode, so `$` matches at a line's end", async () => {
+    const crlf = join(ws, "crlf.txt");
+    await writeFile(crlf, "one\r\ntwo\r\nthree\r\n");
+    const path = "crlf.txt";
+    expect(expectOk(await run("Grep", { pattern: "e$", path, output_mode: "content" }))).toBe(
+      "1:one\n3:three",
+    );
+    expect(expectOk(await run("Grep", { pattern: "e$", path, output_mode: "count" }))).toMatch(
+      new RegExp(`^${crlf}:2\n`),
+    );
+    expect(expectOk(await run("Grep", { pattern: "o$", path }))).toBe(`Found 1 file\n${crlf}`);
+  });
+
   it("shows content with line numbers and context, like ripgrep", async () => {
     const a = join(ws, "src/a.ts");
     expect(expectOk(await run("Grep", { pattern: "Alpha", output_mode: "content" }))).toBe(

@@ -242,13 +242,22 @@ function fileFilter(input: GrepInput): FileFilter {
   return { ok: true, accepts: (relative) => checks.every((check) => check(relative)) };
 }
 
+/** A CRLF file's lines end in `\r`, which is not part of the line: `$` must match before it. */
+function withoutCarriageReturn(line: string): string {
+  return line.endsWith("\r") ? line.slice(0, -1) : line;
+}
+
+function lineMatchesRegex(regex: RE2JS, line: string): boolean {
+  return regex.matcher(withoutCarriageReturn(line)).find();
+}
+
 function lineMatches(regex: RE2JS, lines: string[]): number[] {
   const found: number[] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     // A file ending in a newline has an empty last element that is not a line.
     if (i === lines.length - 1 && line === "") break;
-    if (regex.matcher(line.endsWith("\r") ? line.slice(0, -1) : line).find()) found.push(i);
+    if (lineMatchesRegex(regex, line)) found.push(i);
   }
   return found;
 }
@@ -262,8 +271,7 @@ function countMatchingLines(regex: RE2JS, text: string, stopAt = Number.POSITIVE
   for (let start = 0; start < text.length && count < stopAt; ) {
     const newline = text.indexOf("\n", start);
     const end = newline === -1 ? text.length : newline;
-    const line = text.slice(start, end);
-    if (regex.matcher(line.endsWith("\r") ? line.slice(0, -1) : line).find()) count++;
+    if (lineMatchesRegex(regex, text.slice(start, end))) count++;
     start = end + 1;
   }
   return count;
@@ -341,7 +349,7 @@ function renderLines(
 }
 
 function displayLine(line: string): string {
-  const text = line.endsWith("\r") ? line.slice(0, -1) : line;
+  const text = withoutCarriageReturn(line);
   return text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}… [line cut]` : text;
 }
 
