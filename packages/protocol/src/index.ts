@@ -147,7 +147,7 @@ export {
   MAX_RUN_ID_LENGTH,
   MAX_SPEC_BYTES,
 } from "./limits.js";
-export type { ModelFacts } from "./model-facts.js";
+export type { ModelFacts, ThinkingSupport } from "./model-facts.js";
 export {
   CONTEXT_1M_BETA,
   contextWindowTokens,

@@ -48,17 +48,42 @@ export interface ModelFacts {
   explicitCacheBreakpoints?: true;
   /** Gemini: the storage price of an explicit cache. @unit USD per million tokens per hour */
   cacheStorageUsdPerMTokHour?: number;
+  /**
+   * Anthropic: the largest `max_tokens` the model takes; a larger one is refused with a 400
+   * (`max_tokens: N > M, which is the maximum allowed number of output tokens for <model>`).
+   * Absent: not known, nothing is checked. @unit tokens
+   */
+  maxOutputTokens?: number;
+  /** Anthropic: the `thinking` types the model takes. Absent: not known, nothing is checked. */
+  thinking?: ThinkingSupport;
 }
+
+/**
+ * Which `thinking: {type}` an Anthropic model takes. `budget`: `enabled` with `budget_tokens`, not
+ * `adaptive` (Claude 3.7 to 4.5); `budget-or-adaptive`: both (Claude 4.6, where `enabled` is
+ * deprecated); `adaptive`: only `adaptive`, `enabled` is refused (Opus 4.7 and every later model).
+ */
+export type ThinkingSupport = "budget" | "budget-or-adaptive" | "adaptive";
 
 const K200 = 200_000;
 const M1 = 1_000_000;
 const EXTENDED_1M = { beta: CONTEXT_1M_BETA, tokens: M1 } as const;
+const K128 = 128_000;
+const ADAPTIVE_128K: OutputLimits = { maxOutputTokens: K128, thinking: "adaptive" };
+const BUDGET_64K: OutputLimits = { maxOutputTokens: 64_000, thinking: "budget" };
+
+/** What an Anthropic model takes of a request's output settings (see {@link MODEL_FACTS}). */
+interface OutputLimits {
+  maxOutputTokens?: number;
+  thinking?: ThinkingSupport;
+}
 
 function row(
   family: string,
   inputUsdPerMTok: number,
   minCacheableTokens: number,
   contextWindowTokens: number,
+  output: OutputLimits,
   extendedContext?: ModelFacts["extendedContext"],
 ): ModelFacts {
   // Output is five times input for every Anthropic model.
@@ -71,6 +96,8 @@ function row(
     contextWindowTokens,
   };
   if (extendedContext !== undefined) facts.extendedContext = extendedContext;
+  if (output.maxOutputTokens !== undefined) facts.maxOutputTokens = output.maxOutputTokens;
+  if (output.thinking !== undefined) facts.thinking = output.thinking;
   return facts;
 }
 
@@ -174,34 +201,58 @@ function geminiModelFacts(): ModelFacts[] {
  * - Minimum cacheable length: Anthropic's prompt-caching documentation and launch notes.
  * - Context window: what Claude Code 2.1.331 reports per model (`modelUsage[m].contextWindow`);
  *   200k models that accept the `context-1m` beta open 1M with it.
+ * - Output ceiling (`maxOutputTokens`): the `max_output_tokens.upper` of Claude Code 2.1.332's own
+ *   model table (in its binary); Claude 3 Opus and Haiku (not in it): 4,096, as the API's refusal
+ *   of `max_tokens: 8000` for `claude-3-haiku-20240307` reports it.
+ * - Thinking: `adaptive` where that table lists the `adaptive_thinking` capability (Claude Code
+ *   sends `{type: "adaptive"}` to those models and `{type: "enabled", budget_tokens}` to the others);
+ *   `enabled` refused from Opus 4.7 on (Anthropic's extended-thinking documentation: "Returns a 400
+ *   error on Claude Opus 4.7 and later"; refusals measured on Opus 4.8, Opus 5, Sonnet 5 and Fable 5,
+ *   handochan/aelix-ai#258), so only the 4.6 models take both.
  */
 export const MODEL_FACTS: readonly ModelFacts[] = [
-  row("claude-fable-5-2", 8, 512, M1),
-  row("claude-mythos-5-2", 8, 512, M1),
-  row("claude-haiku-5-5", 0.1, 1024, M1),
-  row("claude-sonnet-5-5", 2, 1024, M1),
-  row("claude-opus-5-5", 4, 512, M1),
-  row("claude-fable-5-1", 10, 512, M1),
-  row("claude-mythos-5-1", 10, 512, M1),
-  row("claude-fable-5", 10, 512, M1),
-  row("claude-mythos-5", 10, 512, M1),
-  row("claude-sonnet-5", 2, 1024, M1),
-  row("claude-opus-5", 5, 512, M1),
-  row("claude-mythos-preview", 4, 1024, M1),
-  row("claude-opus-4-8", 5, 1024, M1),
-  row("claude-opus-4-7", 5, 2048, M1),
-  row("claude-opus-4-6", 5, 4096, K200, EXTENDED_1M),
-  row("claude-opus-4-5", 5, 4096, K200),
-  row("claude-sonnet-4-6", 3, 1024, K200, EXTENDED_1M),
-  row("claude-sonnet-4-5", 3, 1024, K200, EXTENDED_1M),
-  row("claude-haiku-4-5", 1, 4096, K200),
-  row("claude-opus-4", 15, 1024, K200),
-  row("claude-sonnet-4", 3, 1024, K200, EXTENDED_1M),
-  row("claude-3-7-sonnet", 3, 1024, K200),
-  row("claude-3-5-sonnet", 3, 1024, K200),
-  row("claude-3-5-haiku", 0.8, 2048, K200),
-  row("claude-3-opus", 15, 1024, K200),
-  row("claude-3-haiku", 0.25, 2048, K200),
+  row("claude-fable-5-2", 8, 512, M1, ADAPTIVE_128K),
+  row("claude-mythos-5-2", 8, 512, M1, ADAPTIVE_128K),
+  row("claude-haiku-5-5", 0.1, 1024, M1, ADAPTIVE_128K),
+  row("claude-sonnet-5-5", 2, 1024, M1, ADAPTIVE_128K),
+  row("claude-opus-5-5", 4, 512, M1, ADAPTIVE_128K),
+  row("claude-fable-5-1", 10, 512, M1, ADAPTIVE_128K),
+  row("claude-mythos-5-1", 10, 512, M1, ADAPTIVE_128K),
+  row("claude-fable-5", 10, 512, M1, ADAPTIVE_128K),
+  // Claude Code lists no thinking capability for it: its thinking is not known.
+  row("claude-mythos-5", 10, 512, M1, { maxOutputTokens: K128 }),
+  row("claude-sonnet-5", 2, 1024, M1, ADAPTIVE_128K),
+  row("claude-opus-5", 5, 512, M1, ADAPTIVE_128K),
+  row("claude-mythos-preview", 4, 1024, M1, {}),
+  row("claude-opus-4-8", 5, 1024, M1, ADAPTIVE_128K),
+  row("claude-opus-4-7", 5, 2048, M1, ADAPTIVE_128K),
+  row(
+    "claude-opus-4-6",
+    5,
+    4096,
+    K200,
+    { maxOutputTokens: K128, thinking: "budget-or-adaptive" },
+    EXTENDED_1M,
+  ),
+  row("claude-opus-4-5", 5, 4096, K200, BUDGET_64K),
+  row(
+    "claude-sonnet-4-6",
+    3,
+    1024,
+    K200,
+    { maxOutputTokens: K128, thinking: "budget-or-adaptive" },
+    EXTENDED_1M,
+  ),
+  row("claude-sonnet-4-5", 3, 1024, K200, BUDGET_64K, EXTENDED_1M),
+  row("claude-haiku-4-5", 1, 4096, K200, BUDGET_64K),
+  row("claude-opus-4", 15, 1024, K200, { maxOutputTokens: 32_000, thinking: "budget" }),
+  row("claude-sonnet-4", 3, 1024, K200, BUDGET_64K, EXTENDED_1M),
+  // 64k, or 128k with the `output-128k-2025-02-19` beta: its ceiling is left unchecked.
+  row("claude-3-7-sonnet", 3, 1024, K200, { thinking: "budget" }),
+  row("claude-3-5-sonnet", 3, 1024, K200, { maxOutputTokens: 8192 }),
+  row("claude-3-5-haiku", 0.8, 2048, K200, { maxOutputTokens: 8192 }),
+  row("claude-3-opus", 15, 1024, K200, { maxOutputTokens: 4096 }),
+  row("claude-3-haiku", 0.25, 2048, K200, { maxOutputTokens: 4096 }),
   ...openAiModelFacts(),
   ...geminiModelFacts(),
 ];

@@ -353,3 +353,44 @@ describe("stop sequences", () => {
     expect((await post(sim, ask([]))).status).toBe(200);
   });
 });
+
+describe("each model's own output settings", () => {
+  const ask = (model: string, max_tokens: number, thinking?: unknown) => ({
+    model,
+    max_tokens,
+    ...(thinking === undefined ? {} : { thinking }),
+    messages: [user("hi")],
+  });
+  const enabled = { type: "enabled", budget_tokens: 1024 };
+  const adaptive = { type: "adaptive" };
+
+  it("refuse max_tokens one past the model's ceiling, in the API's words naming the model as sent, and accept it at the ceiling", async () => {
+    const haiku = "claude-haiku-4-5-20251001";
+    expect((await post(sim, ask(haiku, 64_000))).status).toBe(200);
+    expect(await refusal(ask(haiku, 64_001))).toBe(
+      `max_tokens: 64001 > 64000, which is the maximum allowed number of output tokens for ${haiku}`,
+    );
+    expect((await post(sim, ask("claude-opus-5", 128_000))).status).toBe(200);
+    expect(await refusal(ask("claude-opus-5", 128_001))).toMatch(/^max_tokens: 128001 > 128000, /);
+    expect(await refusal(ask("claude-3-haiku-20240307", 4097))).toMatch(/^max_tokens: 4097 > 4096, /);
+    // A model whose ceiling is not known is not held to one.
+    expect((await post(sim, ask("claude-3-7-sonnet-20250219", 128_000))).status).toBe(200);
+  });
+
+  it("refuse enabled thinking on a model that thinks only adaptively, and adaptive thinking on one that cannot", async () => {
+    expect(await refusal(ask("claude-opus-4-7", 4096, enabled))).toBe(
+      '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
+    );
+    expect((await post(sim, ask("claude-opus-4-7", 4096, adaptive))).status).toBe(200);
+    expect(await refusal(ask("claude-sonnet-4-5", 4096, adaptive))).toBe(
+      "adaptive thinking is not supported on this model",
+    );
+    expect((await post(sim, ask("claude-sonnet-4-5", 4096, enabled))).status).toBe(200);
+    // The 4.6 models take both; a model whose thinking is not known is not checked.
+    for (const thinking of [enabled, adaptive]) {
+      expect((await post(sim, ask("claude-sonnet-4-6", 4096, thinking))).status).toBe(200);
+      expect((await post(sim, ask("claude-mythos-5", 4096, thinking))).status).toBe(200);
+    }
+    expect((await post(sim, ask("claude-opus-5", 4096, { type: "disabled" }))).status).toBe(200);
+  });
+});

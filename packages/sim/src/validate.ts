@@ -5,6 +5,7 @@
  * (`<path>: Extra inputs are not permitted`), as the API does; `role: "system"` messages need the
  * mid-conversation-system beta. The request is checked in place and returned typed.
  */
+import { modelFacts } from "@forkd/protocol";
 import { invalidRequest } from "./errors.js";
 import {
   BLOCK_FIELDS,
@@ -324,12 +325,43 @@ function checkToolChoice(choice: unknown, names: Set<string>): void {
   }
 }
 
-function checkThinking(thinking: unknown, maxTokens: number | undefined): void {
+/**
+ * The model's own output ceiling (its `max_tokens` limit), in the API's words, which name the model
+ * as the request did (quoted in many bug reports, e.g. `max_tokens: 8000 > 4096, which is the maximum
+ * allowed number of output tokens for claude-3-haiku-20240307`). Models whose ceiling forkd does not
+ * know are not checked.
+ */
+function checkOutputCeiling(model: string, maxTokens: number | undefined): void {
+  const ceiling = modelFacts(model)?.maxOutputTokens;
+  if (maxTokens === undefined || ceiling === undefined || maxTokens <= ceiling) return;
+  fail(
+    "",
+    `max_tokens: ${maxTokens} > ${ceiling}, which is the maximum allowed number of output tokens for ${model}`,
+  );
+}
+
+/**
+ * The API's words when a model that thinks only adaptively is sent `thinking: {type: "enabled"}`
+ * (measured on four models in handochan/aelix-ai#258). The reverse, adaptive thinking sent to an
+ * older model, is refused as "adaptive thinking is not supported on this model"
+ * (vellum-ai/vellum-assistant#37276).
+ */
+const ENABLED_THINKING_REFUSED =
+  '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and ' +
+  '"output_config.effort" to control thinking behavior.';
+
+function checkThinking(thinking: unknown, maxTokens: number | undefined, model: string): void {
   if (thinking === undefined) return;
   if (!isObject(thinking)) fail("thinking", "Input should be a valid dictionary");
   const t = thinking.type;
-  if (t === "disabled" || t === "adaptive") return;
+  if (t === "disabled") return;
+  const support = modelFacts(model)?.thinking;
+  if (t === "adaptive") {
+    if (support === "budget") fail("", "adaptive thinking is not supported on this model");
+    return;
+  }
   if (t !== "enabled") fail("thinking.type", "Input should be 'enabled', 'disabled' or 'adaptive'");
+  if (support === "adaptive") fail("", ENABLED_THINKING_REFUSED);
   const budget = thinking.budget_tokens;
   if (typeof budget !== "number" || !Number.isInteger(budget)) {
     fail("thinking.enabled.budget_tokens", "Input should be a valid integer");
@@ -455,7 +487,8 @@ export function validateRequest(
   const names = checkTools(body.tools);
   checkToolReferences(body.messages as Json[], names);
   checkToolChoice(body.tool_choice, names);
-  checkThinking(body.thinking, maxTokens as number | undefined);
+  checkOutputCeiling(body.model, maxTokens as number | undefined);
+  checkThinking(body.thinking, maxTokens as number | undefined, body.model);
   checkThinkingTurns(body);
   checkFinalAssistant(body);
   checkCacheControl(body.cache_control, "cache_control");
