@@ -109,4 +109,64 @@ describe("prepareForkRun", () => {
       expect(plan.request.max_tokens).toBe(100);
     }
   });
+  it("caps the output budget at the child's model's own ceiling, at its exact edge", () => {
+    // The fixture's model, claude-sonnet-4-6, takes at most 128,000.
+    expect(prepareForkRun({ ...base, prefix: prefixOf(128_000) }).request.max_tokens).toBe(128_000);
+    expect(prepareForkRun({ ...base, prefix: prefixOf(128_001) }).request.max_tokens).toBe(128_000);
+    const haiku = { model: "claude-3-5-haiku-20241022" };
+    const onHaiku = (input: Partial<Parameters<typeof prepareForkRun>[0]>) =>
+      prepareForkRun({ ...base, prefix: prefixOf(32_000), ...input }).request.max_tokens;
+    expect(onHaiku({ overrides: haiku })).toBe(8192);
+    expect(onHaiku({ overrides: { ...haiku, max_tokens: 8193 } })).toBe(8192);
+    expect(onHaiku({ overrides: { ...haiku, max_tokens: 8192 } })).toBe(8192);
+    expect(onHaiku({ overrides: { ...haiku, max_tokens: 100 } })).toBe(100);
+    expect(onHaiku({ overrides: haiku, maxTokensCeiling: 5000 })).toBe(5000);
+    // A model whose ceiling is not known is not capped.
+    expect(onHaiku({ overrides: { model: "claude-next-1" } })).toBe(32_000);
+  });
+
+  it("names the model's ceiling when it lowers the budget to the parent's thinking budget", () => {
+    const prefix = prefixOf(32_000, { type: "enabled", budget_tokens: 8192 });
+    expect(() => prepareForkRun({ ...base, prefix, overrides: { model: "claude-3-5-haiku" } })).toThrow(
+      /^claude-3-5-haiku's ceiling on output tokens \(8192\) is not above the parent's thinking budget \(8192\)/,
+    );
+    // Both ceilings at once: the runner's is named when it is the lower.
+    expect(() =>
+      prepareForkRun({ ...base, prefix, overrides: { model: "claude-3-5-haiku" }, maxTokensCeiling: 8000 }),
+    ).toThrow(/^the runner's ceiling on output tokens \(8000\)/);
+  });
+
+  it("refuses a model override that does not take the parent's thinking type, and only then", () => {
+    const refusal = (thinking: Record<string, unknown> | undefined, model: string) => {
+      try {
+        prepareForkRun({ ...base, prefix: prefixOf(32_000, thinking), overrides: { model } });
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    const enabled = { type: "enabled", budget_tokens: 1024 };
+    const adaptive = { type: "adaptive" };
+    const toAdaptiveOnly = refusal(enabled, "claude-opus-4-7");
+    expect(toAdaptiveOnly).toBeInstanceOf(InvalidForkParamsError);
+    expect(toAdaptiveOnly).toMatchObject({ field: "model", code: "invalid_fork_params" });
+    expect((toAdaptiveOnly as Error).message).toMatch(
+      /^claude-opus-4-7 does not take the parent's thinking \(type "enabled"\).*thinks only adaptively/,
+    );
+    expect((refusal(adaptive, "claude-sonnet-4-5") as Error).message).toMatch(
+      /^claude-sonnet-4-5 does not take the parent's thinking \(type "adaptive"\).*only with a token budget/,
+    );
+    for (const [thinking, model] of [
+      [enabled, "claude-haiku-4-5"],
+      [enabled, "claude-opus-4-6"],
+      [adaptive, "claude-opus-4-6"],
+      [adaptive, "claude-opus-5"],
+      [{ type: "disabled" }, "claude-opus-5"],
+      [undefined, "claude-opus-5"],
+      [enabled, "claude-mythos-5"],
+      [adaptive, "claude-next-1"],
+    ] as const) {
+      expect(refusal(thinking, model), `${thinking?.type} on ${model}`).toBeUndefined();
+    }
+  });
 });

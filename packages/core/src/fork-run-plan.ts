@@ -1,7 +1,7 @@
 // From a fork's inputs to what its turn loop needs: the child's request, where its breakpoint is,
 // and the cache keys that tell a cache break from a cold start. The in-process fork and the daemon
 // both start a run here, so a child is the same request wherever it runs.
-import type { ForkCall, ForkPrefix } from "@forkd/protocol";
+import { type ForkCall, type ForkPrefix, modelFacts } from "@forkd/protocol";
 import type { MessageBlockLocation } from "./breakpoints.js";
 import type { CacheBreakCheck } from "./cache-break.js";
 import { type DiagnosisLayerHashes, diagnosisLayersOf } from "./cache-diagnosis.js";
@@ -53,13 +53,14 @@ export interface ForkRunPlan {
  * keeps the parent's `thinking` (changing it would lose the parent's cached messages), so an output
  * budget lowered to or below it (by the spec's override or the runner's ceiling) fails here, with the
  * reason, rather than as the provider's 400 after a round trip.
+ * @param cappedBy what lowered the asked budget to `maxTokens`, when something did
  * @throws {@link InvalidForkParamsError} (field `max_tokens`)
  */
-function checkThinkingBudget(prefix: ForkPrefix, maxTokens: number, capped: boolean): void {
+function checkThinkingBudget(prefix: ForkPrefix, maxTokens: number, cappedBy: string | undefined): void {
   const thinking = prefix.params.thinking as { type?: unknown; budget_tokens?: unknown } | undefined;
   if (thinking?.type !== "enabled" || typeof thinking.budget_tokens !== "number") return;
   if (maxTokens > thinking.budget_tokens) return;
-  const why = capped ? "the runner's ceiling on output tokens" : "max_tokens";
+  const why = cappedBy ?? "max_tokens";
   throw new InvalidForkParamsError(
     "max_tokens",
     `${why} (${maxTokens}) is not above the parent's thinking budget (${thinking.budget_tokens}): ` +
@@ -69,18 +70,52 @@ function checkThinkingBudget(prefix: ForkPrefix, maxTokens: number, capped: bool
 }
 
 /**
+ * A child keeps its parent's `thinking`, and a model override may name a model that refuses it:
+ * `enabled` on a model that thinks only adaptively (Opus 4.7 on), `adaptive` on one that cannot
+ * (before 4.6). Refused here, naming both, rather than as the provider's 400 after a round trip.
+ * A model whose thinking forkd does not know is let through.
+ * @throws {@link InvalidForkParamsError} (field `model`)
+ */
+function checkThinkingType(prefix: ForkPrefix, model: string): void {
+  const type = (prefix.params.thinking as { type?: unknown } | undefined)?.type;
+  const support = modelFacts(model)?.thinking;
+  const refused =
+    (type === "enabled" && support === "adaptive") || (type === "adaptive" && support === "budget");
+  if (!refused) return;
+  throw new InvalidForkParamsError(
+    "model",
+    `${model} does not take the parent's thinking (type "${type}"), which a child keeps to read the parent's messages: ` +
+      `${model} thinks ${support === "adaptive" ? "only adaptively" : "only with a token budget"}. ` +
+      "Fork onto a model that takes the parent's thinking, or leave the model as the parent's.",
+  );
+}
+
+/**
  * Builds one child's run: its request (the parent's prefix, the reply, the directive), the output
- * budget (`overrides.max_tokens`, else the parent's, else the default, capped by the ceiling) and
- * the cache keys of the parent's prefix and of the child's (a model override changes the latter).
+ * budget (`overrides.max_tokens`, else the parent's, else the default, capped by the runner's ceiling
+ * and by the child's model's own, when known: `max_tokens` is not in the cache key, and a parent's
+ * 128k on Opus would otherwise fail a child on a 64k model) and the cache keys of the parent's prefix
+ * and of the child's (a model override changes the latter).
  * @throws {@link InvalidForkParamsError} when the output budget is not above the parent's thinking
- * budget, or for an invalid run id or an empty directive.
+ * budget, when a model override does not take the parent's thinking, or for an invalid run id or an
+ * empty directive.
  */
 export function prepareForkRun(input: ForkRunInput): ForkRunPlan {
   const { prefix, overrides = {} } = input;
+  const model = overrides.model ?? prefix.params.model;
+  if (model !== prefix.params.model) checkThinkingType(prefix, model);
   const asked =
     overrides.max_tokens ?? prefix.params.max_tokens ?? input.defaultMaxTokens ?? DEFAULT_MAX_TOKENS;
-  const maxTokens = Math.min(asked, input.maxTokensCeiling ?? Number.POSITIVE_INFINITY);
-  checkThinkingBudget(prefix, maxTokens, asked > maxTokens);
+  const runnerCeiling = input.maxTokensCeiling ?? Number.POSITIVE_INFINITY;
+  const modelCeiling = modelFacts(model)?.maxOutputTokens ?? Number.POSITIVE_INFINITY;
+  const maxTokens = Math.min(asked, runnerCeiling, modelCeiling);
+  const cappedBy =
+    asked <= maxTokens
+      ? undefined
+      : maxTokens === runnerCeiling
+        ? "the runner's ceiling on output tokens"
+        : `${model}'s ceiling on output tokens`;
+  checkThinkingBudget(prefix, maxTokens, cappedBy);
   const forked = buildForkedRequest(prefix, {
     runId: input.runId,
     directive: input.directive,

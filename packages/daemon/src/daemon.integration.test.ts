@@ -415,6 +415,42 @@ describe("a daemon over real NATS", () => {
     expect(sim.requests().length).toBe(requestsBefore);
   });
 
+  it("forks onto another model within that model's limits, and fails one that refuses the parent's thinking before any call", async () => {
+    const fixture = await loadFixture("4k");
+    // The parent asks 32,000 output tokens of claude-sonnet-4-6; claude-3-5-haiku takes at most 8,192.
+    const onHaiku = forks.fork({
+      prefix: createForkPrefix(fixture.request, fixture.response),
+      directive: "[on-haiku] Answer briefly.",
+      parent: { agent_id: "parent-1" },
+      overrides: { model: "claude-3-5-haiku-20241022" },
+    });
+    expect((await onHaiku.result()).status).toBe("completed");
+    const sent = sim.requests().find((entry) => entry.body.includes("[on-haiku]"));
+    expect(sent?.status).toBe(200);
+    expect(JSON.parse(sent?.body ?? "{}")).toMatchObject({
+      model: "claude-3-5-haiku-20241022",
+      max_tokens: 8192,
+    });
+
+    const requestsBefore = sim.requests().length;
+    const thinking = { type: "enabled", budget_tokens: 2048 };
+    const onOpus = forks.fork({
+      prefix: createForkPrefix({ ...fixture.request, thinking }, fixture.response),
+      directive: "Answer briefly.",
+      parent: { agent_id: "parent-1" },
+      overrides: { model: "claude-opus-4-7" },
+    });
+    const outcome = await onOpus.result();
+    expect(outcome.status).toBe("failed");
+    if (outcome.status === "failed") {
+      expect(outcome.error.code).toBe("invalid_fork_params");
+      expect(outcome.error.message).toContain(
+        'claude-opus-4-7 does not take the parent\'s thinking (type "enabled")',
+      );
+    }
+    expect(sim.requests().length).toBe(requestsBefore);
+  });
+
   it("runs tools, then answers with what they returned", async () => {
     const fixture = await loadFixture("4k");
     const handle = forks.fork({

@@ -194,7 +194,9 @@ export const OverridesSchema = z.object({
     .string()
     .min(1)
     .optional()
-    .describe("Another model than the parent's; the child then misses the parent's cache."),
+    .describe(
+      "Another model than the parent's; the child then misses the parent's cache. Its `max_tokens` is capped at that model's ceiling; a model that does not take the parent's `thinking` type fails the run (`invalid_fork_params`, field `model`).",
+    ),
   max_tokens: z.number().int().positive().optional().describe("Another output limit than the parent's."),
   /** A `critical_system_reminder`: injected after the cache boundary, never inside it. */
   system_reminder: z
