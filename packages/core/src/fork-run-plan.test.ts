@@ -97,6 +97,9 @@ describe("prepareForkRun", () => {
     expect((overridden as Error).message).toMatch(
       /^max_tokens \(4096\) is not above the parent's thinking budget \(4096\)/,
     );
+    expect((overridden as Error).message).toMatch(
+      /: the provider refuses such a request, and the child keeps the parent's thinking settings to read its cache\. Give the child more output tokens than the thinking budget\.$/,
+    );
     const ceiling = refusal({ maxTokensCeiling: 4096 });
     expect((ceiling as Error).message).toMatch(/^the runner's ceiling on output tokens \(4096\)/);
     // A ceiling above the asked budget caps nothing: the message names max_tokens.
@@ -153,6 +156,13 @@ describe("prepareForkRun", () => {
     expect((toAdaptiveOnly as Error).message).toMatch(
       /^claude-opus-4-7 does not take the parent's thinking \(type "enabled"\).*thinks only adaptively/,
     );
+    expect((toAdaptiveOnly as Error).message).toMatch(
+      / Fork onto a model that takes the parent's thinking, or leave the model as the parent's\.$/,
+    );
+    // The parent's own model took its thinking (the request was answered): forkd does not second-guess it.
+    const onItsOwnModel = prefixOf(32_000, enabled);
+    onItsOwnModel.params.model = "claude-opus-4-7";
+    expect(prepareForkRun({ ...base, prefix: onItsOwnModel }).request.model).toBe("claude-opus-4-7");
     expect((refusal(adaptive, "claude-sonnet-4-5") as Error).message).toMatch(
       /^claude-sonnet-4-5 does not take the parent's thinking \(type "adaptive"\).*only with a token budget/,
     );
