@@ -144,6 +144,17 @@ function pathsOf(input: Record<string, unknown>): string[] {
   return PATH_KEYS.map((k) => input[k]).filter((v): v is string => typeof v === "string" && v !== "");
 }
 
+/**
+ * A forked child's message opens with forkd's fork boilerplate and gives its task after this line; a
+ * real model reads its task there, so the report's scope is taken from there too.
+ */
+const DIRECTIVE_HEADING = "\nYour directive:\n";
+
+function taskOf(text: string): string {
+  const at = text.lastIndexOf(DIRECTIVE_HEADING);
+  return at === -1 ? text : text.slice(at + DIRECTIVE_HEADING.length);
+}
+
 function report(scope: string, seed: string, history: ToolHistory[], issues: string[]): string {
   const keyFiles = new Set<string>(scope.slice(0, FILE_SCAN_CHARS).match(FILE_LIKE) ?? []);
   const changed = new Set<string>();
@@ -165,7 +176,7 @@ function report(scope: string, seed: string, history: ToolHistory[], issues: str
       ? `; ${results.length} tool result${results.length === 1 ? "" : "s"}: ${results.join("; ")}`
       : "");
   return [
-    `Scope: ${firstLine(scope) || "(no directive)"}`,
+    `Scope: ${firstLine(taskOf(scope)) || "(no directive)"}`,
     `Result: ${result}`,
     `Key files: ${files.length > 0 ? files.join(", ") : "none"}`,
     `Files changed: ${changed.size > 0 ? [...changed].join(", ") : "none"}`,

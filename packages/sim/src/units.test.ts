@@ -295,6 +295,20 @@ describe("scripted model", () => {
     });
   });
 
+  it("takes a forked child's scope from its directive, not from the fork boilerplate before it", () => {
+    const boilerplate =
+      '<fork-boilerplate v="1" run="r1" sig="0123456789abcdef">\nRules.\n</fork-boilerplate>';
+    const r = run({
+      messages: [
+        { role: "user", content: `${boilerplate}\n\nYour directive:\nAudit the length checks.\nThen stop.` },
+      ],
+    });
+    expect(r.content[0]).toMatchObject({
+      type: "text",
+      text: expect.stringMatching(/^Scope: Audit the length checks\.\n/),
+    });
+  });
+
   it("refuses tools the request does not offer, and honours tool_choice none", () => {
     const unknown = run({ messages: [{ role: "user", content: "@sim tool Delete {}" }] });
     expect(unknown.stopReason).toBe("end_turn");
