@@ -69,6 +69,11 @@ export interface BuiltinToolDispatcherOptions {
   /** Directory names Glob and Grep do not descend into (unless the pattern names them). @default [".git", "node_modules"] */
   skipDirs?: readonly string[];
   /**
+   * The longest one Grep call may spend matching (on a worker thread) before it is stopped and the
+   * model told to narrow it. @default GREP_MATCH_TIME_LIMIT_MS (30 s) @unit ms
+   */
+  grepTimeLimitMs?: number;
+  /**
    * Absolute directories that stand for ones in the workspace, such as the parent's checkout for a
    * worktree run (see `RunWorktree.pathAlias`): a path the model copied from the parent's conversation
    * is re-rooted before confinement. @default []
@@ -155,7 +160,7 @@ export function createBuiltinToolDispatcher(options: BuiltinToolDispatcherOption
     tool(
       "Grep",
       GrepInputSchema,
-      (input, run) => grepTool(input, run, skipDirs),
+      (input, run) => grepTool(input, run, { skipDirs, timeLimitMs: options.grepTimeLimitMs }),
       () => true,
     ),
     tool(

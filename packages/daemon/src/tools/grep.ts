@@ -3,7 +3,6 @@
 import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import type { ToolOutcome } from "@forkd/core";
-import { RE2JS } from "re2js";
 import {
   ABORTED,
   BINARY_SNIFF_BYTES,
@@ -16,6 +15,8 @@ import {
 } from "./context.js";
 import { resolveSearchRoot, skipDirsFor, sortNewestFirst } from "./glob.js";
 import { globToRegExp } from "./glob-pattern.js";
+import { compilePattern, type PatternSpec, withoutCarriageReturn } from "./line-match.js";
+import { GREP_MATCH_TIME_LIMIT_MS, MatchTimeLimitError, OffThreadMatcher } from "./off-thread-matcher.js";
 import { capOutput } from "./output.js";
 import { MAX_LINE_CHARS } from "./read.js";
 import { walkFiles } from "./walk.js";
@@ -91,12 +92,24 @@ interface FileHit {
   count: number;
 }
 
-export async function grepTool(
-  input: GrepInput,
-  run: ToolRun,
-  skipDirs: readonly string[],
-): Promise<ToolOutcome> {
-  const regex = compilePattern(input.pattern, input["-i"] === true, input.multiline === true);
+/** How {@link grepTool} searches, besides the model's input. */
+export interface GrepSettings {
+  /** Directory names not descended into unless the glob names them. */
+  skipDirs: readonly string[];
+  /** @default GREP_MATCH_TIME_LIMIT_MS @unit ms */
+  timeLimitMs?: number | undefined;
+}
+
+export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSettings): Promise<ToolOutcome> {
+  const { skipDirs } = settings;
+  const timeLimitMs = settings.timeLimitMs ?? GREP_MATCH_TIME_LIMIT_MS;
+  const spec: PatternSpec = {
+    pattern: input.pattern,
+    ignoreCase: input["-i"] === true,
+    multiline: input.multiline === true,
+  };
+  // Compiled here too, only to answer a bad pattern at once, without starting a worker.
+  const regex = compilePattern(spec);
   if (!regex.ok) return fail(regex.reason);
   const filter = fileFilter(input);
   if (!filter.ok) return fail(filter.reason);
@@ -110,6 +123,7 @@ export async function grepTool(
   const held = { chars: 0 };
   let stopped = false;
   let tooBig = 0;
+  let matcher: OffThreadMatcher | undefined;
   try {
     const candidates = root.isDirectory
       ? walkFiles(root.path, { signal: run.signal, skipDirs: skipDirsFor(input.glob ?? "", skipDirs) })
@@ -129,24 +143,18 @@ export async function grepTool(
       const data = await readFile(path, { signal: run.signal }).catch(() => undefined);
       if (data === undefined || looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) continue;
       const text = data.toString("utf8");
-      if (mode === "files_with_matches" && input.multiline !== true) {
-        if (countMatchingLines(regex.value, text, 1) > 0)
-          hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count: 1 });
-        continue;
-      }
-      if (mode === "count" && input.multiline !== true) {
-        const count = countMatchingLines(regex.value, text);
+      matcher ??= await OffThreadMatcher.start(spec, { signal: run.signal, timeLimitMs });
+      if (mode !== "content" && !spec.multiline) {
+        const count = (await matcher.match(mode === "count" ? "count" : "any", text)) as number;
         if (count > 0) hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count });
         continue;
       }
-      const lines = text.split("\n");
-      const matches =
-        input.multiline === true ? multilineMatches(regex.value, text) : lineMatches(regex.value, lines);
+      const matches = (await matcher.match(spec.multiline ? "multiline" : "lines", text)) as Uint32Array;
       if (matches.length === 0) continue;
       hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count: matches.length });
       if (
         mode === "content" &&
-        !renderLines(lineEntries, held, entry.path, lines, matches, input, root.isDirectory)
+        !renderLines(lineEntries, held, entry.path, text.split("\n"), matches, input, root.isDirectory)
       ) {
         stopped = true;
         break;
@@ -154,7 +162,16 @@ export async function grepTool(
     }
   } catch (error) {
     if (run.signal.aborted) return ABORTED;
+    if (error instanceof MatchTimeLimitError) {
+      return fail(
+        `Grep stopped: matching took longer than ${timeLimitMs / 1000} s. The pattern is too costly for ` +
+          "these files (a large counted repetition such as .{300} costs its size on every character); narrow the " +
+          "search with path, glob or type, or simplify the pattern.",
+      );
+    }
     return fail(`Grep failed: ${describeError(error)}`);
+  } finally {
+    matcher?.close();
   }
 
   const entries = mode === "content" ? lineEntries : render(mode, hits);
@@ -192,29 +209,6 @@ async function confinedTarget(run: ToolRun, path: string): Promise<string | unde
   return target.ok ? target.path : undefined;
 }
 
-type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
-
-/**
- * Compiles the pattern with RE2 (re2js): matching takes time linear in the text whatever the
- * pattern, so a model's `^(a+)+$` cannot freeze the daemon's event loop (#11 finding 7). RE2's
- * syntax is ripgrep's (Rust's regex crate is of the same family): no backreferences, no lookaround.
- * A `(?i)` prefix works as in ripgrep.
- */
-export function compilePattern(pattern: string, ignoreCase: boolean, multiline: boolean): Parsed<RE2JS> {
-  let flags = multiline ? RE2JS.MULTILINE | RE2JS.DOTALL : 0;
-  if (ignoreCase) flags |= RE2JS.CASE_INSENSITIVE;
-  try {
-    return { ok: true, value: RE2JS.compile(pattern, flags) };
-  } catch (error) {
-    return {
-      ok: false,
-      reason:
-        `Invalid regular expression ${JSON.stringify(pattern)}: ${describeError(error)}. Grep uses RE2 syntax, as ` +
-        "ripgrep does (no backreferences or lookaround); escape literal ( ) [ ] { } . * + ? | with a backslash.",
-    };
-  }
-}
-
 type FileFilter = { ok: true; accepts: (relative: string) => boolean } | { ok: false; reason: string };
 
 /** The `glob` and `type` filters as one predicate over relative paths. */
@@ -242,65 +236,6 @@ function fileFilter(input: GrepInput): FileFilter {
   return { ok: true, accepts: (relative) => checks.every((check) => check(relative)) };
 }
 
-/** A CRLF file's lines end in `\r`, which is not part of the line: `$` must match before it. */
-function withoutCarriageReturn(line: string): string {
-  return line.endsWith("\r") ? line.slice(0, -1) : line;
-}
-
-function lineMatchesRegex(regex: RE2JS, line: string): boolean {
-  return regex.matcher(withoutCarriageReturn(line)).find();
-}
-
-function lineMatches(regex: RE2JS, lines: string[]): number[] {
-  const found: number[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    // A file ending in a newline has an empty last element that is not a line.
-    if (i === lines.length - 1 && line === "") break;
-    if (lineMatchesRegex(regex, line)) found.push(i);
-  }
-  return found;
-}
-
-/**
- * How many lines match, up to `stopAt`, without splitting the text into lines (an array of millions
- * of short strings for a file of short lines): `files_with_matches` and `count` need no more.
- */
-function countMatchingLines(regex: RE2JS, text: string, stopAt = Number.POSITIVE_INFINITY): number {
-  let count = 0;
-  for (let start = 0; start < text.length && count < stopAt; ) {
-    const newline = text.indexOf("\n", start);
-    const end = newline === -1 ? text.length : newline;
-    if (lineMatchesRegex(regex, text.slice(start, end))) count++;
-    start = end + 1;
-  }
-  return count;
-}
-
-/** Lines touched by any match of a global, multi-line regex over the whole text. */
-function multilineMatches(regex: RE2JS, text: string): number[] {
-  const lineStarts = [0];
-  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) lineStarts.push(i + 1);
-  const lineOf = (offset: number) => {
-    let lo = 0;
-    let hi = lineStarts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (lineStarts[mid]! <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  };
-  const found = new Set<number>();
-  const matcher = regex.matcher(text);
-  while (matcher.find()) {
-    const start = matcher.start();
-    const end = start + Math.max(0, matcher.end() - start - 1);
-    for (let line = lineOf(start); line <= lineOf(end); line++) found.add(line);
-  }
-  return [...found].sort((a, b) => a - b);
-}
-
 /** The output entries of `files_with_matches` and `count` modes, before offset/head_limit. */
 function render(mode: "files_with_matches" | "count", hits: FileHit[]): string[] {
   if (mode === "files_with_matches") {
@@ -320,7 +255,7 @@ function renderLines(
   held: { chars: number },
   path: string,
   lines: readonly string[],
-  matches: readonly number[],
+  matches: Uint32Array,
   input: GrepInput,
   withPath: boolean,
 ): boolean {
@@ -328,7 +263,13 @@ function renderLines(
   const before = input["-B"] ?? context;
   const after = input["-A"] ?? context;
   const numbers = input["-n"] ?? true;
-  const isMatch = new Set(matches);
+  // Lines are visited in increasing order, so whether one matched is read off the sorted matches
+  // with a cursor: a Set of them is hundreds of MB for a file of millions of matching lines.
+  let cursor = 0;
+  const isMatch = (line: number) => {
+    while (cursor < matches.length && matches[cursor]! < line) cursor++;
+    return matches[cursor] === line;
+  };
   let lastShown = -2;
   const lineCount = lines.at(-1) === "" ? lines.length - 1 : lines.length;
   for (const m of matches) {
@@ -336,7 +277,7 @@ function renderLines(
     const to = Math.min(lineCount - 1, m + after);
     if (from > lastShown + 1 && out.length > 0 && (before > 0 || after > 0)) out.push("--");
     for (let i = from; i <= to; i++) {
-      const sepChar = isMatch.has(i) ? ":" : "-";
+      const sepChar = isMatch(i) ? ":" : "-";
       const prefix = `${withPath ? `${path}${sepChar}` : ""}${numbers ? `${i + 1}${sepChar}` : ""}`;
       const entry = prefix + displayLine(lines[i]!);
       out.push(entry);
