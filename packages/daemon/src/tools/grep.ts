@@ -15,7 +15,12 @@ import {
 } from "./context.js";
 import { resolveSearchRoot, skipDirsFor, sortNewestFirst } from "./glob.js";
 import { globToRegExp } from "./glob-pattern.js";
-import { compilePattern, type PatternSpec, withoutCarriageReturn } from "./line-match.js";
+import {
+  compilePattern,
+  type MatchOperation,
+  type PatternSpec,
+  withoutCarriageReturn,
+} from "./line-match.js";
 import { GREP_MATCH_TIME_LIMIT_MS, MatchTimeLimitError, OffThreadMatcher } from "./off-thread-matcher.js";
 import { capOutput } from "./output.js";
 import { MAX_LINE_CHARS } from "./read.js";
@@ -29,6 +34,12 @@ export const MAX_GREP_FILE_BYTES = 10 * 1024 * 1024;
  * read as that many files. @unit UTF-16 code units
  */
 export const MAX_GREP_HELD_CHARS = 8 * 1024 * 1024;
+/**
+ * Files are sent to the regex worker together, up to this many characters or {@link GREP_BATCH_FILES}
+ * files: a message per small file made a search of a repository twice as slow. @unit UTF-16 code units
+ */
+const GREP_BATCH_CHARS = 1024 * 1024;
+const GREP_BATCH_FILES = 256;
 
 export interface GrepInput {
   pattern: string;
@@ -124,6 +135,35 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
   let stopped = false;
   let tooBig = 0;
   let matcher: OffThreadMatcher | undefined;
+  const operation: MatchOperation = spec.multiline
+    ? "multiline"
+    : mode === "content"
+      ? "lines"
+      : mode === "count"
+        ? "count"
+        : "any";
+  /** Files read and not matched yet: sent to the worker together. */
+  let batch: { path: string; mtimeMs: number; text: string }[] = [];
+  let batchChars = 0;
+  /** Matches the batch; false once `content` mode holds all the lines it may. */
+  const matchBatch = async (): Promise<boolean> => {
+    const files = batch;
+    batch = [];
+    batchChars = 0;
+    if (files.length === 0) return true;
+    matcher ??= await OffThreadMatcher.start(spec, { signal: run.signal, timeLimitMs });
+    const results = await matcher.match(files.map((file) => ({ operation, text: file.text })));
+    for (const [index, file] of files.entries()) {
+      const result = results[index]!;
+      const count = typeof result === "number" ? result : result.length;
+      if (count === 0) continue;
+      hits.push({ path: file.path, mtimeMs: file.mtimeMs, count });
+      if (mode !== "content" || typeof result === "number") continue;
+      if (!renderLines(lineEntries, held, file.path, file.text.split("\n"), result, input, root.isDirectory))
+        return false;
+    }
+    return true;
+  };
   try {
     const candidates = root.isDirectory
       ? walkFiles(root.path, { signal: run.signal, skipDirs: skipDirsFor(input.glob ?? "", skipDirs) })
@@ -143,23 +183,15 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
       const data = await readFile(path, { signal: run.signal }).catch(() => undefined);
       if (data === undefined || looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) continue;
       const text = data.toString("utf8");
-      matcher ??= await OffThreadMatcher.start(spec, { signal: run.signal, timeLimitMs });
-      if (mode !== "content" && !spec.multiline) {
-        const count = (await matcher.match(mode === "count" ? "count" : "any", text)) as number;
-        if (count > 0) hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count });
-        continue;
-      }
-      const matches = (await matcher.match(spec.multiline ? "multiline" : "lines", text)) as Uint32Array;
-      if (matches.length === 0) continue;
-      hits.push({ path: entry.path, mtimeMs: info.mtimeMs, count: matches.length });
-      if (
-        mode === "content" &&
-        !renderLines(lineEntries, held, entry.path, text.split("\n"), matches, input, root.isDirectory)
-      ) {
+      batch.push({ path: entry.path, mtimeMs: info.mtimeMs, text });
+      batchChars += text.length;
+      if (batchChars < GREP_BATCH_CHARS && batch.length < GREP_BATCH_FILES) continue;
+      if (!(await matchBatch())) {
         stopped = true;
         break;
       }
     }
+    if (!stopped && !(await matchBatch())) stopped = true;
   } catch (error) {
     if (run.signal.aborted) return ABORTED;
     if (error instanceof MatchTimeLimitError) {

@@ -34,29 +34,43 @@ export interface OffThreadMatcherOptions {
   timeLimitMs?: number;
 }
 
-/** A worker compiled with one pattern, for the files of one Grep call. Close it when done. */
+/** One file's text and what to learn of it. */
+export interface FileToMatch {
+  operation: MatchOperation;
+  text: string;
+}
+
+/**
+ * One Grep call's hold on a regex worker. Close it when done: a worker that answered everything goes
+ * back to the pool; one stopped by an abort or the time limit is terminated.
+ */
 export class OffThreadMatcher {
+  readonly #spec: PatternSpec;
   readonly #worker: Worker;
   readonly #pending = new Map<
     number,
-    { resolve: (result: number | Uint32Array) => void; reject: (error: unknown) => void }
+    { resolve: (results: MatchReply["results"]) => void; reject: (error: unknown) => void }
   >();
   #nextId = 0;
   #failure: unknown;
   readonly #stop: () => void;
 
-  private constructor(spec: PatternSpec, options: OffThreadMatcherOptions, release: () => void) {
-    this.#worker = new Worker(...workerEntry(spec));
-    this.#worker.unref();
-    this.#worker.on("message", (reply: MatchReply) => {
+  private constructor(
+    spec: PatternSpec,
+    worker: Worker,
+    options: OffThreadMatcherOptions,
+    release: () => void,
+  ) {
+    this.#spec = spec;
+    this.#worker = worker;
+    const onMessage = (reply: MatchReply) => {
       const waiting = this.#pending.get(reply.id);
       this.#pending.delete(reply.id);
-      waiting?.resolve(reply.result);
-    });
-    this.#worker.on("error", (error) => this.#fail(error));
-    this.#worker.on("exit", (code) =>
-      this.#fail(this.#failure ?? new Error(`the regex worker exited (${code})`)),
-    );
+      waiting?.resolve(reply.results);
+    };
+    const onError = (error: unknown) => this.#fail(error);
+    const onExit = (code: number) => this.#fail(new Error(`the regex worker exited (${code})`));
+    worker.on("message", onMessage).on("error", onError).on("exit", onExit);
     const limitMs = options.timeLimitMs ?? GREP_MATCH_TIME_LIMIT_MS;
     const timer = setTimeout(() => this.#fail(new MatchTimeLimitError(limitMs)), limitMs);
     const onAbort = () => this.#fail(options.signal.reason);
@@ -67,34 +81,41 @@ export class OffThreadMatcher {
       stopped = true;
       clearTimeout(timer);
       options.signal.removeEventListener("abort", onAbort);
-      void this.#worker.terminate();
+      worker.off("message", onMessage).off("error", onError).off("exit", onExit);
+      // A worker may be in the middle of a match only when this call failed: that one is ended.
+      if (this.#failure === undefined) idleWorkers.push(worker);
+      else void worker.terminate();
       release();
     };
   }
 
-  /** Waits for a free worker slot (or the abort), then starts a worker compiled with `spec`. */
+  /** Waits for a free worker slot (or the abort), then takes an idle worker or starts one. */
   static async start(spec: PatternSpec, options: OffThreadMatcherOptions): Promise<OffThreadMatcher> {
     const release = await workerSlots.acquire(options.signal);
     try {
-      return new OffThreadMatcher(spec, options, release);
+      return new OffThreadMatcher(spec, idleWorkers.pop() ?? startWorker(), options, release);
     } catch (error) {
       release();
       throw error;
     }
   }
 
-  /** Matches one file's text; rejects on abort, at the time limit, or if the worker dies. */
-  match(operation: MatchOperation, text: string): Promise<number | Uint32Array> {
+  /**
+   * Matches files' texts, one result per file in order (see `runMatch`); rejects on abort, at the
+   * time limit, or if the worker dies. Several files to a message: one round trip per file made a
+   * search of a thousand small files twice as slow.
+   */
+  match(files: readonly FileToMatch[]): Promise<MatchReply["results"]> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
-      const request: MatchRequest = { id, operation, text };
+      const request: MatchRequest = { id, spec: this.#spec, files: [...files] };
       this.#worker.postMessage(request);
     });
   }
 
-  /** Stops the worker and frees its slot. */
+  /** Gives the worker back (or ends it, after a failure) and frees the slot. */
   close(): void {
     this.#stop();
   }
@@ -107,21 +128,35 @@ export class OffThreadMatcher {
   }
 }
 
+/** Workers no call holds, kept so that their JIT-compiled matcher serves the next call. */
+const idleWorkers: Worker[] = [];
+
+function startWorker(): Worker {
+  const worker = new Worker(...workerEntry());
+  // An idle worker must not keep the daemon's process alive.
+  worker.unref();
+  // One that dies while idle is simply not reused.
+  worker.on("exit", () => {
+    const at = idleWorkers.indexOf(worker);
+    if (at !== -1) idleWorkers.splice(at, 1);
+  });
+  worker.on("error", () => {});
+  return worker;
+}
+
 /**
  * The worker's script and options. Built, it is `regex-worker.js` beside this file. Run from source
  * (the tests), it is `regex-worker.ts`, which the worker loads after registering tsx's loader in
  * itself (a worker does not take `--import` from its `execArgv`).
  */
-function workerEntry(spec: PatternSpec): ConstructorParameters<typeof Worker> {
-  if (!import.meta.url.endsWith(".ts")) {
-    return [new URL("./regex-worker.js", import.meta.url), { workerData: spec }];
-  }
+function workerEntry(): ConstructorParameters<typeof Worker> {
+  if (!import.meta.url.endsWith(".ts")) return [new URL("./regex-worker.js", import.meta.url)];
   // tsx's ESM entry (`require.resolve` would give its CommonJS one).
   const tsxRoot = dirname(createRequire(import.meta.url).resolve("tsx/package.json"));
   const tsx = pathToFileURL(join(tsxRoot, "dist/esm/api/index.mjs")).href;
   const script = new URL("./regex-worker.ts", import.meta.url).href;
   const code = `import(${JSON.stringify(tsx)}).then((tsx) => tsx.register()).then(() => import(${JSON.stringify(script)}));`;
-  return [code, { eval: true, workerData: spec }];
+  return [code, { eval: true }];
 }
 
 /** A counting semaphore whose waits can be aborted. */
