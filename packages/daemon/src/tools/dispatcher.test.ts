@@ -104,6 +104,32 @@ describe("Read", () => {
 });
 
 describe("Glob", () => {
+  it("shows the newest 100 of more matches, newest first, equal times by path, and says how many there were", async () => {
+    // 101 files whose times are shuffled (37 steps around 101), the last one tying with the newest.
+    await mkdir(join(ws, "many"));
+    const seconds = Array.from({ length: 101 }, (_, i) => 1_000_000 + ((i * 37) % 101));
+    seconds[100] = 1_000_100;
+    for (const [i, second] of seconds.entries()) {
+      const path = join(ws, "many", `f${String(i).padStart(3, "0")}.txt`);
+      await writeFile(path, "");
+      await touch(path, second);
+    }
+    const expected = seconds
+      .map((second, i) => ({ second, path: join(ws, "many", `f${String(i).padStart(3, "0")}.txt`) }))
+      .sort((a, b) => b.second - a.second || (a.path < b.path ? -1 : 1))
+      .map((file) => file.path);
+    const shown = expectOk(await run("Glob", { pattern: "many/*.txt" })).split("\n");
+    expect(shown.slice(0, 100)).toEqual(expected.slice(0, 100));
+    expect(shown[100]).toBe(
+      "(Results are truncated: 100 of 101 files shown. Use a more specific path or pattern.)",
+    );
+    // Exactly 100: all shown, no note.
+    await rm(expected[100]!);
+    expect(expectOk(await run("Glob", { pattern: "many/*.txt" })).split("\n")).toEqual(
+      expected.slice(0, 100),
+    );
+  });
+
   it("lists matches newest first, skipping .git and node_modules", async () => {
     await mkdir(join(ws, "src/deep"), { recursive: true });
     await mkdir(join(ws, "node_modules/pkg"), { recursive: true });

@@ -57,10 +57,12 @@ export async function globTool(
     base === "" ? { ok: true as const, path: root.path } : await confine({ ...run, cwd: root.path }, base);
   if (!start.ok) return start.outcome;
   try {
-    const found: { path: string; mtimeMs: number }[] = [];
+    // Only the newest MAX_GLOB_RESULTS are kept: a walk of a million matching names held them all,
+    // about 100 MB, then sorted them in one turn of the event loop.
+    const newest = new NewestFiles(MAX_GLOB_RESULTS);
     if (rest === "") {
       const info = await lstat(start.path).catch(() => undefined);
-      if (info !== undefined && !info.isDirectory()) found.push({ path: start.path, mtimeMs: info.mtimeMs });
+      if (info !== undefined && !info.isDirectory()) newest.add({ path: start.path, mtimeMs: info.mtimeMs });
     } else {
       const regex = globToRegExp(rest);
       const walk = walkFiles(start.path, {
@@ -71,15 +73,14 @@ export async function globTool(
       for await (const entry of walk) {
         if (!regex.test(entry.relative)) continue;
         const info = await lstat(entry.path).catch(() => undefined);
-        if (info !== undefined) found.push({ path: entry.path, mtimeMs: info.mtimeMs });
+        if (info !== undefined) newest.add({ path: entry.path, mtimeMs: info.mtimeMs });
       }
     }
-    if (found.length === 0) return ok("No files found");
-    sortNewestFirst(found);
-    const shown = found.slice(0, MAX_GLOB_RESULTS).map((f) => f.path);
-    if (found.length > MAX_GLOB_RESULTS) {
+    if (newest.seen === 0) return ok("No files found");
+    const shown = newest.files.map((f) => f.path);
+    if (newest.seen > MAX_GLOB_RESULTS) {
       shown.push(
-        `(Results are truncated: ${MAX_GLOB_RESULTS} of ${found.length} files shown. Use a more specific path or pattern.)`,
+        `(Results are truncated: ${MAX_GLOB_RESULTS} of ${newest.seen} files shown. Use a more specific path or pattern.)`,
       );
     }
     return ok(capOutput(shown.join("\n"), run.outputCapBytes, "use a more specific path or pattern"));
@@ -89,7 +90,38 @@ export async function globTool(
   }
 }
 
+type FileTime = { path: string; mtimeMs: number };
+
 /** Newest first; equal times by path, so the order is stable. */
-export function sortNewestFirst(files: { path: string; mtimeMs: number }[]): void {
-  files.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+function newestFirst(a: FileTime, b: FileTime): number {
+  return b.mtimeMs - a.mtimeMs || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+}
+
+/** Sorts newest first (see {@link newestFirst}). */
+export function sortNewestFirst(files: FileTime[]): void {
+  files.sort(newestFirst);
+}
+
+/** The newest `limit` files of those added, newest first, and how many were added in all. */
+class NewestFiles {
+  readonly files: FileTime[] = [];
+  seen = 0;
+
+  constructor(readonly limit: number) {}
+
+  add(file: FileTime): void {
+    this.seen++;
+    const { files } = this;
+    if (files.length === this.limit && newestFirst(file, files.at(-1)!) >= 0) return;
+    // Binary search for the first kept file that sorts after this one.
+    let lo = 0;
+    let hi = files.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (newestFirst(files[mid]!, file) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    files.splice(lo, 0, file);
+    if (files.length > this.limit) files.pop();
+  }
 }

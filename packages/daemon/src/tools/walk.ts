@@ -6,6 +6,11 @@ import { join } from "node:path";
 /** Directory names a walk does not descend into by default. */
 export const DEFAULT_SKIPPED_DIRS: readonly string[] = [".git", "node_modules"];
 
+/** Entries a walk yields before it lets the event loop take a turn. */
+const ENTRIES_PER_TURN = 1024;
+/** A directory with more entries is walked in the file system's order, not sorted by name. */
+export const MAX_SORTED_ENTRIES = 50_000;
+
 /** One non-directory entry found by {@link walkFiles}. */
 export interface WalkEntry {
   /** Absolute path. */
@@ -31,6 +36,7 @@ export interface WalkOptions {
 export async function* walkFiles(root: string, options: WalkOptions): AsyncGenerator<WalkEntry> {
   const maxDepth = options.maxDepth ?? Number.POSITIVE_INFINITY;
   const stack: { dir: string; relative: string; depth: number }[] = [{ dir: root, relative: "", depth: 0 }];
+  let sinceYield = 0;
   while (stack.length > 0) {
     options.signal.throwIfAborted();
     const { dir, relative, depth } = stack.pop()!;
@@ -47,6 +53,13 @@ export async function* walkFiles(root: string, options: WalkOptions): AsyncGener
       }
       const kind = entry.isFile() ? "file" : entry.isSymbolicLink() ? "symlink" : "other";
       yield { path: childPath, relative: childRelative, kind };
+      // A consumer that needs no I/O per entry (Glob's name match) would otherwise run through a
+      // directory of a million names in one turn of the event loop: seconds without a presence beat.
+      if (++sinceYield >= ENTRIES_PER_TURN) {
+        sinceYield = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+        options.signal.throwIfAborted();
+      }
     }
     // Pushed in reverse so the stack pops them in name order.
     for (let i = subdirs.length - 1; i >= 0; i--) stack.push(subdirs[i]!);
@@ -58,7 +71,11 @@ async function readDirSorted(dir: string) {
     const handle = await opendir(dir);
     const entries = [];
     for await (const entry of handle) entries.push(entry);
-    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // Name order makes a walk's order the same on every machine; a directory too large to sort
+    // within one turn of the event loop (a million names take a second) keeps the file system's.
+    if (entries.length <= MAX_SORTED_ENTRIES) {
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    }
     return entries;
   } catch {
     return [];
