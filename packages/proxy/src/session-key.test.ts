@@ -97,10 +97,19 @@ describe("openAiSessionKeyOf", () => {
     ],
   };
 
-  it("keys the Codex CLI by its session_id header", () => {
-    expect(
-      openAiSessionKeyOf("openai-responses", { ...auth("sk-1"), session_id: "019a-conv" }, { input: [] }),
-    ).toBe("codex:019a-conv");
+  it("keys the Codex CLI by its session-id header, and a sub-agent by its own thread-id", () => {
+    const key = (headers: Record<string, string>) =>
+      openAiSessionKeyOf(
+        "openai-responses",
+        { ...auth("sk-1"), ...headers },
+        { input: [], prompt_cache_key: "k" },
+      );
+    expect(key({ "session-id": "019a-conv", "thread-id": "019a-conv" })).toBe("codex:019a-conv");
+    expect(key({ "session-id": "019a-conv", "thread-id": "019b-sub" })).toBe(
+      "codex:019a-conv/thread:019b-sub",
+    );
+    expect(key({ session_id: "019a-old" })).toBe("codex:019a-old");
+    expect(key({ "session-id": "not a valid id" })).toMatch(/^pck:/);
   });
 
   it("keys a prompt_cache_key per credential, without either in the key", () => {

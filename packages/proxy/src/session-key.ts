@@ -41,8 +41,8 @@ export function sessionKeyOf(headers: Record<string, string | string[] | undefin
 }
 
 /**
- * The session of an OpenAI-API request: `codex:<id>` from the Codex CLI's `session_id` header (its
- * conversation id, which it also sends as the body's `prompt_cache_key`), `pck:<hash>` of the
+ * The session of an OpenAI-API request: `codex:<id>` from the Codex CLI's `session-id` header (and
+ * `codex:<id>/thread:<thread id>` for one of its sub-agents), `pck:<hash>` of the
  * credential's hash and a `prompt_cache_key` another client chose, else `anon:<hash>` of the
  * credential's hash, the instructions (Responses' `instructions`, Chat's leading system or developer
  * messages) and the first message or input item after them.
@@ -53,8 +53,14 @@ export function openAiSessionKeyOf(
   headers: Record<string, string | string[] | undefined>,
   body: Record<string, unknown>,
 ): string {
-  const header = headers.session_id;
-  if (typeof header === "string" && SESSION_ID.test(header)) return `codex:${header}`;
+  // The Codex CLI (0.171) sends `session-id` and `thread-id` (older versions `session_id`); a
+  // sub-agent it spawns is a thread of its own in its parent's session.
+  const session = headers["session-id"] ?? headers.session_id;
+  if (typeof session === "string" && SESSION_ID.test(session)) {
+    const thread = headers["thread-id"];
+    const own = typeof thread === "string" && SESSION_ID.test(thread) && thread !== session;
+    return `codex:${session}${own ? `/thread:${thread}` : ""}`;
+  }
   // A cache key is chosen per conversation by the client but could be shared by two accounts'
   // clients: the credential keeps them apart.
   const cacheKey = body.prompt_cache_key;
