@@ -6,6 +6,7 @@ import { gzipSync } from "node:zlib";
 import Anthropic from "@anthropic-ai/sdk";
 import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ChatReply, ChatToolCall } from "./chat-assembler.js";
 import type { AssembledMessage } from "./message-assembler.js";
 import { ProxyClient } from "./proxy-client.js";
 import { type RunningProxy, startProxy } from "./proxy-server.js";
@@ -393,7 +394,7 @@ describe("OpenAI turns", () => {
       const calls = turn!.toolCalls;
       expect(calls.map((call) => call.input)).toEqual([{ directive: "A" }, { directive: "B" }]);
       expect(turn?.response).toMatchObject({ role: "assistant", content: "Forking." });
-      const ids = (turn!.response as { tool_calls: { id: string }[] }).tool_calls.map((call) => call.id);
+      const ids = ((turn!.response as ChatReply).tool_calls as ChatToolCall[]).map((call) => call.id);
       expect(ids).toEqual(calls.map((call) => call.id));
       for (const id of ids) expect(text).toContain(id);
     },
