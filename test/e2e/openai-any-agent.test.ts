@@ -1,5 +1,5 @@
 // Distributed forks for OpenAI-API agents, configured only: the real qwen-code (Chat Completions)
-// and the real Codex CLI (Responses; skipped, see below) talk to the model through `forkd proxy` (their OpenAI base URL
+// and the real Codex CLI (Responses) talk to the model through `forkd proxy` (their OpenAI base URL
 // is `<proxy>/openai`, whose upstream is the simulator) and have `forkd mcp` as an MCP server. The
 // scripted model calls the fork tool twice in one reply, then fork_result; the children run on two
 // daemons. Each child must start with the client's own request byte for byte through its last item,
@@ -87,14 +87,18 @@ interface Api {
   list: "messages" | "input";
   /** The fork calls a request sends back after `at` items: the reply the client got, as it sends it. */
   replyAfter(items: Body[], at: number): Body[];
-  callIds(reply: Body[]): string[];
+  /** The ids of the reply's calls of the tool `fork` (as the client names it). */
+  forkCallIds(reply: Body[], fork: string): string[];
 }
 
 const CHAT: Api = {
   path: "/v1/chat/completions",
   list: "messages",
   replyAfter: (items, at) => (items[at]?.role === "assistant" ? [items[at]!] : []),
-  callIds: (reply) => ((reply[0]?.tool_calls ?? []) as { id: string }[]).map((call) => call.id),
+  forkCallIds: (reply, fork) =>
+    ((reply[0]?.tool_calls ?? []) as { id: string; function: { name: string } }[])
+      .filter((call) => call.function.name === fork)
+      .map((call) => call.id),
 };
 
 const RESPONSES: Api = {
@@ -105,8 +109,15 @@ const RESPONSES: Api = {
     const end = after.findIndex((item) => item.type === "function_call_output");
     return end <= 0 ? [] : after.slice(0, end);
   },
-  callIds: (reply) =>
-    reply.filter((item) => item.type === "function_call").map((item) => String(item.call_id)),
+  // A namespaced call (the Codex CLI's MCP tools) names its namespace beside the function.
+  forkCallIds: (reply, fork) =>
+    reply
+      .filter(
+        (item) =>
+          item.type === "function_call" &&
+          (item.namespace === undefined ? item.name : `${item.namespace}__${item.name}`) === fork,
+      )
+      .map((item) => String(item.call_id)),
 };
 
 /** Runs `client` through the proxy with `forkd mcp` and checks the whole fork round trip. */
@@ -132,13 +143,13 @@ async function forkThroughProxy(
   const at = bodies.findIndex((body, i) => {
     const next = bodies[i + 1]?.[api.list] as Body[] | undefined;
     const reply = next === undefined ? [] : api.replyAfter(next, (body[api.list] as Body[]).length);
-    return api.callIds(reply).length === 2 && JSON.stringify(reply).includes(`${fork}`);
+    return api.forkCallIds(reply, fork).length === 2;
   });
   expect(at, "a turn whose reply called the fork tool twice").toBeGreaterThanOrEqual(0);
   const parentEntry = agent[at]!;
   const parentItems = bodies[at]![api.list] as Body[];
   const reply = api.replyAfter(bodies[at + 1]![api.list] as Body[], parentItems.length);
-  const callIds = api.callIds(reply);
+  const callIds = api.forkCallIds(reply, fork);
   const children = entries.filter(isChild);
   expect(children).toHaveLength(2);
   for (const child of children) {
@@ -169,14 +180,10 @@ describe("OpenAI-API agents fork onto the cluster through forkd proxy and forkd 
     ),
   );
 
-  // Skipped: the Codex CLI 0.171 offers an MCP server's tools as one Responses `namespace` tool
-  // (`{type: "namespace", name: "mcp__forkd", tools: [fork, fork_result, …]}`), whose calls are
-  // `function_call` items naming `namespace: "mcp__forkd"` and `name: "fork"`. The simulator (and
-  // core's canonical reading of a Responses request) knows top-level function tools only, so the
-  // scripted model cannot call the fork tool: it answers "tools not in the request's tools". The
-  // proxy reads namespaced calls and namespaced markers already (unit tests); this runs once the
-  // simulator models namespace tools.
-  it.skip("the Codex CLI (Responses): two forks in one reply, then fork_result", { timeout: 300_000 }, () =>
+  // The Codex CLI 0.171 offers an MCP server's tools as one Responses `namespace` tool
+  // (`{type: "namespace", name: "mcp__forkd", tools: [fork, …]}`); its calls name the namespace
+  // beside the function, and the script calls the tool as `mcp__forkd__fork`.
+  it("the Codex CLI (Responses): two forks in one reply, then fork_result", { timeout: 300_000 }, () =>
     forkThroughProxy(RESPONSES, "mcp__forkd__fork", runCodex),
   );
 });

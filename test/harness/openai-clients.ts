@@ -85,6 +85,10 @@ function codexMcpServers(servers: Record<string, McpServerConfig>): string[] {
     `[mcp_servers.${name}]`,
     `command = ${tomlString(server.command)}`,
     `args = [${server.args.map(tomlString).join(", ")}]`,
+    // `codex exec` never asks: without this, every MCP call answers "requires approval".
+    `default_tools_approval_mode = "approve"`,
+    // Without it, the first request may leave before the server's tools are listed.
+    "required = true",
     ...(server.env === undefined
       ? []
       : [
