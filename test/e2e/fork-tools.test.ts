@@ -3,18 +3,20 @@
 // proxy never saw, read or stop another session's runs.
 import Anthropic from "@anthropic-ai/sdk";
 import { NatsForkSubagent } from "@forkd/client";
+import { FORK_BOILERPLATE_TAG } from "@forkd/core/internal";
 import { ForkTools } from "@forkd/mcp";
 import { mcpInstanceMarker, ProxyClient, type RunningProxy, startProxy } from "@forkd/proxy";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";
+import { expectParentBytes, expectParentCacheRead } from "../harness/openai-fork-checks.js";
 
 const stack = useForkdStack({ daemons: ["tools-a", "tools-b"] });
 let proxy: RunningProxy;
 let anthropic: Anthropic;
 
 beforeAll(async () => {
-  proxy = await startProxy({ upstream: stack().sim.url });
+  proxy = await startProxy({ upstream: stack().sim.url, openaiUpstream: `${stack().sim.url}/v1` });
   anthropic = new Anthropic({ apiKey: stack().apiKey, baseURL: proxy.url, maxRetries: 0 });
 });
 
@@ -175,5 +177,82 @@ describe("forkd's fork tools", () => {
     const tools = await sessionCalling([]);
     expect((await tools.fork({ directive: "  " })).isError).toBe(true);
     expect((await tools.abort({})).isError).toBe(true);
+  });
+
+  it("forks an OpenAI Responses turn natively: children speak its API, after its reply and a placeholder per call", async () => {
+    const { sim, forks, apiKey } = stack();
+    const instanceId = `${"cd".repeat(8)}${String(++sessions).padStart(4, "0")}`;
+    const tools = new ForkTools({
+      subagent: forks,
+      lookup: (query) => new ProxyClient(proxy).findToolCall(query),
+      instanceId,
+      lookupWaitMs: 2000,
+    });
+    const calls = [
+      { directive: "Audit the lengths.", label: "lengths" },
+      { directive: "Audit the depths.", label: "depths" },
+    ];
+    const body = {
+      model: "gpt-5",
+      stream: true,
+      instructions: "You are an agent. ".repeat(300),
+      prompt_cache_key: `tools-${instanceId}`,
+      tools: [
+        {
+          type: "function",
+          name: "mcp__forkd__fork",
+          description: `${mcpInstanceMarker(instanceId)} Fork a child.`,
+          parameters: {
+            type: "object",
+            properties: { directive: { type: "string" }, label: { type: "string" } },
+          },
+        },
+      ],
+      input: [
+        {
+          role: "user",
+          content: [
+            `Session ${sessions}: audit the codec.`,
+            ...calls.map((c) => `@sim tool mcp__forkd__fork ${JSON.stringify(c)}`),
+          ].join("\n"),
+        },
+      ],
+    };
+    const answer = await fetch(`${proxy.url}/openai/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify(body),
+    });
+    expect(answer.status).toBe(200);
+    await answer.text();
+    for (const call of calls) expect((await tools.fork(call)).isError).toBeUndefined();
+    const reports = await tools.result({});
+    expect(reports.text.match(/<status>completed<\/status>/g)).toHaveLength(2);
+
+    const parent = sim.requests().find((e) => e.path === "/v1/responses" && e.body.includes(instanceId))!;
+    const children = sim
+      .requests()
+      .filter(
+        (e) =>
+          e.path === "/v1/responses" &&
+          e.body.includes(instanceId) &&
+          e.body.includes(`<${FORK_BOILERPLATE_TAG}`),
+      );
+    expect(children).toHaveLength(2);
+    const turn = (await new ProxyClient(proxy).findToolCall({
+      toolName: "fork",
+      input: calls[0],
+      mcpInstance: instanceId,
+    }))!.turn;
+    expect(turn.api).toBe("openai-responses");
+    for (const child of children) {
+      expectParentBytes(parent.body, child.body, "input");
+      const own = (JSON.parse(child.body) as { input: Record<string, unknown>[] }).input.slice(1);
+      // The reply's items as the proxy recorded them, then one placeholder per call.
+      expect(own.slice(0, (turn.response as unknown[]).length)).toEqual(turn.response);
+      const outputs = own.filter((item) => item.type === "function_call_output").map((item) => item.call_id);
+      expect(outputs).toEqual(turn.toolCalls.map((call) => call.id));
+      expectParentCacheRead(parent, child);
+    }
   });
 });

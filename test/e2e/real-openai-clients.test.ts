@@ -7,11 +7,12 @@
 // cache as OpenAI's rules allow (same organisation, same prompt start, same prompt_cache_key).
 import { FORK_PLACEHOLDER_RESULT, forkPrefixFromNative } from "@forkd/core";
 import type { NativePrefix } from "@forkd/protocol";
-import { OPENAI_CACHE_STEP_TOKENS, type RequestLogEntry } from "@forkd/sim";
+import type { RequestLogEntry } from "@forkd/sim";
 import { describe, expect, it } from "vitest";
 import { readNotesPrompt } from "../harness/client-sandbox.js";
 import { useForkdStack } from "../harness/forkd.js";
 import { OPENAI_CLIENT_API_KEY, runCodex, runQwenCode } from "../harness/openai-clients.js";
+import { expectParentBytes, expectParentCacheRead } from "../harness/openai-fork-checks.js";
 
 const stack = useForkdStack({ daemons: ["openai-a", "openai-b"], apiKey: OPENAI_CLIENT_API_KEY });
 
@@ -45,26 +46,6 @@ async function forkThree(native: NativePrefix, path: string, tag: string) {
     expect(entry.status).toBe(200);
     return entry;
   });
-}
-
-/** The parent's body must be the child's, byte for byte, but for the items appended to `list`. */
-function expectParentBytes(parentRaw: string, childRaw: string, list: "messages" | "input") {
-  const parent = JSON.parse(parentRaw) as Body;
-  const items = JSON.stringify(parent[list]);
-  const at = parentRaw.indexOf(`"${list}":${items}`);
-  expect(at).toBeGreaterThan(0);
-  const end = at + `"${list}":`.length + items.length - 1; // just before the closing bracket
-  expect(childRaw.slice(0, end)).toBe(parentRaw.slice(0, end));
-  // Everything after the list (tools, sampling fields, the prompt_cache_key the parent sent…) too.
-  expect(childRaw.endsWith(parentRaw.slice(end + 1))).toBe(true);
-}
-
-/** Reads at least the parent's prompt, less the unfinished last 128-token step. */
-function expectParentCacheRead(parent: RequestLogEntry, child: RequestLogEntry) {
-  const parentPrompt = (parent.usage?.input_tokens ?? 0) + (parent.usage?.cache_read_input_tokens ?? 0);
-  expect(child.usage?.cache_read_input_tokens ?? 0).toBeGreaterThanOrEqual(
-    parentPrompt - OPENAI_CACHE_STEP_TOKENS,
-  );
 }
 
 describe("real OpenAI-API clients fork with their prefix intact", () => {

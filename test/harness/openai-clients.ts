@@ -10,11 +10,24 @@ export const OPENAI_CLIENT_API_KEY = "sk-forkd-openai-client-test";
 /** The model both clients are run with: one whose caching the simulator models. */
 export const OPENAI_CLIENT_MODEL = "gpt-5";
 
+/** An MCP server a client starts (stdio). */
+export interface McpServerConfig {
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
 /** Options of {@link runQwenCode} and {@link runCodex}. */
 export interface RunOpenAiClientOptions {
   /** The simulator's base URL (without `/v1`). */
   baseUrl: string;
+  /** The client's OpenAI base URL, when not `<baseUrl>/v1` (`forkd proxy`'s `<url>/openai`). */
+  openaiBaseUrl?: string;
   prompt: string;
+  /** MCP servers the client starts, by name: qwen-code's settings.json, the Codex CLI's config.toml. */
+  mcpServers?: Record<string, McpServerConfig>;
+  /** qwen-code only: more of `$HOME/.qwen/settings.json` (e.g. `tools.visible`). */
+  qwenSettings?: Record<string, unknown>;
   /** @default 120_000 @unit milliseconds */
   timeoutMs?: number;
 }
@@ -37,17 +50,54 @@ async function runInThrowawayRepo(
   });
 }
 
+function openaiBaseUrlOf(options: RunOpenAiClientOptions): string {
+  return options.openaiBaseUrl ?? `${options.baseUrl}/v1`;
+}
+
 /** Runs `qwen -p <prompt>` (qwen-code, Chat Completions) against the simulator; returns its output. */
 export function runQwenCode(options: RunOpenAiClientOptions): Promise<string> {
-  return runInThrowawayRepo(options, async () => ({
-    args: [require.resolve("@qwen-code/qwen-code/cli.js"), "-p", options.prompt, "--yolo"],
-    env: {
-      OPENAI_BASE_URL: `${options.baseUrl}/v1`,
-      OPENAI_API_KEY: OPENAI_CLIENT_API_KEY,
-      OPENAI_MODEL: OPENAI_CLIENT_MODEL,
-      QWEN_CODE_SUPPRESS_YOLO_WARNING: "1",
-    },
-  }));
+  return runInThrowawayRepo(options, async (home) => {
+    if (options.mcpServers !== undefined || options.qwenSettings !== undefined) {
+      await mkdir(join(home, ".qwen"));
+      await writeFile(
+        join(home, ".qwen", "settings.json"),
+        JSON.stringify({ ...options.qwenSettings, mcpServers: options.mcpServers ?? {} }, null, 2),
+      );
+    }
+    return {
+      args: [require.resolve("@qwen-code/qwen-code/cli.js"), "-p", options.prompt, "--yolo"],
+      env: {
+        OPENAI_BASE_URL: openaiBaseUrlOf(options),
+        OPENAI_API_KEY: OPENAI_CLIENT_API_KEY,
+        OPENAI_MODEL: OPENAI_CLIENT_MODEL,
+        QWEN_CODE_SUPPRESS_YOLO_WARNING: "1",
+      },
+    };
+  });
+}
+
+/** A TOML basic string (JSON's escapes are TOML's). */
+const tomlString = (text: string) => JSON.stringify(text);
+
+/** The Codex CLI's `[mcp_servers.<name>]` tables. */
+function codexMcpServers(servers: Record<string, McpServerConfig>): string[] {
+  return Object.entries(servers).flatMap(([name, server]) => [
+    `[mcp_servers.${name}]`,
+    `command = ${tomlString(server.command)}`,
+    `args = [${server.args.map(tomlString).join(", ")}]`,
+    // `codex exec` never asks: without this, every MCP call answers "requires approval".
+    `default_tools_approval_mode = "approve"`,
+    // Without it, the first request may leave before the server's tools are listed.
+    "required = true",
+    ...(server.env === undefined
+      ? []
+      : [
+          `env = { ${Object.entries(server.env)
+            .map(([key, value]) => `${key} = ${tomlString(value)}`)
+            .join(", ")} }`,
+        ]),
+    "",
+  ]);
 }
 
 /**
@@ -67,11 +117,12 @@ export function runCodex(options: RunOpenAiClientOptions): Promise<string> {
         "",
         "[model_providers.forkd-sim]",
         `name = "forkd simulator"`,
-        `base_url = "${options.baseUrl}/v1"`,
+        `base_url = "${openaiBaseUrlOf(options)}"`,
         `env_key = "OPENAI_API_KEY"`,
         `wire_api = "responses"`,
         "supports_websockets = false",
         "",
+        ...codexMcpServers(options.mcpServers ?? {}),
       ].join("\n"),
     );
     return {

@@ -1,4 +1,4 @@
-// The Anthropic proxy forwards to its one upstream and nowhere else. A request target the proxy
+// The proxy forwards to its upstreams (Anthropic's, and OpenAI's under /openai/) and nowhere else. A request target the proxy
 // resolved as a URL reference — `//other-host/v1/messages` (scheme-relative) or
 // `http://other-host/v1/messages` (absolute form, as sent to a forward proxy) — replaced the
 // upstream's host: the proxy became an open relay, from its network position, to any host, with
@@ -34,18 +34,25 @@ function send(port: number, target: string): Promise<RawAnswer> {
 }
 
 let upstream: Awaited<ReturnType<typeof listener>>;
+let openai: Awaited<ReturnType<typeof listener>>;
 let elsewhere: Awaited<ReturnType<typeof listener>>;
 let proxy: RunningProxy;
 
 beforeAll(async () => {
   upstream = await listener("upstream");
+  openai = await listener("openai");
   elsewhere = await listener("elsewhere");
-  proxy = await startProxy({ upstream: `http://127.0.0.1:${upstream.port}` });
+  proxy = await startProxy({
+    upstream: `http://127.0.0.1:${upstream.port}`,
+    // A base URL with a path, as OpenAI-compatible providers give them.
+    openaiUpstream: `http://127.0.0.1:${openai.port}/compatible-mode/v1`,
+  });
 });
 
 afterAll(async () => {
   await proxy?.close();
   upstream?.server.close();
+  openai?.server.close();
   elsewhere?.server.close();
 });
 
@@ -75,6 +82,18 @@ describe("the proxy reaches its upstream only", () => {
     const answer = await send(port, "/v1/messages/count_tokens?beta=true");
     expect(answer).toEqual({ status: 200, body: "upstream" });
     expect(upstream.paths.at(-1)).toBe("/v1/messages/count_tokens?beta=true");
+  });
+
+  it("an OpenAI path goes to the OpenAI upstream, under its base path, and to no other host", async () => {
+    const port = Number(new URL(proxy.url).port);
+    expect(await send(port, "/openai/chat/completions?x=1")).toEqual({ status: 200, body: "openai" });
+    expect(openai.paths.at(-1)).toBe("/compatible-mode/v1/chat/completions?x=1");
+    const relative = `/openai//127.0.0.1:${elsewhere.port}/responses`;
+    expect(await send(port, relative)).toEqual({ status: 200, body: "openai" });
+    expect(openai.paths.at(-1)).toBe(`/compatible-mode/v1//127.0.0.1:${elsewhere.port}/responses`);
+    // Only `/openai/…` is the OpenAI route: a look-alike prefix stays on the Anthropic upstream.
+    expect(await send(port, "/openaix/chat/completions")).toEqual({ status: 200, body: "upstream" });
+    expect(elsewhere.paths).toEqual([]);
   });
 
   it("a request body far larger than any Messages call is forwarded, not held", async () => {

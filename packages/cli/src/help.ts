@@ -325,28 +325,35 @@ Examples:
 
 Exit codes: 0 ok · 2 usage`,
 
-  proxy: `forkd proxy — an Anthropic API proxy that lets any agent's fork calls run on the cluster
+  proxy: `forkd proxy — an Anthropic and OpenAI API proxy that lets any agent's fork calls run on the cluster
 
 Usage: forkd proxy [options]
 
 Forwards every request and response unchanged (streams, headers, betas, errors, aborts) to the
-upstream API and remembers each agent session's last turns, so that \`forkd mcp\`'s fork tool forks
+upstream API — requests under /openai/ to the OpenAI upstream, that prefix replaced by its base
+URL; every other request to the Anthropic upstream — and remembers each agent session's last turns, so that \`forkd mcp\`'s fork tool forks
 exactly the turn that called it. Prints its URL as the first line of stdout and writes its URL and
 control token to a state file only you can read, where \`forkd mcp\` finds them. It sees the API keys
 agents send: it listens on loopback unless told otherwise. See docs/any-agent.md.
 
 Options:
-  --upstream URL       the API to forward to (default ${"https://api.anthropic.com"})
+  --upstream URL       the Anthropic API to forward to (default ${"https://api.anthropic.com"})
+  --openai-upstream URL
+                       the OpenAI(-compatible) base URL, /v1 or the provider's path included,
+                       for OpenAI agents, whose base URL is <proxy>/openai
+                       (default ${"https://api.openai.com/v1"})
   --listen HOST:PORT   where to listen (default 127.0.0.1:4080; :0 picks a free port)
   --state FILE         where to write the URL and control token  env FORKD_PROXY_STATE;
                        default $XDG_STATE_HOME/forkd/proxy.json (~/.local/state/forkd/proxy.json)
   --keep-turns N       turns kept per session (default 8)
-  --json               print {url, upstream, state} as JSON
+  --json               print {url, upstream, openaiUpstream, state} as JSON
 ${COMMON}
 
 Examples:
   forkd proxy &
   ANTHROPIC_BASE_URL=http://127.0.0.1:4080 claude --mcp-config forkd-mcp.json
+  forkd proxy --openai-upstream https://dashscope.aliyuncs.com/compatible-mode/v1 &
+  OPENAI_BASE_URL=http://127.0.0.1:4080/openai qwen
 
 Exit codes: 0 stopped by Ctrl-C or SIGTERM · 2 usage (e.g. the port is taken)`,
 
@@ -358,7 +365,7 @@ Usage: forkd capture DIR [options]
 betas } (mode 0600: they hold the conversation), and prints each path. Try forkd on a real session
 of your own: capture a turn, then \`forkd fork --from DIR/<session>/<n>.json --directive "…"\`.
 
-Options: as forkd proxy (--upstream, --listen, --state, --keep-turns, --json).
+Options: as forkd proxy (--upstream, --openai-upstream, --listen, --state, --keep-turns, --json).
 
 Examples:
   forkd capture ./turns --upstream https://api.anthropic.com

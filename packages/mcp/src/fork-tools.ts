@@ -7,11 +7,12 @@ import {
   createForkPrefix,
   type ForkOutcome,
   type ForkParams,
+  forkPrefixFromNative,
   renderTaskNotification,
   taskNotificationFromOutcome,
 } from "@forkd/core";
-import { emptyUsageTotals, ForkdError, toWireError } from "@forkd/protocol";
-import type { FoundToolCall, ToolCallQuery } from "@forkd/proxy";
+import { emptyUsageTotals, ForkdError, type ForkPrefix, toWireError } from "@forkd/protocol";
+import type { AssembledMessage, FoundToolCall, ToolCallQuery, TurnJson } from "@forkd/proxy";
 
 /** The text a tool returns to the model; `isError` marks a call that did nothing. */
 export interface ToolText {
@@ -116,7 +117,7 @@ export class ForkTools {
       if (match === undefined) {
         throw new ToolInputError(
           "forkd did not see the reply that made this call, so it cannot fork this conversation. " +
-            "The agent must reach the model through `forkd proxy` (ANTHROPIC_BASE_URL), and the proxy must be the one this server was given.",
+            `The agent must reach the model through \`forkd proxy\` (${BASE_URL_SETTINGS}), and the proxy must be the one this server was given.`,
         );
       }
       this.#answered.add(match.toolUse.id);
@@ -189,19 +190,11 @@ export class ForkTools {
   /** Launches every fork call of the matched reply that has no child yet, as one fan-out. */
   #launchReply(match: FoundToolCall): void {
     const { turn } = match;
-    const calls = turn.response.content.filter(
-      (block): block is FoundToolCall["toolUse"] =>
-        block.type === "tool_use" &&
-        typeof block.id === "string" &&
-        typeof block.name === "string" &&
-        block.name === match.toolUse.name &&
-        !this.#byToolUse.has(block.id) &&
-        typeof (block.input as { directive?: unknown } | null)?.directive === "string",
-    );
-    const prefix = createForkPrefix(
-      turn.request,
-      { role: "assistant", content: turn.response.content },
-      { betas: turn.betas },
+    const calls = turn.toolCalls.filter(
+      (call) =>
+        call.name === match.toolUse.name &&
+        !this.#byToolUse.has(call.id) &&
+        typeof (call.input as { directive?: unknown } | null)?.directive === "string",
     );
     const children = calls.map((call) => {
       const input = call.input as { directive: string; label?: unknown };
@@ -214,9 +207,11 @@ export class ForkTools {
       };
     });
     const base: Parameters<ForkToolsOptions["subagent"]["fanOut"]>[0] = {
-      prefix,
+      prefix: forkPrefixOf(turn),
       parent: { agent_id: `forkd-mcp:${this.#options.instanceId}`, session_id: turn.session.slice(0, 256) },
     };
+    // An OpenAI parent's children speak its API: their requests start with its request's bytes.
+    if (turn.api !== "anthropic") base.provider = { api: turn.api };
     if (this.#options.limits !== undefined) base.limits = this.#options.limits;
     const handles = this.#options.subagent.fanOut(base, children);
     handles.forEach((handle, index) => {
@@ -283,6 +278,27 @@ export class ForkTools {
       return { text: `forkd: ${(error as Error).message}`, isError: true };
     }
   }
+}
+
+/** What points each kind of agent at the proxy, for the error that says it did not. */
+const BASE_URL_SETTINGS =
+  "ANTHROPIC_BASE_URL; an OpenAI agent's OpenAI base URL, <proxy>/openai: OPENAI_BASE_URL for qwen-code, base_url in config.toml for the Codex CLI";
+
+/**
+ * The fork prefix of a recorded turn: the request and reply exactly, in the turn's own API (an
+ * Anthropic turn with its betas; an OpenAI turn as a native prefix, the children's first bytes).
+ */
+function forkPrefixOf(turn: TurnJson): ForkPrefix {
+  if (turn.api === "anthropic") {
+    const { content } = turn.response as AssembledMessage;
+    return createForkPrefix(turn.request, { role: "assistant", content }, { betas: turn.betas });
+  }
+  const reply = turn.api === "openai-chat" ? [turn.response as Record<string, unknown>] : turn.response;
+  return forkPrefixFromNative({
+    api: turn.api,
+    request: turn.request,
+    reply: reply as Record<string, unknown>[],
+  });
 }
 
 function firstLine(text: string): string {

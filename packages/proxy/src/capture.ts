@@ -20,8 +20,11 @@ export function turnCapture(dir: string, written?: (path: string, turn: ProxyTur
   return async (turn: ProxyTurn): Promise<void> => {
     const path = captureFileOf(dir, turn);
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
-    const { request, response, betas } = turn;
-    await writeFile(path, `${JSON.stringify({ request, response, betas }, null, 2)}\n`, { mode: 0o600 });
+    const { api, request, response, betas } = turn;
+    // An Anthropic turn keeps the parent-turn file format `forkd fork --from` reads; another API's
+    // turn says which API it is.
+    const file = api === "anthropic" ? { request, response, betas } : { api, request, response };
+    await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
     written?.(path, turn);
   };
 }

@@ -1,5 +1,6 @@
 /**
- * An Anthropic Messages API proxy for agents forkd did not write. It forwards every request and
+ * A model API proxy (Anthropic Messages; OpenAI Chat Completions and Responses under `/openai`) for
+ * agents forkd did not write. It forwards every request and
  * response unchanged (streams chunk by chunk, headers, betas, errors, aborts) and remembers each agent
  * session's last turns, so that `forkd mcp` can fork a child from exactly the turn whose reply called
  * `fork`, and `forkd capture` can write turns as parent-turn files.
@@ -15,19 +16,39 @@
  * @module
  */
 export { captureFileOf, turnCapture } from "./capture.js";
+export { ChatAssembler, type ChatReply, type ChatToolCall } from "./chat-assembler.js";
 export { ProxyError, type ProxyErrorCode, ProxyUnavailableError, StreamAssemblyError } from "./errors.js";
 export { type AssembledBlock, type AssembledMessage, MessageAssembler } from "./message-assembler.js";
 export { type FoundToolCall, ProxyClient, type ProxyEndpoint } from "./proxy-client.js";
 export {
   CONTROL_PREFIX,
+  DEFAULT_OPENAI_UPSTREAM,
   DEFAULT_UPSTREAM,
+  OPENAI_ROUTE,
   type ProxyOptions,
   type RunningProxy,
   startProxy,
   type TurnJson,
 } from "./proxy-server.js";
 export { proxyStatePath, readProxyState, removeProxyState, writeProxyState } from "./proxy-state.js";
-export { MCP_INSTANCE_MARKER, mcpInstanceMarker, mcpInstancesOf, sessionKeyOf } from "./session-key.js";
+export { ResponsesAssembler, type ResponsesItem } from "./responses-assembler.js";
+export {
+  MCP_INSTANCE_MARKER,
+  mcpInstanceMarker,
+  mcpInstancesOf,
+  openAiSessionKeyOf,
+  sessionKeyOf,
+} from "./session-key.js";
+export type { ReplyAssembler } from "./sse.js";
+export {
+  type ToolCall,
+  TURN_APIS,
+  type TurnApi,
+  type TurnApiModule,
+  type TurnReply,
+  turnApi,
+  turnApiOf,
+} from "./turn-apis.js";
 export {
   isToolNamed,
   type ProxyTurn,

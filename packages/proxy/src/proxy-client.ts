@@ -1,8 +1,8 @@
 // The control API of a running proxy, from another process: how `forkd mcp` finds the turn a fork
 // call came from.
 import { ProxyUnavailableError } from "./errors.js";
-import type { AssembledBlock } from "./message-assembler.js";
 import { CONTROL_PREFIX, type TurnJson } from "./proxy-server.js";
+import type { ToolCall } from "./turn-apis.js";
 import type { ToolCallQuery } from "./turn-store.js";
 
 /** Where a proxy's control API is and its bearer token. */
@@ -14,7 +14,7 @@ export interface ProxyEndpoint {
 /** A recorded turn and the call of its reply that matched. */
 export interface FoundToolCall {
   turn: TurnJson;
-  toolUse: AssembledBlock & { id: string; name: string; input: unknown };
+  toolUse: ToolCall;
 }
 
 /** A client of a proxy's control API. */

@@ -6,6 +6,8 @@ import { gzipSync } from "node:zlib";
 import Anthropic from "@anthropic-ai/sdk";
 import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ChatReply, ChatToolCall } from "./chat-assembler.js";
+import type { AssembledMessage } from "./message-assembler.js";
 import { ProxyClient } from "./proxy-client.js";
 import { type RunningProxy, startProxy } from "./proxy-server.js";
 import { mcpInstanceMarker } from "./session-key.js";
@@ -17,7 +19,7 @@ const API_KEY = "sk-proxy-test";
 
 beforeAll(async () => {
   sim = await startSim({ port: 0 });
-  proxy = await startProxy({ upstream: sim.url });
+  proxy = await startProxy({ upstream: sim.url, openaiUpstream: `${sim.url}/v1` });
 });
 
 afterAll(async () => {
@@ -68,7 +70,11 @@ describe("forwarding", () => {
     // (less `parsed_output`, the SDK's own addition for structured outputs, never on the wire).
     const { parsed_output: _parsed, ...sdkMessage } = final as typeof final & { parsed_output?: unknown };
     expect(turn?.response).toEqual(JSON.parse(JSON.stringify(sdkMessage)));
-    expect(turn?.response.content.map((block) => block.type)).toEqual(["text", "tool_use"]);
+    expect(turn?.api).toBe("anthropic");
+    expect((turn!.response as AssembledMessage).content.map((block) => block.type)).toEqual([
+      "text",
+      "tool_use",
+    ]);
   });
 
   it("passes a non-streamed reply and an API error through with their status and body", async () => {
@@ -341,10 +347,71 @@ describe("compressed replies", () => {
       expect(acceptEncoding).toBe("gzip");
       const turn = await turnRecorded;
       expect(turn.session).toBe("cc:gz");
-      expect(turn.response.content).toEqual([{ type: "text", text: "Hello" }]);
-      expect(turn.response.stop_reason).toBe("end_turn");
+      const message = turn.response as AssembledMessage;
+      expect(message.content).toEqual([{ type: "text", text: "Hello" }]);
+      expect(message.stop_reason).toBe("end_turn");
     } finally {
       await gzipProxy.close();
     }
+  });
+});
+
+describe("OpenAI turns", () => {
+  const FORKS = '@sim say Forking.\n@sim tool fork {"directive":"A"}\n@sim tool fork {"directive":"B"}';
+  const chatTool = { type: "function", function: { name: "fork", parameters: { type: "object" } } };
+  const responsesTool = { type: "function", name: "fork", parameters: { type: "object" } };
+
+  /** Posts `body` to `/openai/<path>` and returns the text of the answer. */
+  async function post(path: string, body: Record<string, unknown>, session: string): Promise<string> {
+    const response = await fetch(`${proxy.url}/openai/${path}`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${API_KEY}`,
+        "session-id": session,
+      },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(200);
+    return response.text();
+  }
+
+  it.each([true, false])(
+    "records a Chat Completions turn (stream %s) with the reply as the API takes it back",
+    async (stream) => {
+      const session = `chat-${stream}`;
+      const body = {
+        model: "gpt-5",
+        stream,
+        tools: [chatTool],
+        messages: [{ role: "user", content: FORKS }],
+      };
+      const text = await post("chat/completions", body, session);
+      const [turn] = proxy.turns.turnsOf(`codex:${session}`);
+      expect(turn?.api).toBe("openai-chat");
+      expect(turn?.path).toBe("/openai/chat/completions");
+      expect(turn?.request).toEqual(body);
+      const calls = turn!.toolCalls;
+      expect(calls.map((call) => call.input)).toEqual([{ directive: "A" }, { directive: "B" }]);
+      expect(turn?.response).toMatchObject({ role: "assistant", content: "Forking." });
+      const ids = ((turn!.response as ChatReply).tool_calls as ChatToolCall[]).map((call) => call.id);
+      expect(ids).toEqual(calls.map((call) => call.id));
+      for (const id of ids) expect(text).toContain(id);
+    },
+  );
+
+  it.each([true, false])("records a Responses turn (stream %s) as its output items", async (stream) => {
+    const session = `responses-${stream}`;
+    const body = { model: "gpt-5", stream, tools: [responsesTool], input: FORKS };
+    const text = await post("responses", body, session);
+    const [turn] = proxy.turns.turnsOf(`codex:${session}`);
+    expect(turn?.api).toBe("openai-responses");
+    const items = turn?.response as Record<string, unknown>[];
+    expect(items.map((item) => item.type)).toEqual(["message", "function_call", "function_call"]);
+    expect(turn?.toolCalls.map((call) => [call.id, call.name, call.input])).toEqual(
+      items.slice(1).map((item) => [item.call_id, "fork", JSON.parse(String(item.arguments))]),
+    );
+    // The items are the API's own: the non-streamed answer's `output`, or the stream's final one.
+    if (!stream) expect(items).toEqual((JSON.parse(text) as { output: unknown }).output);
   });
 });

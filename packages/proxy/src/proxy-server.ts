@@ -1,7 +1,8 @@
-// `forkd proxy`: an HTTP server an agent uses as its Anthropic base URL. Every request goes to the
-// upstream unchanged and every response comes back unchanged, streamed chunk by chunk as it
-// arrives; on the side, each finished Messages exchange is recorded in a TurnStore (the request as
-// sent, its betas, the reply reassembled) for `forkd mcp` to fork from. A small control API under
+// `forkd proxy`: an HTTP server an agent uses as its Anthropic base URL (the root) or its OpenAI base
+// URL (`/openai`). Every request goes to that route's upstream unchanged and every response comes
+// back unchanged, streamed chunk by chunk as it arrives; on the side, each finished model call
+// (Messages, Chat Completions, Responses: see turn-apis.ts) is recorded in a TurnStore (the request
+// as sent, its betas, the reply reassembled) for `forkd mcp` to fork from. A small control API under
 // /_forkd/ (bearer token) answers `forkd mcp`'s lookups. Credentials are forwarded, never stored or
 // logged.
 
@@ -22,12 +23,19 @@ import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
 import { parseJsonText } from "@forkd/protocol/internal";
-import { type AssembledMessage, MessageAssembler } from "./message-assembler.js";
-import { mcpInstancesOf, sessionKeyOf } from "./session-key.js";
+import { mcpInstancesOf } from "./session-key.js";
+import { type ToolCall, type TurnApi, type TurnApiModule, type TurnReply, turnApiOf } from "./turn-apis.js";
 import { type ProxyTurn, type ToolCallQuery, TurnStore, type TurnStoreLimits } from "./turn-store.js";
 
 /** Where the real Anthropic API is. */
 export const DEFAULT_UPSTREAM = "https://api.anthropic.com";
+/** Where the real OpenAI API is: a base URL as OpenAI clients take it, `/v1` included. */
+export const DEFAULT_OPENAI_UPSTREAM = "https://api.openai.com/v1";
+/**
+ * The path under which the proxy serves the OpenAI API: an agent's OpenAI base URL is
+ * `<proxy>/openai`, and `<proxy>/openai/<rest>` goes to `<openai upstream>/<rest>`.
+ */
+export const OPENAI_ROUTE = "/openai";
 /** The path prefix of the proxy's own API; never forwarded. */
 export const CONTROL_PREFIX = "/_forkd/v1/";
 /** Longest a control lookup may wait for a turn to be recorded. @unit ms */
@@ -60,8 +68,13 @@ const DECODABLE = new Set(["gzip", "x-gzip", "deflate", "br", "identity"]);
 
 /** Options of {@link startProxy}. */
 export interface ProxyOptions {
-  /** The API requests go to. @default DEFAULT_UPSTREAM */
+  /** The Anthropic API: where requests outside {@link OPENAI_ROUTE} go. @default DEFAULT_UPSTREAM */
   upstream?: string;
+  /**
+   * The OpenAI(-compatible) API's base URL, `/v1` (or the provider's own path) included: where
+   * requests under {@link OPENAI_ROUTE} go, that prefix replaced by it. @default DEFAULT_OPENAI_UPSTREAM
+   */
+  openaiUpstream?: string;
   /** @default "127.0.0.1" */
   host?: string;
   /** 0 picks a free port. @default 0 */
@@ -88,14 +101,14 @@ export interface RunningProxy extends AsyncDisposable {
 
 /** Starts a proxy. Resolves once it listens. */
 export async function startProxy(options: ProxyOptions = {}): Promise<RunningProxy> {
-  const upstream = new URL(options.upstream ?? DEFAULT_UPSTREAM);
-  if (upstream.protocol !== "http:" && upstream.protocol !== "https:") {
-    throw new TypeError(`upstream must be an http(s) URL, got ${upstream.href}`);
-  }
+  const upstreams = {
+    anthropic: httpUrl("upstream", options.upstream ?? DEFAULT_UPSTREAM),
+    openai: httpUrl("openaiUpstream", options.openaiUpstream ?? DEFAULT_OPENAI_UPSTREAM),
+  };
   const controlToken = options.controlToken ?? randomBytes(24).toString("hex");
   const turns = new TurnStore(options.limits);
   const logger = options.logger ?? silentLogger;
-  const context: ExchangeContext = { upstream, turns, logger, onTurn: options.onTurn };
+  const context: ExchangeContext = { upstreams, turns, logger, onTurn: options.onTurn };
 
   const server: Server = createServer((req, res) => {
     if (req.url?.startsWith(CONTROL_PREFIX)) {
@@ -135,18 +148,36 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   };
 }
 
+function httpUrl(option: string, text: string): URL {
+  const url = new URL(text);
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(`${option} must be an http(s) URL, got ${url.href}`);
+  }
+  return url;
+}
+
+/** A proxy route: where its requests go, and the request target relative to it. */
+type Route = TurnApiModule["route"];
+
 interface ExchangeContext {
-  upstream: URL;
+  upstreams: Record<Route, URL>;
   turns: TurnStore;
   logger: Logger;
   onTurn: ProxyOptions["onTurn"];
 }
 
-/** Whether an exchange is a Messages call whose reply is worth remembering. */
-function isMessagesCall(req: IncomingMessage): boolean {
-  if (req.method !== "POST") return false;
-  const path = (req.url ?? "").split("?")[0];
-  return path === "/v1/messages";
+/** The route of a request target, and the target relative to it. */
+function routeOf(target: string): { route: Route; target: string } {
+  if (target.startsWith(`${OPENAI_ROUTE}/`))
+    return { route: "openai", target: target.slice(OPENAI_ROUTE.length) };
+  return { route: "anthropic", target };
+}
+
+/** An error body in the shape the route's API gives its errors, so the agent shows the message. */
+function errorBody(route: Route, type: string, message: string): unknown {
+  return route === "openai"
+    ? { error: { message, type, param: null, code: null } }
+    : { type: "error", error: { type, message } };
 }
 
 /**
@@ -192,18 +223,22 @@ function forwardedHeaders(
 
 function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeContext): void {
   const started = Date.now();
-  const recording = isMessagesCall(req);
+  const routed = routeOf(req.url ?? "/");
+  const upstream = context.upstreams[routed.route];
+  const api = turnApiOf(req.method, routed.route, routed.target.split("?")[0]!);
+  const recording = api !== undefined;
   const body: Buffer[] = [];
   let bodyBytes = 0;
   let keepBody = recording;
   const exchange: ExchangeRecord = { request: undefined };
-  const target = upstreamUrlOf(context.upstream, req.url ?? "/");
+  const target = upstreamUrlOf(upstream, routed.target);
   if (target === undefined) {
     req.resume();
-    sendJson(res, 400, {
-      type: "error",
-      error: { type: "invalid_request_error", message: "forkd proxy: the request target must be a path" },
-    });
+    sendJson(
+      res,
+      400,
+      errorBody(routed.route, "invalid_request_error", "forkd proxy: the request target must be a path"),
+    );
     return;
   }
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
@@ -219,13 +254,15 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
   upstreamRequest.on("error", (error) => {
     context.logger.warn({ path: target.pathname, err: error.message }, "upstream request failed");
     if (!res.headersSent) {
-      sendJson(res, 502, {
-        type: "error",
-        error: {
-          type: "api_error",
-          message: `forkd proxy: upstream ${context.upstream.host} unreachable: ${error.message}`,
-        },
-      });
+      sendJson(
+        res,
+        502,
+        errorBody(
+          routed.route,
+          "api_error",
+          `forkd proxy: upstream ${upstream.host} unreachable: ${error.message}`,
+        ),
+      );
     } else {
       res.destroy(error);
     }
@@ -239,7 +276,9 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
     res.writeHead(status, upstreamResponse.statusMessage, headers);
     res.flushHeaders();
     const reader =
-      recording && status === 200 ? replyReader(upstreamResponse.headers, req, exchange, context) : undefined;
+      api !== undefined && status === 200
+        ? replyReader(upstreamResponse.headers, req, api, exchange, context)
+        : undefined;
     upstreamResponse.on("data", (chunk: Buffer) => {
       // Read before forwarding: the turn is on record before the agent can act on the reply's end.
       reader?.push(chunk);
@@ -303,24 +342,25 @@ interface ReplyReader {
   end(): void;
 }
 
-/** Reads a copy of a Messages reply, decoding it if compressed, and records the turn when complete. */
+/** Reads a copy of a model call's reply, decoding it if compressed, and records the turn when complete. */
 function replyReader(
   responseHeaders: IncomingHttpHeaders,
   req: IncomingMessage,
+  api: TurnApiModule,
   exchange: ExchangeRecord,
   context: ExchangeContext,
 ): ReplyReader {
   const streamed = String(responseHeaders["content-type"] ?? "").includes("text/event-stream");
-  const assembler = new MessageAssembler();
+  const assembler = api.assembler();
   const decoder = new StringDecoder("utf8");
   const json: string[] = [];
   let recorded = false;
   const onText = (text: string) => {
     if (recorded) return;
     if (streamed) {
-      if (assembler.push(text) && assembler.message !== undefined) {
+      if (assembler.push(text) && assembler.reply !== undefined) {
         recorded = true;
-        record(assembler.message);
+        record(assembler.reply);
       }
     } else {
       json.push(text);
@@ -330,11 +370,19 @@ function replyReader(
     onText(decoder.end());
     if (recorded) return;
     if (!streamed) {
+      let reply: TurnReply | undefined;
       try {
-        record(parseJsonText(json.join("")) as AssembledMessage);
+        reply = api.replyOfJson(parseJsonText(json.join("")));
       } catch (error) {
         context.logger.warn({ err: (error as Error).message }, "reply is not JSON; turn not recorded");
+        return;
       }
+      if (reply === undefined)
+        context.logger.warn({ api: api.api }, "reply holds no message; turn not recorded");
+      else record(reply);
+    } else if (assembler.end() && assembler.reply !== undefined) {
+      recorded = true;
+      record(assembler.reply);
     } else if (assembler.error !== undefined) {
       context.logger.warn(
         { err: assembler.error.message },
@@ -342,7 +390,7 @@ function replyReader(
       );
     }
   };
-  const record = (response: AssembledMessage) => {
+  const record = (response: TurnReply) => {
     // Unparsed only if the upstream accepted a body that is not JSON: nothing to fork from then.
     if (exchange.request === undefined) return;
     const { parsed: request, bytes } = exchange.request;
@@ -352,11 +400,13 @@ function replyReader(
       .map((name) => name.trim())
       .filter((name) => name !== "");
     const turn = context.turns.record({
-      session: sessionKeyOf(req.headers, request),
-      path: req.url ?? "/v1/messages",
+      session: api.sessionKey(req.headers, request),
+      api: api.api,
+      path: req.url ?? "/",
       request,
       betas,
       response,
+      toolCalls: api.toolCalls(response),
       mcpInstances: mcpInstancesOf(request),
       requestBytes: bytes,
     });
@@ -438,14 +488,19 @@ export interface TurnJson {
   session: string;
   seq: number;
   at: number;
+  /** The API the turn spoke. */
+  api: TurnApi;
   request: Record<string, unknown>;
-  response: AssembledMessage;
+  /** The reply as the API takes it back (see `TurnReply`). */
+  response: TurnReply;
+  /** The reply's tool calls, in order. */
+  toolCalls: ToolCall[];
   betas: string[];
 }
 
 function turnJson(turn: ProxyTurn): TurnJson {
-  const { session, seq, at, request, response, betas } = turn;
-  return { session, seq, at, request, response, betas };
+  const { session, seq, at, api, request, response, toolCalls, betas } = turn;
+  return { session, seq, at, api, request, response, toolCalls, betas };
 }
 
 async function serveControl(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mcpInstanceMarker, mcpInstancesOf, sessionKeyOf } from "./session-key.js";
+import { mcpInstanceMarker, mcpInstancesOf, openAiSessionKeyOf, sessionKeyOf } from "./session-key.js";
 
 const BODY = { system: "You are Claude Code.", messages: [{ role: "user", content: "hi" }] };
 
@@ -60,5 +60,93 @@ describe("mcpInstancesOf", () => {
     ];
     expect(mcpInstancesOf({ tools })).toEqual([id]);
     expect(mcpInstancesOf({})).toEqual([]);
+  });
+
+  it("reads Chat Completions' function.description and the tools of a Responses namespace (Codex)", () => {
+    const chat = "00112233445566778899";
+    const codex = "aabbccddeeff00112233";
+    expect(
+      mcpInstancesOf({
+        tools: [
+          { type: "function", function: { name: "mcp__forkd__fork", description: mcpInstanceMarker(chat) } },
+        ],
+      }),
+    ).toEqual([chat]);
+    expect(
+      mcpInstancesOf({
+        tools: [
+          { type: "function", name: "exec_command", description: "Runs a command." },
+          {
+            type: "namespace",
+            name: "mcp__forkd",
+            tools: [{ type: "function", name: "fork", description: `Fork. ${mcpInstanceMarker(codex)}` }],
+          },
+        ],
+      }),
+    ).toEqual([codex]);
+  });
+});
+
+describe("openAiSessionKeyOf", () => {
+  const auth = (key: string) => ({ authorization: `Bearer ${key}` });
+  const CHAT = {
+    model: "gpt-5",
+    messages: [
+      { role: "system", content: "You are Qwen Code." },
+      { role: "user", content: "hi" },
+    ],
+  };
+
+  it("keys the Codex CLI by its session-id header, and a sub-agent by its own thread-id", () => {
+    const key = (headers: Record<string, string>) =>
+      openAiSessionKeyOf(
+        "openai-responses",
+        { ...auth("sk-1"), ...headers },
+        { input: [], prompt_cache_key: "k" },
+      );
+    expect(key({ "session-id": "019a-conv", "thread-id": "019a-conv" })).toBe("codex:019a-conv");
+    expect(key({ "session-id": "019a-conv", "thread-id": "019b-sub" })).toBe(
+      "codex:019a-conv/thread:019b-sub",
+    );
+    expect(key({ session_id: "019a-old" })).toBe("codex:019a-old");
+    expect(key({ "session-id": "not a valid id" })).toMatch(/^pck:/);
+  });
+
+  it("keys a prompt_cache_key per credential, without either in the key", () => {
+    const body = { ...CHAT, prompt_cache_key: "conv-1" };
+    const one = openAiSessionKeyOf("openai-chat", auth("sk-1"), body);
+    expect(one).toMatch(/^pck:[0-9a-f]{32}$/);
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-1"), { ...body, messages: [] })).toBe(one);
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-2"), body)).not.toBe(one);
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-1"), { ...body, prompt_cache_key: "conv-2" })).not.toBe(
+      one,
+    );
+  });
+
+  it("keys qwen-code (no session header) by credential, system messages and first message, stable as the conversation grows", () => {
+    const one = openAiSessionKeyOf("openai-chat", auth("sk-1"), CHAT);
+    expect(one).toMatch(/^anon:/);
+    const grown = { ...CHAT, messages: [...CHAT.messages, { role: "assistant", content: "x" }] };
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-1"), grown)).toBe(one);
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-2"), CHAT)).not.toBe(one);
+    const otherFirst = { ...CHAT, messages: [CHAT.messages[0], { role: "user", content: "bye" }] };
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-1"), otherFirst)).not.toBe(one);
+    const otherSystem = { ...CHAT, messages: [{ role: "system", content: "Other." }, CHAT.messages[1]] };
+    expect(openAiSessionKeyOf("openai-chat", auth("sk-1"), otherSystem)).not.toBe(one);
+    expect(one).not.toContain("sk-1");
+  });
+
+  it("keys a Responses request without a session by its instructions and first input item", () => {
+    const body = { instructions: "Be brief.", input: [{ role: "user", content: "hi" }] };
+    const one = openAiSessionKeyOf("openai-responses", auth("sk-1"), body);
+    expect(
+      openAiSessionKeyOf("openai-responses", auth("sk-1"), {
+        ...body,
+        input: [...body.input, { type: "x" }],
+      }),
+    ).toBe(one);
+    expect(
+      openAiSessionKeyOf("openai-responses", auth("sk-1"), { ...body, instructions: "Other." }),
+    ).not.toBe(one);
   });
 });

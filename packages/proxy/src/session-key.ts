@@ -33,26 +33,105 @@ export function sessionKeyOf(headers: Record<string, string | string[] | undefin
   const fromMetadata = metadataSessionId(body);
   if (fromMetadata !== undefined) return `cc:${fromMetadata}${suffix}`;
   const request = (body ?? {}) as { system?: unknown; messages?: unknown[] };
+  return anonymousKey(
+    headers,
+    request.system ?? null,
+    Array.isArray(request.messages) ? (request.messages[0] ?? null) : null,
+  );
+}
+
+/**
+ * The session of an OpenAI-API request: `codex:<id>` from the Codex CLI's `session-id` header (and
+ * `codex:<id>/thread:<thread id>` for one of its sub-agents), `pck:<hash>` of the
+ * credential's hash and a `prompt_cache_key` another client chose, else `anon:<hash>` of the
+ * credential's hash, the instructions (Responses' `instructions`, Chat's leading system or developer
+ * messages) and the first message or input item after them.
+ * @param headers - lower-cased request headers.
+ */
+export function openAiSessionKeyOf(
+  api: "openai-chat" | "openai-responses",
+  headers: Record<string, string | string[] | undefined>,
+  body: Record<string, unknown>,
+): string {
+  // The Codex CLI (0.171) sends `session-id` and `thread-id` (older versions `session_id`); a
+  // sub-agent it spawns is a thread of its own in its parent's session.
+  const session = headers["session-id"] ?? headers.session_id;
+  if (typeof session === "string" && SESSION_ID.test(session)) {
+    const thread = headers["thread-id"];
+    const own = typeof thread === "string" && SESSION_ID.test(thread) && thread !== session;
+    return `codex:${session}${own ? `/thread:${thread}` : ""}`;
+  }
+  // A cache key is chosen per conversation by the client but could be shared by two accounts'
+  // clients: the credential keeps them apart.
+  const cacheKey = body.prompt_cache_key;
+  if (typeof cacheKey === "string" && cacheKey !== "")
+    return `pck:${createHash("sha256").update(credentialHash(headers)).update("\0").update(cacheKey).digest("hex").slice(0, 32)}`;
+  if (api === "openai-responses") {
+    const input = body.input;
+    return anonymousKey(
+      headers,
+      body.instructions ?? null,
+      Array.isArray(input) ? (input[0] ?? null) : (input ?? null),
+    );
+  }
+  const messages = Array.isArray(body.messages) ? (body.messages as { role?: unknown }[]) : [];
+  let lead = 0;
+  while (lead < messages.length && isInstruction(messages[lead]!)) lead++;
+  return anonymousKey(headers, messages.slice(0, lead), messages[lead] ?? null);
+}
+
+/** A Chat message that instructs rather than converses. */
+function isInstruction(message: { role?: unknown }): boolean {
+  return message?.role === "system" || message?.role === "developer";
+}
+
+/** `anon:<hash>` of what stays fixed through a conversation: the credential, instructions, first message. */
+function anonymousKey(
+  headers: Record<string, string | string[] | undefined>,
+  instructions: unknown,
+  firstMessage: unknown,
+): string {
   const hash = createHash("sha256");
   hash.update(credentialHash(headers));
   hash.update("\0");
-  hash.update(JSON.stringify(request.system ?? null));
+  hash.update(JSON.stringify(instructions));
   hash.update("\0");
-  hash.update(JSON.stringify(Array.isArray(request.messages) ? (request.messages[0] ?? null) : null));
+  hash.update(JSON.stringify(firstMessage));
   return `anon:${hash.digest("hex").slice(0, 32)}`;
 }
 
-/** The `forkd mcp` instances whose fork tool the request offers (their markers in tool descriptions). */
+/**
+ * The `forkd mcp` instances whose fork tool the request offers (their markers in tool descriptions),
+ * whatever the API.
+ */
 export function mcpInstancesOf(body: unknown): string[] {
   const tools = (body as { tools?: unknown } | null)?.tools;
   if (!Array.isArray(tools)) return [];
   const found = new Set<string>();
-  for (const tool of tools as { description?: unknown }[]) {
-    if (typeof tool?.description !== "string") continue;
-    const match = MCP_INSTANCE_MARKER.exec(tool.description);
+  for (const description of toolDescriptions(tools)) {
+    const match = MCP_INSTANCE_MARKER.exec(description);
     if (match?.[1] !== undefined) found.add(match[1]);
   }
   return [...found];
+}
+
+interface ToolDefinition {
+  description?: unknown;
+  function?: { description?: unknown };
+  tools?: unknown;
+}
+
+/**
+ * Every tool description of a request's `tools`: Anthropic's and Responses' `description`, Chat
+ * Completions' `function.description`, and those of the tools a Responses `namespace` tool holds
+ * (how the Codex CLI offers an MCP server's tools).
+ */
+function* toolDescriptions(tools: readonly unknown[]): Generator<string> {
+  for (const tool of tools as (ToolDefinition | null)[]) {
+    const description = tool?.description ?? tool?.function?.description;
+    if (typeof description === "string") yield description;
+    if (Array.isArray(tool?.tools)) yield* toolDescriptions(tool.tools);
+  }
 }
 
 function metadataSessionId(body: unknown): string | undefined {

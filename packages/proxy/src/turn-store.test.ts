@@ -6,20 +6,22 @@ function turn(
   calls: { id: string; name?: string; input?: unknown }[] = [],
   requestBytes = 10,
 ) {
+  const toolCalls = calls.map((c) => ({
+    id: c.id,
+    name: c.name ?? "mcp__forkd__fork",
+    input: c.input ?? { directive: "x" },
+  }));
   return {
     session,
+    api: "anthropic" as const,
     path: "/v1/messages",
     request: { messages: [] },
     betas: [],
     response: {
       role: "assistant" as const,
-      content: calls.map((c) => ({
-        type: "tool_use",
-        id: c.id,
-        name: c.name ?? "mcp__forkd__fork",
-        input: c.input ?? { directive: "x" },
-      })),
+      content: toolCalls.map((call) => ({ type: "tool_use", ...call })),
     },
+    toolCalls,
     mcpInstances: ["inst"],
     requestBytes,
   } satisfies Omit<ProxyTurn, "seq" | "at">;

@@ -2,7 +2,7 @@
 // reassembled reply), bounded by count, bytes and idle time, and searchable by a tool call of the
 // reply, which is how `forkd mcp` finds the turn a `fork` call came from.
 import { isDeepStrictEqual } from "node:util";
-import type { AssembledBlock, AssembledMessage } from "./message-assembler.js";
+import type { ToolCall, TurnApi, TurnReply } from "./turn-apis.js";
 
 /** One exchange the proxy saw complete: what the agent sent and what it got back. */
 export interface ProxyTurn {
@@ -12,14 +12,18 @@ export interface ProxyTurn {
   session: string;
   /** When the reply finished. @unit ms since epoch */
   at: number;
+  /** The API the turn spoke. */
+  api: TurnApi;
   /** The request's path and query, e.g. `/v1/messages?beta=true`. */
   path: string;
   /** The request body as the agent sent it, parsed. */
   request: Record<string, unknown>;
-  /** The `anthropic-beta` names the request carried, in order. */
+  /** The `anthropic-beta` names the request carried, in order (none for other APIs). */
   betas: string[];
-  /** The reply, reassembled when it was streamed. */
-  response: AssembledMessage;
+  /** The reply, reassembled when it was streamed, as the API takes it back (see {@link TurnReply}). */
+  response: TurnReply;
+  /** The reply's tool calls, in order. */
+  toolCalls: ToolCall[];
   /** `forkd mcp` instances whose fork tool the request offered. */
   mcpInstances: string[];
   /** Size of the request body. @unit bytes */
@@ -49,10 +53,10 @@ export interface ToolCallQuery {
   toolUseId?: string;
 }
 
-/** A turn and the `tool_use` block of its reply that matched a {@link ToolCallQuery}. */
+/** A turn and the tool call of its reply that matched a {@link ToolCallQuery}. */
 export interface ToolCallMatch {
   turn: ProxyTurn;
-  toolUse: AssembledBlock & { id: string; name: string; input: unknown };
+  toolUse: ToolCall;
 }
 
 /** Limits of a {@link TurnStore}. */
@@ -217,13 +221,12 @@ export function isToolNamed(name: string, wanted: string): boolean {
 function matchTurn(turn: ProxyTurn, query: ToolCallQuery): ToolCallMatch | undefined {
   if (query.session !== undefined && turn.session !== query.session) return undefined;
   if (query.mcpInstance !== undefined && !turn.mcpInstances.includes(query.mcpInstance)) return undefined;
-  for (const block of turn.response.content) {
-    if (block.type !== "tool_use" || typeof block.id !== "string" || typeof block.name !== "string") continue;
-    if (!isToolNamed(block.name, query.toolName)) continue;
-    if (query.toolUseId !== undefined && block.id !== query.toolUseId) continue;
-    if (query.exclude?.includes(block.id)) continue;
-    if (!inputMatches(block.input, query.input)) continue;
-    return { turn, toolUse: block as ToolCallMatch["toolUse"] };
+  for (const call of turn.toolCalls) {
+    if (!isToolNamed(call.name, query.toolName)) continue;
+    if (query.toolUseId !== undefined && call.id !== query.toolUseId) continue;
+    if (query.exclude?.includes(call.id)) continue;
+    if (!inputMatches(call.input, query.input)) continue;
+    return { turn, toolUse: call };
   }
   return undefined;
 }

@@ -3,7 +3,9 @@
 // line is the proxy's URL; the control token goes only to the state file (mode 0600).
 import { isIP } from "node:net";
 import {
+  DEFAULT_OPENAI_UPSTREAM,
   DEFAULT_UPSTREAM,
+  OPENAI_ROUTE,
   proxyStatePath,
   type RunningProxy,
   removeProxyState,
@@ -20,6 +22,7 @@ import { COMMON_FLAGS, expectPositionals, parseCommandLine, parseInteger } from 
 const OPTIONS = {
   ...COMMON_FLAGS,
   upstream: { type: "string" },
+  "openai-upstream": { type: "string" },
   listen: { type: "string" },
   state: { type: "string" },
   "keep-turns": { type: "string" },
@@ -42,6 +45,11 @@ export function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || (isIP(host) === 4 && host.startsWith("127."));
 }
 
+function httpUrlFlag(flag: string, value: string): string {
+  if (!/^https?:\/\//.test(value)) throw new UsageError(`--${flag}: expected an http(s) URL, got ${value}`);
+  return value;
+}
+
 /** Serves until SIGINT/SIGTERM; with `captureDir`, writes each turn there. */
 export async function serveProxy(
   command: "proxy" | "capture",
@@ -56,9 +64,8 @@ export async function serveProxy(
     capturing ? { min: 1, max: 1, names: "DIR" } : { min: 0, max: 0, names: "" },
   );
   const captureDir = capturing ? positionals[0] : undefined;
-  const upstream = values.upstream ?? DEFAULT_UPSTREAM;
-  if (!/^https?:\/\//.test(upstream))
-    throw new UsageError(`--upstream: expected an http(s) URL, got ${upstream}`);
+  const upstream = httpUrlFlag("upstream", values.upstream ?? DEFAULT_UPSTREAM);
+  const openaiUpstream = httpUrlFlag("openai-upstream", values["openai-upstream"] ?? DEFAULT_OPENAI_UPSTREAM);
   const { host, port } =
     values.listen === undefined
       ? { host: "127.0.0.1", port: DEFAULT_PROXY_PORT }
@@ -75,6 +82,7 @@ export async function serveProxy(
   try {
     proxy = await startProxy({
       upstream,
+      openaiUpstream,
       host,
       port,
       ...(values["keep-turns"] === undefined
@@ -102,9 +110,13 @@ export async function serveProxy(
   await writeProxyState(statePath, { url: proxy.url, controlToken: proxy.controlToken, pid: process.pid });
   writeLine(
     context.io.stdout,
-    values.json ? JSON.stringify({ url: proxy.url, upstream, state: statePath }) : proxy.url,
+    values.json ? JSON.stringify({ url: proxy.url, upstream, openaiUpstream, state: statePath }) : proxy.url,
   );
   writeLine(err, `forkd ${command}: ${proxy.url} → ${upstream}; set ANTHROPIC_BASE_URL=${proxy.url}`);
+  writeLine(
+    err,
+    `forkd ${command}: ${proxy.url}${OPENAI_ROUTE} → ${openaiUpstream}; set an OpenAI agent's base URL (OPENAI_BASE_URL, Codex's base_url) to ${proxy.url}${OPENAI_ROUTE}`,
+  );
   await whenAborted(context.interruption.signal);
   await proxy.close();
   await removeProxyState(statePath, process.pid);

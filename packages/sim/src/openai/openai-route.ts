@@ -137,8 +137,12 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const stream = body.stream === true;
   entry.stream = stream;
   const canonical = api === "chat" ? chatRequestToCanonical(body) : responsesRequestToCanonical(body);
+  const namespaced = api === "responses" ? namespacedTools(body) : new Map<string, NamespacedTool>();
   const reply = runScriptedModel({
     ...canonical,
+    ...(namespaced.size === 0
+      ? {}
+      : { tools: [...(canonical.tools ?? []), ...[...namespaced.values()].map((tool) => tool.definition)] }),
     max_tokens: canonical.max_tokens ?? 4096,
   } as unknown as MessagesRequest);
   entry.turn = reply.turn;
@@ -173,9 +177,16 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
       );
   acceptWithUsage(context, ex, { ...plan, outputTokens: reply.outputTokens, stream });
   // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
-  const calls = reply.content.flatMap((b) =>
-    b.type === "tool_use" ? [{ id: b.id.replace(/^toolu_/, "call_"), name: b.name, input: b.input }] : [],
-  );
+  const calls = reply.content.flatMap((b) => {
+    if (b.type !== "tool_use") return [];
+    const id = b.id.replace(/^toolu_/, "call_");
+    const inNamespace = namespaced.get(b.name);
+    return [
+      inNamespace === undefined
+        ? { id, name: b.name, input: b.input }
+        : { id, namespace: inNamespace.namespace, name: inNamespace.name, input: b.input },
+    ];
+  });
   const text = reply.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
   entry.stopReason = calls.length > 0 ? "tool_use" : reply.stopReason;
   const ttft = reply.ttftMs ?? context.ttftMs;
@@ -208,11 +219,44 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   res.end(payload);
 }
 
+/** A function tool of a Responses `namespace` tool, as the scripted model sees it. */
+interface NamespacedTool {
+  namespace: string;
+  name: string;
+  definition: { name: string; description?: unknown; input_schema: unknown };
+}
+
+/**
+ * The function tools inside a Responses request's `namespace` tools (how the Codex CLI offers an MCP
+ * server's tools), by the name a script calls them: `<namespace>__<name>`, e.g. `mcp__forkd__fork`.
+ * The API's call of such a tool names the namespace beside the function.
+ */
+function namespacedTools(body: Record<string, unknown>): Map<string, NamespacedTool> {
+  const found = new Map<string, NamespacedTool>();
+  for (const tool of Array.isArray(body.tools) ? (body.tools as Record<string, unknown>[]) : []) {
+    if (tool?.type !== "namespace" || typeof tool.name !== "string" || !Array.isArray(tool.tools)) continue;
+    for (const inner of tool.tools as Record<string, unknown>[]) {
+      if (inner?.type !== "function" || typeof inner.name !== "string") continue;
+      const scripted = `${tool.name}__${inner.name}`;
+      found.set(scripted, {
+        namespace: tool.name,
+        name: inner.name,
+        definition: {
+          name: scripted,
+          ...(inner.description === undefined ? {} : { description: inner.description }),
+          input_schema: inner.parameters ?? { type: "object", properties: {} },
+        },
+      });
+    }
+  }
+  return found;
+}
+
 interface Answer {
   id: string;
   model: string;
   text: string;
-  calls: { id: string; name: string; input: unknown }[];
+  calls: { id: string; namespace?: string; name: string; input: unknown }[];
   finish: "stop" | "length" | "tool_calls";
   outputTokens: number;
   promptTokens: number;
@@ -314,6 +358,7 @@ function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknow
       type: "function_call",
       status: "completed",
       call_id: c.id,
+      ...(c.namespace === undefined ? {} : { namespace: c.namespace }),
       name: c.name,
       arguments: JSON.stringify(c.input),
     });
