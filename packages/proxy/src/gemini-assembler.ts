@@ -20,6 +20,8 @@ interface GeminiResponse {
 /** Folds the chunks of one reply into candidate 0's content. */
 class GeminiReplyBuilder {
   readonly #parts: GeminiPart[] = [];
+  /** The first chunk's content, whose fields (and their order) the reply keeps. */
+  #content: Record<string, unknown> | undefined;
   #finished = false;
 
   /** Whether a chunk carried candidate 0's `finishReason`: the reply is whole. */
@@ -34,6 +36,7 @@ class GeminiReplyBuilder {
       );
     const candidate = response.candidates?.find((c) => (c.index ?? 0) === 0);
     if (candidate === undefined) return;
+    if (candidate.content !== undefined) this.#content ??= candidate.content;
     for (const part of candidate.content?.parts ?? []) {
       const last = this.#parts[this.#parts.length - 1];
       // A later piece with a signature of its own stays a part: joined, its signature would be lost.
@@ -47,8 +50,9 @@ class GeminiReplyBuilder {
     if (candidate.finishReason !== undefined) this.#finished = true;
   }
 
+  /** Candidate 0's content: the first chunk's fields in its order (`{parts, role}` from the API), all parts. */
   reply(): GeminiReply {
-    return { role: "model", parts: this.#parts };
+    return { ...this.#content, parts: this.#parts, role: "model" };
   }
 }
 
