@@ -6,16 +6,12 @@
 // own request bytes through its last content, then the reply the proxy recorded, and the CLI's
 // systemInstruction and tools; each child must name it, answer both calls and read all of it. The
 // CLI must get both reports back and finish.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { FORK_PLACEHOLDER_RESULT } from "@forkd/core";
-import { FORK_BOILERPLATE_TAG } from "@forkd/core/internal";
-import type { RequestLogEntry } from "@forkd/sim";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliProcess, cleanEnv, FORKD_BIN, spawnCli } from "../cli/support.js";
+import { describe, expect, it } from "vitest";
 import { useForkdStack } from "../harness/forkd.js";
 import { GEMINI_CLIENT_API_KEY, GEMINI_CLIENT_MODEL, runGeminiCli } from "../harness/gemini-cli.js";
+import { geminiCacheNames, rawField } from "../harness/gemini-fork-checks.js";
+import { forkdMcpServers, isForkChild, useProxyCli } from "../harness/proxy-agent.js";
 
 const stack = useForkdStack({ daemons: ["gem-agent-a", "gem-agent-b"], apiKey: GEMINI_CLIENT_API_KEY });
 
@@ -27,33 +23,7 @@ const FORK = "mcp_forkd_fork";
 /** The thought signature the Gemini CLI puts on a call that came without one, when it sends it back. */
 const SYNTHETIC_SIGNATURE = "skip_thought_signature_validator";
 
-let workspace: string;
-let statePath: string;
-let proxy: CliProcess;
-let proxyUrl: string;
-
-beforeAll(async () => {
-  const { sim } = stack();
-  workspace = await mkdtemp(join(tmpdir(), "forkd-gemini-agent-"));
-  statePath = join(workspace, "proxy.json");
-  proxy = spawnCli([
-    "proxy",
-    "--listen",
-    "127.0.0.1:0",
-    "--upstream",
-    sim.url,
-    "--gemini-upstream",
-    sim.url,
-    "--state",
-    statePath,
-  ]);
-  proxyUrl = await proxy.waitForLine((line) => line.startsWith("http://"));
-});
-
-afterAll(async () => {
-  await proxy?.stop("SIGTERM");
-  if (workspace) await rm(workspace, { recursive: true, force: true });
-});
+const proxy = useProxyCli(stack, (simUrl) => ["--upstream", simUrl, "--gemini-upstream", simUrl]);
 
 const PROMPT = [
   "Audit the codec in two parts.",
@@ -64,15 +34,6 @@ const PROMPT = [
   "@sim turn",
   "@sim say Both audits are back.",
 ].join("\n");
-
-const isChild = (entry: RequestLogEntry) => entry.body.includes(`<${FORK_BOILERPLATE_TAG}`);
-
-/** The raw JSON text of `body[field]` as it appears in `raw` (the serialiser's own bytes). */
-function rawField(raw: string, field: string): string {
-  const value = JSON.stringify((JSON.parse(raw) as Body)[field]);
-  expect(raw).toContain(`"${field}":${value}`);
-  return value;
-}
 
 /**
  * A model content as the Gemini API gave it, from the CLI's copy: the CLI gives each call an `id` of
@@ -100,21 +61,15 @@ describe("the Gemini CLI forks onto the cluster through forkd proxy and forkd mc
     sim.reset();
     const output = await runGeminiCli({
       baseUrl: sim.url,
-      geminiBaseUrl: `${proxyUrl}/gemini`,
+      geminiBaseUrl: `${proxy().url}/gemini`,
       prompt: PROMPT,
-      mcpServers: {
-        forkd: {
-          command: process.execPath,
-          args: [FORKD_BIN, "mcp", "--nats", stack().server.url, "--state", statePath],
-          env: cleanEnv(),
-        },
-      },
+      mcpServers: forkdMcpServers(stack(), proxy()),
       timeoutMs: 180_000,
     });
     expect(output).toContain("Both audits are back.");
 
     const entries = sim.requests().filter((entry) => entry.path === GENERATE && entry.status === 200);
-    const agent = entries.filter((entry) => !isChild(entry));
+    const agent = entries.filter((entry) => !isForkChild(entry));
     const bodies = agent.map((entry) => JSON.parse(entry.body) as Body & { contents: Content[] });
     // The forking turn: the request whose reply, as the next request sends it back, calls fork twice.
     const at = bodies.findIndex((body, i) => {
@@ -151,11 +106,9 @@ describe("the Gemini CLI forks onto the cluster through forkd proxy and forkd mc
     expect((JSON.parse(cacheRaw) as Body).model).toBe(`models/${GEMINI_CLIENT_MODEL}`);
     const written = creations[0]!.usage?.cache_creation_input_tokens ?? 0;
     expect(written).toBeGreaterThan(1024);
-    const listed = (await (
-      await fetch(`${sim.url}/v1beta/cachedContents?key=${GEMINI_CLIENT_API_KEY}`)
-    ).json()) as { cachedContents: { name: string }[] };
-    expect(listed.cachedContents).toHaveLength(1);
-    const cacheName = listed.cachedContents[0]!.name;
+    const names = await geminiCacheNames(sim.url, GEMINI_CLIENT_API_KEY);
+    expect(names).toHaveLength(1);
+    const cacheName = names[0]!;
 
     // Each call's id is the core's for a call without one: <name>-<turn>-<part>.
     const callIds = reply.parts.flatMap((part, index) =>
@@ -163,7 +116,7 @@ describe("the Gemini CLI forks onto the cluster through forkd proxy and forkd mc
         ? [`${FORK}-${parentContents.length}-${index}`]
         : [],
     );
-    const children = entries.filter(isChild);
+    const children = entries.filter(isForkChild);
     expect(children).toHaveLength(2);
     const directives: string[] = [];
     for (const child of children) {
