@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GeminiAssembler, geminiReplyOfJson } from "./gemini-assembler.js";
+import { GeminiAssembler, type GeminiReply, geminiReplyOfJson } from "./gemini-assembler.js";
 import { turnApi } from "./turn-apis.js";
 
 /** An SSE body of `events`, cut into pieces of `size` characters (CRLF line ends when `crlf`). */
@@ -32,7 +32,7 @@ const EVENTS = [
   { usageMetadata: { promptTokenCount: 9, candidatesTokenCount: 4 }, modelVersion: "gemini-2.5-flash" },
 ];
 
-const REPLY = {
+const REPLY: GeminiReply = {
   role: "model",
   parts: [
     { text: "Weighing the ", thought: true },
@@ -102,7 +102,7 @@ describe("the gemini turn API", () => {
       { id: "mcp_forkd_fork-1-3", name: "mcp_forkd_fork", input: { directive: "Audit A" } },
       { id: "mcp_forkd_fork-1-4", name: "mcp_forkd_fork", input: { directive: "Audit B", label: "b" } },
     ]);
-    const withId = {
+    const withId: GeminiReply = {
       role: "model",
       parts: [{ functionCall: { id: "call-7", name: "read_file", args: {} } }],
     };

@@ -6,6 +6,7 @@ import { gzipSync } from "node:zlib";
 import Anthropic from "@anthropic-ai/sdk";
 import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { AssembledMessage } from "./message-assembler.js";
 import { ProxyClient } from "./proxy-client.js";
 import { type RunningProxy, startProxy } from "./proxy-server.js";
 import { mcpInstanceMarker } from "./session-key.js";
@@ -68,7 +69,10 @@ describe("forwarding", () => {
     // (less `parsed_output`, the SDK's own addition for structured outputs, never on the wire).
     const { parsed_output: _parsed, ...sdkMessage } = final as typeof final & { parsed_output?: unknown };
     expect(turn?.response).toEqual(JSON.parse(JSON.stringify(sdkMessage)));
-    expect(turn?.response.content.map((block) => block.type)).toEqual(["text", "tool_use"]);
+    expect((turn!.response as AssembledMessage).content.map((block) => block.type)).toEqual([
+      "text",
+      "tool_use",
+    ]);
   });
 
   it("passes a non-streamed reply and an API error through with their status and body", async () => {
@@ -341,8 +345,9 @@ describe("compressed replies", () => {
       expect(acceptEncoding).toBe("gzip");
       const turn = await turnRecorded;
       expect(turn.session).toBe("cc:gz");
-      expect(turn.response.content).toEqual([{ type: "text", text: "Hello" }]);
-      expect(turn.response.stop_reason).toBe("end_turn");
+      const message = turn.response as AssembledMessage;
+      expect(message.content).toEqual([{ type: "text", text: "Hello" }]);
+      expect(message.stop_reason).toBe("end_turn");
     } finally {
       await gzipProxy.close();
     }

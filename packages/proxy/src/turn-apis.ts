@@ -51,8 +51,11 @@ export interface TurnApiModule {
   assembler(): ReplyAssembler<TurnReply>;
   /** The reply of a non-streamed answer's parsed body; undefined when it holds none. */
   replyOfJson(body: unknown): TurnReply | undefined;
-  /** The reply's tool calls, in order; `request` is the request the reply answers. */
-  toolCalls(reply: TurnReply, request: Record<string, unknown>): ToolCall[];
+  /**
+   * The reply's tool calls, in order; `request` is the request the reply answers (Gemini's call ids
+   * depend on where the reply stands in the conversation).
+   */
+  toolCalls(reply: TurnReply, request?: Record<string, unknown>): ToolCall[];
   /**
    * The session a request belongs to (see docs/any-agent.md); `target` is the request's path and
    * query (Gemini's key may be its `key` parameter).
@@ -126,7 +129,7 @@ const gemini: TurnApiModule = {
   // The core's own reading of the reply, so that each call's id is the one the children's
   // placeholders and "Your fork call" line use: the Gemini API gives calls no id.
   toolCalls: (reply, request) => {
-    const turn = Array.isArray(request.contents) ? request.contents.length : 0;
+    const turn = Array.isArray(request?.contents) ? request.contents.length : 0;
     try {
       return geminiModelToAssistant(reply as GeminiReply, turn).content.flatMap((block) =>
         block.type === "tool_use"
