@@ -28,7 +28,8 @@ const proxy = useProxyCli(stack, (simUrl) => ["--upstream", simUrl, "--gemini-up
 const PROMPT = [
   "Audit the codec in two parts.",
   `@sim tool ${FORK} {"directive":"Audit the length checks.","label":"lengths"}`,
-  `@sim tool ${FORK} {"directive":"Audit the depth checks.","label":"depths"}`,
+  // The Gemini CLI adds wait_for_previous to every tool's parameters, and passes it on to the server.
+  `@sim tool ${FORK} {"directive":"Audit the depth checks.","label":"depths","wait_for_previous":false}`,
   "@sim turn",
   `@sim tool ${FORK}_result {}`,
   "@sim turn",
