@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { readNotesPrompt } from "../harness/client-sandbox.js";
 import { useForkdStack } from "../harness/forkd.js";
 import { GEMINI_CLIENT_API_KEY, GEMINI_CLIENT_MODEL, runGeminiCli } from "../harness/gemini-cli.js";
+import { geminiCacheNames, rawField } from "../harness/gemini-fork-checks.js";
 
 const stack = useForkdStack({ daemons: ["gemini-a", "gemini-b"], apiKey: GEMINI_CLIENT_API_KEY });
 
@@ -23,13 +24,6 @@ function accepted(path: string, method = "POST"): RequestLogEntry[] {
   return stack()
     .sim.requests()
     .filter((entry) => entry.path === path && entry.method === method && entry.status === 200);
-}
-
-/** The raw JSON text of `body[field]` as it appears in `raw` (the serialiser's own bytes). */
-function rawField(raw: string, field: string): string {
-  const value = JSON.stringify((JSON.parse(raw) as Body)[field]);
-  expect(raw).toContain(`"${field}":${value}`);
-  return value;
 }
 
 describe("a real Gemini client forks with its prefix intact", () => {
@@ -94,11 +88,9 @@ describe("a real Gemini client forks with its prefix intact", () => {
     const written = creations[0]!.usage?.cache_creation_input_tokens ?? 0;
     expect(written).toBeGreaterThan(1024);
 
-    const resource = (await (
-      await fetch(`${sim.url}/v1beta/cachedContents?key=${GEMINI_CLIENT_API_KEY}`)
-    ).json()) as { cachedContents: { name: string }[] };
-    expect(resource.cachedContents).toHaveLength(1);
-    const name = resource.cachedContents[0]!.name;
+    const names = await geminiCacheNames(sim.url, GEMINI_CLIENT_API_KEY);
+    expect(names).toHaveLength(1);
+    const name = names[0]!;
 
     for (const i of [1, 2, 3]) {
       const child = accepted(GENERATE).find((entry) => entry.body.includes(`[gemini-${i}]`));

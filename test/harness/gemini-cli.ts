@@ -5,6 +5,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { inClientSandbox, runToExit } from "./client-sandbox.js";
+import type { McpServerConfig } from "./openai-clients.js";
 
 const require = createRequire(import.meta.url);
 
@@ -17,6 +18,10 @@ export const GEMINI_CLIENT_MODEL = "gemini-2.5-flash";
 export interface RunGeminiCliOptions {
   /** The simulator's base URL. */
   baseUrl: string;
+  /** The CLI's Gemini base URL (`GOOGLE_GEMINI_BASE_URL`), e.g. a proxy's `/gemini`. @default baseUrl */
+  geminiBaseUrl?: string;
+  /** MCP servers for its settings.json `mcpServers`. */
+  mcpServers?: Record<string, McpServerConfig>;
   prompt: string;
   /** @default 120_000 @unit milliseconds */
   timeoutMs?: number;
@@ -29,7 +34,10 @@ export function runGeminiCli(options: RunGeminiCliOptions): Promise<string> {
     // Headless runs need an auth method chosen; an API key needs no browser or account.
     await writeFile(
       join(home, ".gemini", "settings.json"),
-      JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
+      JSON.stringify({
+        security: { auth: { selectedType: "gemini-api-key" } },
+        ...(options.mcpServers === undefined ? {} : { mcpServers: options.mcpServers }),
+      }),
     );
     const cli = require.resolve("@google/gemini-cli/bundle/gemini.js");
     const { code, stdout, stderr } = await runToExit(
@@ -41,7 +49,7 @@ export function runGeminiCli(options: RunGeminiCliOptions): Promise<string> {
           PATH: process.env.PATH ?? "/usr/bin:/bin",
           HOME: home,
           GEMINI_API_KEY: GEMINI_CLIENT_API_KEY,
-          GOOGLE_GEMINI_BASE_URL: options.baseUrl,
+          GOOGLE_GEMINI_BASE_URL: options.geminiBaseUrl ?? options.baseUrl,
           // The throwaway repository is the workspace; trusting it skips an interactive prompt.
           GEMINI_CLI_TRUST_WORKSPACE: "true",
         },

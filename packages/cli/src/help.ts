@@ -342,11 +342,14 @@ Options:
                        the OpenAI(-compatible) base URL, /v1 or the provider's path included,
                        for OpenAI agents, whose base URL is <proxy>/openai
                        (default ${"https://api.openai.com/v1"})
+  --gemini-upstream URL
+                       the Gemini API for Gemini agents, whose base URL is <proxy>/gemini
+                       (GOOGLE_GEMINI_BASE_URL; default ${"https://generativelanguage.googleapis.com"})
   --listen HOST:PORT   where to listen (default 127.0.0.1:4080; :0 picks a free port)
   --state FILE         where to write the URL and control token  env FORKD_PROXY_STATE;
                        default $XDG_STATE_HOME/forkd/proxy.json (~/.local/state/forkd/proxy.json)
   --keep-turns N       turns kept per session (default 8)
-  --json               print {url, upstream, openaiUpstream, state} as JSON
+  --json               print {url, upstream, openaiUpstream, geminiUpstream, state} as JSON
 ${COMMON}
 
 Examples:
@@ -354,6 +357,7 @@ Examples:
   ANTHROPIC_BASE_URL=http://127.0.0.1:4080 claude --mcp-config forkd-mcp.json
   forkd proxy --openai-upstream https://dashscope.aliyuncs.com/compatible-mode/v1 &
   OPENAI_BASE_URL=http://127.0.0.1:4080/openai qwen
+  GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:4080/gemini gemini
 
 Exit codes: 0 stopped by Ctrl-C or SIGTERM · 2 usage (e.g. the port is taken)`,
 
@@ -365,7 +369,7 @@ Usage: forkd capture DIR [options]
 betas } (mode 0600: they hold the conversation), and prints each path. Try forkd on a real session
 of your own: capture a turn, then \`forkd fork --from DIR/<session>/<n>.json --directive "…"\`.
 
-Options: as forkd proxy (--upstream, --openai-upstream, --listen, --state, --keep-turns, --json).
+Options: as forkd proxy (--upstream, --openai-upstream, --gemini-upstream, --listen, --state, --keep-turns, --json).
 
 Examples:
   forkd capture ./turns --upstream https://api.anthropic.com

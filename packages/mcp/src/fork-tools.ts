@@ -12,7 +12,13 @@ import {
   taskNotificationFromOutcome,
 } from "@forkd/core";
 import { emptyUsageTotals, ForkdError, type ForkPrefix, toWireError } from "@forkd/protocol";
-import type { AssembledMessage, FoundToolCall, ToolCallQuery, TurnJson } from "@forkd/proxy";
+import {
+  type AssembledMessage,
+  type FoundToolCall,
+  geminiModelOfPath,
+  type ToolCallQuery,
+  type TurnJson,
+} from "@forkd/proxy";
 
 /** The text a tool returns to the model; `isError` marks a call that did nothing. */
 export interface ToolText {
@@ -210,7 +216,7 @@ export class ForkTools {
       prefix: forkPrefixOf(turn),
       parent: { agent_id: `forkd-mcp:${this.#options.instanceId}`, session_id: turn.session.slice(0, 256) },
     };
-    // An OpenAI parent's children speak its API: their requests start with its request's bytes.
+    // An OpenAI or Gemini parent's children speak its API: their requests start with its request's bytes.
     if (turn.api !== "anthropic") base.provider = { api: turn.api };
     if (this.#options.limits !== undefined) base.limits = this.#options.limits;
     const handles = this.#options.subagent.fanOut(base, children);
@@ -282,17 +288,25 @@ export class ForkTools {
 
 /** What points each kind of agent at the proxy, for the error that says it did not. */
 const BASE_URL_SETTINGS =
-  "ANTHROPIC_BASE_URL; an OpenAI agent's OpenAI base URL, <proxy>/openai: OPENAI_BASE_URL for qwen-code, base_url in config.toml for the Codex CLI";
+  "ANTHROPIC_BASE_URL; an OpenAI agent's OpenAI base URL, <proxy>/openai: OPENAI_BASE_URL for qwen-code, base_url in config.toml for the Codex CLI; the Gemini CLI's GOOGLE_GEMINI_BASE_URL, <proxy>/gemini";
 
 /**
  * The fork prefix of a recorded turn: the request and reply exactly, in the turn's own API (an
- * Anthropic turn with its betas; an OpenAI turn as a native prefix, the children's first bytes).
+ * Anthropic turn with its betas; an OpenAI or Gemini turn as a native prefix, the children's first
+ * bytes; a Gemini turn's model is in its path).
  */
 function forkPrefixOf(turn: TurnJson): ForkPrefix {
   if (turn.api === "anthropic") {
     const { content } = turn.response as AssembledMessage;
     return createForkPrefix(turn.request, { role: "assistant", content }, { betas: turn.betas });
   }
+  if (turn.api === "gemini")
+    return forkPrefixFromNative({
+      api: "gemini",
+      model: geminiModelOfPath(turn.path),
+      request: turn.request,
+      reply: [turn.response as Record<string, unknown>],
+    });
   const reply = turn.api === "openai-chat" ? [turn.response as Record<string, unknown>] : turn.response;
   return forkPrefixFromNative({
     api: turn.api,

@@ -1,5 +1,6 @@
 /**
- * A model API proxy (Anthropic Messages; OpenAI Chat Completions and Responses under `/openai`) for
+ * A model API proxy (Anthropic Messages; OpenAI Chat Completions and Responses under `/openai`;
+ * Gemini `generateContent` under `/gemini`) for
  * agents forkd did not write. It forwards every request and
  * response unchanged (streams chunk by chunk, headers, betas, errors, aborts) and remembers each agent
  * session's last turns, so that `forkd mcp` can fork a child from exactly the turn whose reply called
@@ -18,12 +19,15 @@
 export { captureFileOf, turnCapture } from "./capture.js";
 export { ChatAssembler, type ChatReply, type ChatToolCall } from "./chat-assembler.js";
 export { ProxyError, type ProxyErrorCode, ProxyUnavailableError, StreamAssemblyError } from "./errors.js";
+export { GeminiAssembler, type GeminiReply, geminiReplyOfJson } from "./gemini-assembler.js";
 export { type AssembledBlock, type AssembledMessage, MessageAssembler } from "./message-assembler.js";
 export { type FoundToolCall, ProxyClient, type ProxyEndpoint } from "./proxy-client.js";
 export {
   CONTROL_PREFIX,
+  DEFAULT_GEMINI_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
   DEFAULT_UPSTREAM,
+  GEMINI_ROUTE,
   OPENAI_ROUTE,
   type ProxyOptions,
   type RunningProxy,
@@ -33,6 +37,7 @@ export {
 export { proxyStatePath, readProxyState, removeProxyState, writeProxyState } from "./proxy-state.js";
 export { ResponsesAssembler, type ResponsesItem } from "./responses-assembler.js";
 export {
+  geminiSessionKeyOf,
   MCP_INSTANCE_MARKER,
   mcpInstanceMarker,
   mcpInstancesOf,
@@ -41,6 +46,7 @@ export {
 } from "./session-key.js";
 export type { ReplyAssembler } from "./sse.js";
 export {
+  geminiModelOfPath,
   type ToolCall,
   TURN_APIS,
   type TurnApi,

@@ -1,7 +1,7 @@
 // `forkd proxy`: an HTTP server an agent uses as its Anthropic base URL (the root) or its OpenAI base
-// URL (`/openai`). Every request goes to that route's upstream unchanged and every response comes
+// URL (`/openai`) or its Gemini base URL (`/gemini`). Every request goes to that route's upstream unchanged and every response comes
 // back unchanged, streamed chunk by chunk as it arrives; on the side, each finished model call
-// (Messages, Chat Completions, Responses: see turn-apis.ts) is recorded in a TurnStore (the request
+// (Messages, Chat Completions, Responses, Gemini: see turn-apis.ts) is recorded in a TurnStore (the request
 // as sent, its betas, the reply reassembled) for `forkd mcp` to fork from. A small control API under
 // /_forkd/ (bearer token) answers `forkd mcp`'s lookups. Credentials are forwarded, never stored or
 // logged.
@@ -36,6 +36,13 @@ export const DEFAULT_OPENAI_UPSTREAM = "https://api.openai.com/v1";
  * `<proxy>/openai`, and `<proxy>/openai/<rest>` goes to `<openai upstream>/<rest>`.
  */
 export const OPENAI_ROUTE = "/openai";
+/** Where the real Gemini API is: a base URL as the Gemini CLI takes it (`GOOGLE_GEMINI_BASE_URL`). */
+export const DEFAULT_GEMINI_UPSTREAM = "https://generativelanguage.googleapis.com";
+/**
+ * The path under which the proxy serves the Gemini API: an agent's Gemini base URL is
+ * `<proxy>/gemini`, and `<proxy>/gemini/<rest>` goes to `<gemini upstream>/<rest>`.
+ */
+export const GEMINI_ROUTE = "/gemini";
 /** The path prefix of the proxy's own API; never forwarded. */
 export const CONTROL_PREFIX = "/_forkd/v1/";
 /** Longest a control lookup may wait for a turn to be recorded. @unit ms */
@@ -75,6 +82,11 @@ export interface ProxyOptions {
    * requests under {@link OPENAI_ROUTE} go, that prefix replaced by it. @default DEFAULT_OPENAI_UPSTREAM
    */
   openaiUpstream?: string;
+  /**
+   * The Gemini API's base URL: where requests under {@link GEMINI_ROUTE} go, that prefix replaced by
+   * it. @default DEFAULT_GEMINI_UPSTREAM
+   */
+  geminiUpstream?: string;
   /** @default "127.0.0.1" */
   host?: string;
   /** 0 picks a free port. @default 0 */
@@ -104,6 +116,7 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   const upstreams = {
     anthropic: httpUrl("upstream", options.upstream ?? DEFAULT_UPSTREAM),
     openai: httpUrl("openaiUpstream", options.openaiUpstream ?? DEFAULT_OPENAI_UPSTREAM),
+    gemini: httpUrl("geminiUpstream", options.geminiUpstream ?? DEFAULT_GEMINI_UPSTREAM),
   };
   const controlToken = options.controlToken ?? randomBytes(24).toString("hex");
   const turns = new TurnStore(options.limits);
@@ -170,11 +183,21 @@ interface ExchangeContext {
 function routeOf(target: string): { route: Route; target: string } {
   if (target.startsWith(`${OPENAI_ROUTE}/`))
     return { route: "openai", target: target.slice(OPENAI_ROUTE.length) };
+  if (target.startsWith(`${GEMINI_ROUTE}/`))
+    return { route: "gemini", target: target.slice(GEMINI_ROUTE.length) };
   return { route: "anthropic", target };
 }
 
 /** An error body in the shape the route's API gives its errors, so the agent shows the message. */
 function errorBody(route: Route, type: string, message: string): unknown {
+  if (route === "gemini")
+    return {
+      error: {
+        code: type === "api_error" ? 502 : 400,
+        message,
+        status: type === "api_error" ? "UNAVAILABLE" : "INVALID_ARGUMENT",
+      },
+    };
   return route === "openai"
     ? { error: { message, type, param: null, code: null } }
     : { type: "error", error: { type, message } };
@@ -400,13 +423,13 @@ function replyReader(
       .map((name) => name.trim())
       .filter((name) => name !== "");
     const turn = context.turns.record({
-      session: api.sessionKey(req.headers, request),
+      session: api.sessionKey(req.headers, request, req.url ?? "/"),
       api: api.api,
-      path: req.url ?? "/",
+      path: withoutCredential(req.url ?? "/"),
       request,
       betas,
       response,
-      toolCalls: api.toolCalls(response),
+      toolCalls: api.toolCalls(response, request),
       mcpInstances: mcpInstancesOf(request),
       requestBytes: bytes,
     });
@@ -433,6 +456,20 @@ function replyReader(
   inflate.on("end", onEnd);
   inflate.on("error", (error) => context.logger.warn({ err: error.message }, "reply could not be decoded"));
   return { push: (chunk) => inflate.write(chunk), end: () => inflate.end() };
+}
+
+/**
+ * A request target without its `key` query parameters: Gemini clients may send their API key there,
+ * and the proxy keeps no credential.
+ */
+function withoutCredential(target: string): string {
+  const query = target.indexOf("?");
+  if (query === -1) return target;
+  const params = new URLSearchParams(target.slice(query + 1));
+  if (!params.has("key")) return target;
+  params.delete("key");
+  const rest = params.toString();
+  return rest === "" ? target.slice(0, query) : `${target.slice(0, query)}?${rest}`;
 }
 
 /**
@@ -490,6 +527,8 @@ export interface TurnJson {
   at: number;
   /** The API the turn spoke. */
   api: TurnApi;
+  /** The request's path and query, its `key` parameter left out (a Gemini call's names its model). */
+  path: string;
   request: Record<string, unknown>;
   /** The reply as the API takes it back (see `TurnReply`). */
   response: TurnReply;
@@ -499,8 +538,8 @@ export interface TurnJson {
 }
 
 function turnJson(turn: ProxyTurn): TurnJson {
-  const { session, seq, at, api, request, response, toolCalls, betas } = turn;
-  return { session, seq, at, api, request, response, toolCalls, betas };
+  const { session, seq, at, api, path, request, response, toolCalls, betas } = turn;
+  return { session, seq, at, api, path, request, response, toolCalls, betas };
 }
 
 async function serveControl(

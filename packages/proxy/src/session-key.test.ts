@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { mcpInstanceMarker, mcpInstancesOf, openAiSessionKeyOf, sessionKeyOf } from "./session-key.js";
+import {
+  geminiSessionKeyOf,
+  mcpInstanceMarker,
+  mcpInstancesOf,
+  openAiSessionKeyOf,
+  sessionKeyOf,
+} from "./session-key.js";
 
 const BODY = { system: "You are Claude Code.", messages: [{ role: "user", content: "hi" }] };
 
@@ -148,5 +154,51 @@ describe("openAiSessionKeyOf", () => {
     expect(
       openAiSessionKeyOf("openai-responses", auth("sk-1"), { ...body, instructions: "Other." }),
     ).not.toBe(one);
+  });
+});
+
+describe("geminiSessionKeyOf", () => {
+  // What the Gemini CLI 0.61 sends: its key in x-goog-api-key, an installation id (not a session's).
+  const GEMINI = {
+    systemInstruction: { parts: [{ text: "You are Gemini CLI." }] },
+    contents: [{ role: "user", parts: [{ text: "<session_context>…</session_context> Audit the codec." }] }],
+  };
+  const PATH = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+  const cli = (key: string) => ({ "x-goog-api-key": key, "x-gemini-api-privileged-user-id": "install-1" });
+
+  it("keys the Gemini CLI by credential, system instruction and first content, stable as the conversation grows", () => {
+    const one = geminiSessionKeyOf(cli("AIza-1"), GEMINI, PATH);
+    expect(one).toMatch(/^anon:[0-9a-f]{32}$/);
+    const grown = { ...GEMINI, contents: [...GEMINI.contents, { role: "model", parts: [{ text: "x" }] }] };
+    expect(geminiSessionKeyOf(cli("AIza-1"), grown, PATH)).toBe(one);
+    expect(geminiSessionKeyOf(cli("AIza-2"), GEMINI, PATH)).not.toBe(one);
+    const otherFirst = { ...GEMINI, contents: [{ role: "user", parts: [{ text: "bye" }] }] };
+    expect(geminiSessionKeyOf(cli("AIza-1"), otherFirst, PATH)).not.toBe(one);
+    const otherSystem = { ...GEMINI, systemInstruction: { parts: [{ text: "Other." }] } };
+    expect(geminiSessionKeyOf(cli("AIza-1"), otherSystem, PATH)).not.toBe(one);
+    // The installation id is the same for every session of one install: it keys nothing.
+    expect(
+      geminiSessionKeyOf({ ...cli("AIza-1"), "x-gemini-api-privileged-user-id": "install-2" }, GEMINI, PATH),
+    ).toBe(one);
+    expect(one).not.toContain("AIza-1");
+  });
+
+  it("reads the key from the ?key= parameter as from the header: one session either way", () => {
+    const header = geminiSessionKeyOf(cli("AIza-1"), GEMINI, PATH);
+    expect(geminiSessionKeyOf({}, GEMINI, `${PATH}&key=AIza-1`)).toBe(header);
+    expect(geminiSessionKeyOf({}, GEMINI, `${PATH}&key=AIza-2`)).not.toBe(header);
+  });
+
+  it("finds the forkd mcp marker in a Gemini tool's functionDeclarations", () => {
+    const tools = [
+      {
+        functionDeclarations: [
+          { name: "read_file", description: "Reads." },
+          { name: "mcp_forkd_fork", description: `Fork. ${mcpInstanceMarker("00112233445566778899")}` },
+        ],
+      },
+      { googleSearch: {} },
+    ];
+    expect(mcpInstancesOf({ ...GEMINI, tools })).toEqual(["00112233445566778899"]);
   });
 });

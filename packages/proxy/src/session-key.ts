@@ -80,6 +80,30 @@ export function openAiSessionKeyOf(
   return anonymousKey(headers, messages.slice(0, lead), messages[lead] ?? null);
 }
 
+/**
+ * The session of a Gemini `generateContent` request: `anon:<hash>` of the credential's hash (the
+ * `x-goog-api-key` header, else the `key` query parameter, else an OAuth bearer), the
+ * `systemInstruction` and the first content. The Gemini CLI sends no session id: its
+ * `x-gemini-api-privileged-user-id` names the installation, the same for all its sessions.
+ * @param headers - lower-cased request headers.
+ * @param target - the request's path and query.
+ */
+export function geminiSessionKeyOf(
+  headers: Record<string, string | string[] | undefined>,
+  body: Record<string, unknown>,
+  target: string,
+): string {
+  const query = target.indexOf("?");
+  const queryKey =
+    query === -1 ? undefined : (new URLSearchParams(target.slice(query + 1)).get("key") ?? undefined);
+  const credential = {
+    "x-goog-api-key": headers["x-goog-api-key"] ?? queryKey,
+    authorization: headers.authorization,
+  };
+  const contents = Array.isArray(body.contents) ? body.contents : [];
+  return anonymousKey(credential, body.systemInstruction ?? null, contents[0] ?? null);
+}
+
 /** A Chat message that instructs rather than converses. */
 function isInstruction(message: { role?: unknown }): boolean {
   return message?.role === "system" || message?.role === "developer";
@@ -119,18 +143,20 @@ interface ToolDefinition {
   description?: unknown;
   function?: { description?: unknown };
   tools?: unknown;
+  functionDeclarations?: unknown;
 }
 
 /**
  * Every tool description of a request's `tools`: Anthropic's and Responses' `description`, Chat
- * Completions' `function.description`, and those of the tools a Responses `namespace` tool holds
- * (how the Codex CLI offers an MCP server's tools).
+ * Completions' `function.description`, those of the tools a Responses `namespace` tool holds
+ * (how the Codex CLI offers an MCP server's tools), and those of a Gemini tool's `functionDeclarations`.
  */
 function* toolDescriptions(tools: readonly unknown[]): Generator<string> {
   for (const tool of tools as (ToolDefinition | null)[]) {
     const description = tool?.description ?? tool?.function?.description;
     if (typeof description === "string") yield description;
     if (Array.isArray(tool?.tools)) yield* toolDescriptions(tool.tools);
+    if (Array.isArray(tool?.functionDeclarations)) yield* toolDescriptions(tool.functionDeclarations);
   }
 }
 
@@ -152,7 +178,7 @@ function metadataSessionId(body: unknown): string | undefined {
 
 /** A hash of the request's credential, so that two accounts' identical prompts are two sessions. */
 function credentialHash(headers: Record<string, string | string[] | undefined>): string {
-  const credential = headers["x-api-key"] ?? headers.authorization ?? "";
+  const credential = headers["x-api-key"] ?? headers["x-goog-api-key"] ?? headers.authorization ?? "";
   return createHash("sha256")
     .update(Array.isArray(credential) ? credential.join(",") : credential)
     .digest("hex");

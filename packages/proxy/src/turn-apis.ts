@@ -2,16 +2,17 @@
 // it, how its reply is reassembled (streamed or not), which session it belongs to, and the tool calls
 // its reply holds. Adding an API (Gemini) is adding a module here.
 import type { IncomingHttpHeaders } from "node:http";
-import { chatReplyForRequest } from "@forkd/core";
+import { chatReplyForRequest, geminiModelToAssistant } from "@forkd/core";
 import { parseJsonText } from "@forkd/protocol/internal";
 import { ChatAssembler, type ChatReply, type ChatToolCall } from "./chat-assembler.js";
+import { GeminiAssembler, type GeminiReply, geminiReplyOfJson } from "./gemini-assembler.js";
 import { type AssembledMessage, MessageAssembler } from "./message-assembler.js";
 import { ResponsesAssembler, type ResponsesItem } from "./responses-assembler.js";
-import { openAiSessionKeyOf, sessionKeyOf } from "./session-key.js";
+import { geminiSessionKeyOf, openAiSessionKeyOf, sessionKeyOf } from "./session-key.js";
 import type { ReplyAssembler } from "./sse.js";
 
 /** The API a recorded turn spoke. */
-export type TurnApi = "anthropic" | "openai-chat" | "openai-responses";
+export type TurnApi = "anthropic" | "openai-chat" | "openai-responses" | "gemini";
 
 /** The reply of a turn, as the API takes it back in the next request. */
 export type TurnReply =
@@ -20,11 +21,16 @@ export type TurnReply =
   /** Chat Completions: the assistant message. */
   | ChatReply
   /** Responses: the output items. */
-  | ResponsesItem[];
+  | ResponsesItem[]
+  /** Gemini: candidate 0's content, `{ role: "model", parts }`. */
+  | GeminiReply;
 
 /** A tool call of a reply, whatever the API: its id, the tool's name and its parsed input. */
 export interface ToolCall {
-  /** Anthropic's `tool_use` id, Chat's `tool_calls[i].id`, Responses' `call_id`. */
+  /**
+   * Anthropic's `tool_use` id, Chat's `tool_calls[i].id`, Responses' `call_id`; Gemini's
+   * `functionCall.id`, else the id the core gives a call without one (`<name>-<turn>-<part>`).
+   */
   id: string;
   name: string;
   /** The arguments, parsed; the raw text when they are not JSON. */
@@ -34,18 +40,27 @@ export interface ToolCall {
 /** What the proxy knows of one API. */
 export interface TurnApiModule {
   readonly api: TurnApi;
-  /** Which of the proxy's routes serves it: `anthropic` (the root) or `openai` (under `/openai`). */
-  readonly route: "anthropic" | "openai";
+  /**
+   * Which of the proxy's routes serves it: `anthropic` (the root), `openai` (under `/openai`) or
+   * `gemini` (under `/gemini`).
+   */
+  readonly route: "anthropic" | "openai" | "gemini";
   /** Whether a POST to `path` (relative to the route, without the query) is a call of this API. */
   recognises(path: string): boolean;
   /** A reader of a streamed reply. */
   assembler(): ReplyAssembler<TurnReply>;
   /** The reply of a non-streamed answer's parsed body; undefined when it holds none. */
   replyOfJson(body: unknown): TurnReply | undefined;
-  /** The reply's tool calls, in order. */
-  toolCalls(reply: TurnReply): ToolCall[];
-  /** The session a request belongs to (see docs/any-agent.md). */
-  sessionKey(headers: IncomingHttpHeaders, body: Record<string, unknown>): string;
+  /**
+   * The reply's tool calls, in order; `request` is the request the reply answers (Gemini's call ids
+   * depend on where the reply stands in the conversation).
+   */
+  toolCalls(reply: TurnReply, request?: Record<string, unknown>): ToolCall[];
+  /**
+   * The session a request belongs to (see docs/any-agent.md); `target` is the request's path and
+   * query (Gemini's key may be its `key` parameter).
+   */
+  sessionKey(headers: IncomingHttpHeaders, body: Record<string, unknown>, target: string): string;
 }
 
 const anthropic: TurnApiModule = {
@@ -102,8 +117,44 @@ const openAiResponses: TurnApiModule = {
   sessionKey: (headers, body) => openAiSessionKeyOf("openai-responses", headers, body),
 };
 
+/** `/<version>/models/<model>:generateContent` or `:streamGenerateContent`. */
+const GEMINI_GENERATE = /^\/v1(?:beta|alpha)?\/models\/[^/:]+:(?:stream)?[gG]enerateContent$/;
+
+const gemini: TurnApiModule = {
+  api: "gemini",
+  route: "gemini",
+  recognises: (path) => GEMINI_GENERATE.test(path),
+  assembler: () => new GeminiAssembler(),
+  replyOfJson: geminiReplyOfJson,
+  // The core's own reading of the reply, so that each call's id is the one the children's
+  // placeholders and "Your fork call" line use: the Gemini API gives calls no id.
+  toolCalls: (reply, request) => {
+    const turn = Array.isArray(request?.contents) ? request.contents.length : 0;
+    try {
+      return geminiModelToAssistant(reply as GeminiReply, turn).content.flatMap((block) =>
+        block.type === "tool_use"
+          ? [{ id: String(block.id), name: String(block.name), input: block.input }]
+          : [],
+      );
+    } catch {
+      // A call without a name: nothing the core could fork from either.
+      return [];
+    }
+  },
+  sessionKey: geminiSessionKeyOf,
+};
+
 /** Every API the proxy records, Anthropic first. */
-export const TURN_APIS: readonly TurnApiModule[] = [anthropic, openAiChat, openAiResponses];
+export const TURN_APIS: readonly TurnApiModule[] = [anthropic, openAiChat, openAiResponses, gemini];
+
+/**
+ * The model a recorded Gemini call's path names (`…/models/<model>:generateContent`, whatever route
+ * prefix comes before), if it is one: a Gemini body does not name its model.
+ */
+export function geminiModelOfPath(path: string): string | undefined {
+  const match = /\/models\/([^/:]+):(?:stream)?[gG]enerateContent$/.exec(path.split("?")[0]!);
+  return match?.[1];
+}
 
 /** The module of an API by name. */
 export function turnApi(api: TurnApi): TurnApiModule {

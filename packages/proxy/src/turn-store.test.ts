@@ -111,4 +111,13 @@ describe("isToolNamed", () => {
     expect(isToolNamed("mcp__forkd__fork_result", "fork")).toBe(false);
     expect(isToolNamed("notmcp__fork", "fork")).toBe(false);
   });
+
+  it("matches the Gemini CLI's MCP names, mcp_<server>_<tool>", () => {
+    expect(isToolNamed("mcp_forkd_fork", "fork")).toBe(true);
+    expect(isToolNamed("mcp_forkd_fork_result", "fork")).toBe(false);
+    expect(isToolNamed("mcp_forkd_fork_result", "fork_result")).toBe(true);
+    expect(isToolNamed("mcp_fork", "fork")).toBe(false);
+    expect(isToolNamed("mcp__fork_", "fork")).toBe(false);
+    expect(isToolNamed("notmcp_forkd_fork", "fork")).toBe(false);
+  });
 });

@@ -14,7 +14,7 @@ export interface ProxyTurn {
   at: number;
   /** The API the turn spoke. */
   api: TurnApi;
-  /** The request's path and query, e.g. `/v1/messages?beta=true`. */
+  /** The request's path and query, e.g. `/v1/messages?beta=true`, a `key` parameter left out. */
   path: string;
   /** The request body as the agent sent it, parsed. */
   request: Record<string, unknown>;
@@ -213,9 +213,16 @@ export class TurnStore {
   }
 }
 
-/** Whether `name` is the tool `wanted`, directly or as an MCP tool (`mcp__<server>__<wanted>`). */
+/**
+ * Whether `name` is the tool `wanted`, directly or as an MCP tool: `mcp__<server>__<wanted>`, or
+ * `mcp_<server>_<wanted>` as the Gemini CLI names them.
+ */
 export function isToolNamed(name: string, wanted: string): boolean {
-  return name === wanted || (name.startsWith("mcp__") && name.endsWith(`__${wanted}`));
+  return (
+    name === wanted ||
+    (name.startsWith("mcp__") && name.endsWith(`__${wanted}`)) ||
+    (name.startsWith("mcp_") && name.length > `mcp__${wanted}`.length && name.endsWith(`_${wanted}`))
+  );
 }
 
 function matchTurn(turn: ProxyTurn, query: ToolCallQuery): ToolCallMatch | undefined {

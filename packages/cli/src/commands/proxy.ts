@@ -3,8 +3,10 @@
 // line is the proxy's URL; the control token goes only to the state file (mode 0600).
 import { isIP } from "node:net";
 import {
+  DEFAULT_GEMINI_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
   DEFAULT_UPSTREAM,
+  GEMINI_ROUTE,
   OPENAI_ROUTE,
   proxyStatePath,
   type RunningProxy,
@@ -23,6 +25,7 @@ const OPTIONS = {
   ...COMMON_FLAGS,
   upstream: { type: "string" },
   "openai-upstream": { type: "string" },
+  "gemini-upstream": { type: "string" },
   listen: { type: "string" },
   state: { type: "string" },
   "keep-turns": { type: "string" },
@@ -66,6 +69,7 @@ export async function serveProxy(
   const captureDir = capturing ? positionals[0] : undefined;
   const upstream = httpUrlFlag("upstream", values.upstream ?? DEFAULT_UPSTREAM);
   const openaiUpstream = httpUrlFlag("openai-upstream", values["openai-upstream"] ?? DEFAULT_OPENAI_UPSTREAM);
+  const geminiUpstream = httpUrlFlag("gemini-upstream", values["gemini-upstream"] ?? DEFAULT_GEMINI_UPSTREAM);
   const { host, port } =
     values.listen === undefined
       ? { host: "127.0.0.1", port: DEFAULT_PROXY_PORT }
@@ -83,6 +87,7 @@ export async function serveProxy(
     proxy = await startProxy({
       upstream,
       openaiUpstream,
+      geminiUpstream,
       host,
       port,
       ...(values["keep-turns"] === undefined
@@ -110,12 +115,18 @@ export async function serveProxy(
   await writeProxyState(statePath, { url: proxy.url, controlToken: proxy.controlToken, pid: process.pid });
   writeLine(
     context.io.stdout,
-    values.json ? JSON.stringify({ url: proxy.url, upstream, openaiUpstream, state: statePath }) : proxy.url,
+    values.json
+      ? JSON.stringify({ url: proxy.url, upstream, openaiUpstream, geminiUpstream, state: statePath })
+      : proxy.url,
   );
   writeLine(err, `forkd ${command}: ${proxy.url} → ${upstream}; set ANTHROPIC_BASE_URL=${proxy.url}`);
   writeLine(
     err,
     `forkd ${command}: ${proxy.url}${OPENAI_ROUTE} → ${openaiUpstream}; set an OpenAI agent's base URL (OPENAI_BASE_URL, Codex's base_url) to ${proxy.url}${OPENAI_ROUTE}`,
+  );
+  writeLine(
+    err,
+    `forkd ${command}: ${proxy.url}${GEMINI_ROUTE} → ${geminiUpstream}; set GOOGLE_GEMINI_BASE_URL=${proxy.url}${GEMINI_ROUTE}`,
   );
   await whenAborted(context.interruption.signal);
   await proxy.close();
