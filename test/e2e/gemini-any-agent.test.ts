@@ -135,7 +135,8 @@ describe("the Gemini CLI forks onto the cluster through forkd proxy and forkd mc
         })),
       );
       const text = JSON.stringify(parts.slice(2));
-      const own = callIds.filter((id) => text.includes(`tool_use_id=\\"${id}\\"`));
+      // The proxy makes an id-less call's id unique per reply: `<core's id>~<reply number>`.
+      const own = callIds.filter((id) => new RegExp(`tool_use_id=\\\\"${id}~\\d+\\\\"`).test(text));
       expect(own, "the child is told which call is its own").toHaveLength(1);
       directives.push(
         ["Audit the length checks.", "Audit the depth checks."].find((directive) =>
@@ -149,6 +150,6 @@ describe("the Gemini CLI forks onto the cluster through forkd proxy and forkd mc
     // Both reports reached the CLI, and went back to the model.
     const last = agent.at(-1)!.body;
     expect(last.match(/<status>completed<\/status>/g)).toHaveLength(2);
-    for (const id of callIds) expect(last).toContain(`<tool-use-id>${id}</tool-use-id>`);
+    for (const id of callIds) expect(last).toMatch(new RegExp(`<tool-use-id>${id}~\\d+</tool-use-id>`));
   });
 });

@@ -96,12 +96,27 @@ describe("the gemini turn API", () => {
     expect(gemini.replyOfJson({ promptFeedback: { blockReason: "SAFETY" } })).toBeUndefined();
   });
 
-  it("gives each call the core's id: its own, else <name>-<turn>-<part> of the request it answers", () => {
+  it("gives each call its own id, else the core's <name>-<turn>-<part> made unique per reply", () => {
     const request = { contents: [{ role: "user", parts: [{ text: "hi" }] }] };
-    expect(gemini.toolCalls(REPLY, request)).toEqual([
-      { id: "mcp_forkd_fork-1-3", name: "mcp_forkd_fork", input: { directive: "Audit A" } },
-      { id: "mcp_forkd_fork-1-4", name: "mcp_forkd_fork", input: { directive: "Audit B", label: "b" } },
+    const calls = gemini.toolCalls(REPLY, request);
+    expect(calls).toEqual([
+      {
+        id: expect.stringMatching(/^mcp_forkd_fork-1-3~\d+$/),
+        name: "mcp_forkd_fork",
+        input: { directive: "Audit A" },
+      },
+      {
+        id: expect.stringMatching(/^mcp_forkd_fork-1-4~\d+$/),
+        name: "mcp_forkd_fork",
+        input: { directive: "Audit B", label: "b" },
+      },
     ]);
+    // The same conversation again (after /clear): new ids, or a fork call answered once would hide it.
+    const again = gemini.toolCalls(REPLY, request);
+    expect(again.map((call) => call.id.replace(/~\d+$/, ""))).toEqual(
+      calls.map((call) => call.id.replace(/~\d+$/, "")),
+    );
+    expect(new Set([...calls, ...again].map((call) => call.id)).size).toBe(4);
     const withId: GeminiReply = {
       role: "model",
       parts: [{ functionCall: { id: "call-7", name: "read_file", args: {} } }],

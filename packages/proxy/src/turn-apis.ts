@@ -126,16 +126,26 @@ const gemini: TurnApiModule = {
   recognises: (path) => GEMINI_GENERATE.test(path),
   assembler: () => new GeminiAssembler(),
   replyOfJson: geminiReplyOfJson,
-  // The core's own reading of the reply, so that each call's id is the one the children's
-  // placeholders and "Your fork call" line use: the Gemini API gives calls no id.
+  // The core's own reading of the reply: a call's own id, else `<name>-<turn>-<part>`. That one
+  // repeats (after /clear or a compression the conversation is as long again), and a fork call whose
+  // id was answered once is never matched again, so the proxy makes it unique: `…~<reply number>`.
   toolCalls: (reply, request) => {
     const turn = Array.isArray(request?.contents) ? request.contents.length : 0;
+    const replyNumber = ++geminiRepliesRead;
+    const ownIds = new Set(
+      ((reply as GeminiReply).parts ?? []).flatMap((part) => {
+        const id = (part as { functionCall?: { id?: unknown } }).functionCall?.id;
+        return typeof id === "string" && id !== "" ? [id] : [];
+      }),
+    );
     try {
-      return geminiModelToAssistant(reply as GeminiReply, turn).content.flatMap((block) =>
-        block.type === "tool_use"
-          ? [{ id: String(block.id), name: String(block.name), input: block.input }]
-          : [],
-      );
+      return geminiModelToAssistant(reply as GeminiReply, turn).content.flatMap((block) => {
+        if (block.type !== "tool_use") return [];
+        const id = String(block.id);
+        return [
+          { id: ownIds.has(id) ? id : `${id}~${replyNumber}`, name: String(block.name), input: block.input },
+        ];
+      });
     } catch {
       // A call without a name: nothing the core could fork from either.
       return [];
@@ -143,6 +153,9 @@ const gemini: TurnApiModule = {
   },
   sessionKey: geminiSessionKeyOf,
 };
+
+/** Gemini replies whose tool calls were read in this process: what makes an id-less call's id unique. */
+let geminiRepliesRead = 0;
 
 /** Every API the proxy records, Anthropic first. */
 export const TURN_APIS: readonly TurnApiModule[] = [anthropic, openAiChat, openAiResponses, gemini];
