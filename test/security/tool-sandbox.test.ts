@@ -1,7 +1,7 @@
 // A hostile model's commands against the real Bash tool in its real sandbox (bubblewrap): the
 // reproduced payloads of #11 (findings 1, 2, 3, 16) and what the sandbox guarantees even for a
 // command the classifier would let through.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -138,10 +138,49 @@ describe("the sandbox, for whatever gets past the classifier (policy full)", () 
     const tag = `forkd-orphan-${process.pid}-${Date.now()}`;
     const controller = new AbortController();
     const call = bash("full", `setsid bash -c 'exec -a ${tag} sleep 300' & sleep 300`, controller.signal);
-    await waitFor(() => processesNamed(tag).then((n) => n > 0), { timeoutMs: 10_000 });
+    await waitFor(() => processesMatching(`^${tag}`).then((n) => n > 0), { timeoutMs: 10_000 });
+    // What the abort relies on: bwrap and the namespace's init (its fork) share the process group
+    // that an abort kills, so no race with bwrap's --die-with-parent can leave the namespace alive.
+    const bwraps = spawnSync("pgrep", ["-f", `^/[^ ]*bwrap .*${tag}`], { encoding: "utf8" }).stdout.split(
+      "\n",
+    );
+    const groups = spawnSync("ps", ["-o", "pgid=", "-p", bwraps.filter(Boolean).join(",")], {
+      encoding: "utf8",
+    });
+    const pgids = groups.stdout
+      .split("\n")
+      .map((line) => line.trim())
+      .filter(Boolean);
+    expect(pgids).toHaveLength(2);
+    expect(new Set(pgids).size).toBe(1);
     controller.abort();
     await call;
-    await waitFor(() => processesNamed(tag).then((n) => n === 0), { timeoutMs: 10_000 });
+    await waitFor(() => processesMatching(tag).then((n) => n === 0), { timeoutMs: 10_000 });
+  });
+
+  // bwrap arms --die-with-parent only once it has forked the namespace's init: an abort while it
+  // sets up must still reach that init (under CI load one in twenty such aborts left the sandbox
+  // running when bwrap ran with --new-session). Each round aborts at a later stage of the start.
+  it("leaves nothing running whatever moment of the sandbox's start an abort hits", async () => {
+    const stages = ["at once", "bwrap seen", "shell seen", "grandchild seen"] as const;
+    for (let round = 0; round < 8; round += 1) {
+      for (const stage of stages) {
+        const tag = `forkd-early-${process.pid}-${round}-${stage.replace(" ", "-")}`;
+        const controller = new AbortController();
+        const call = bash("full", `setsid bash -c 'exec -a ${tag} sleep 300' & sleep 300`, controller.signal);
+        const seen = {
+          "bwrap seen": `^/[^ ]*bwrap .*${tag}`,
+          "shell seen": `^bash .*${tag}`,
+          "grandchild seen": `^${tag}`,
+        };
+        if (stage !== "at once") {
+          await waitFor(() => processesMatching(seen[stage]).then((n) => n > 0), { timeoutMs: 10_000 });
+        }
+        controller.abort();
+        expect((await call).content).toMatch(/^Aborted/);
+        await waitFor(() => processesMatching(tag).then((n) => n === 0), { timeoutMs: 10_000 });
+      }
+    }
   });
 
   it("lets the full policy write the workspace, and mounts it read-only for read-only", async () => {
@@ -201,10 +240,10 @@ describe("a daemon without its sandbox", () => {
   });
 });
 
-/** How many processes run with `tag` in their command line. */
-function processesNamed(tag: string): Promise<number> {
+/** How many processes have a command line that matches `pattern` (an extended regular expression). */
+function processesMatching(pattern: string): Promise<number> {
   return new Promise((resolve) => {
-    const ps = spawn("pgrep", ["-f", "-c", tag]);
+    const ps = spawn("pgrep", ["-f", "-c", pattern]);
     let out = "";
     ps.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();

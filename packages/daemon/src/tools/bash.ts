@@ -153,8 +153,9 @@ function runShell(command: string, options: ShellOptions): Promise<ToolOutcome> 
       options.sandbox === undefined
         ? { command: "bash", args: ["-c", script], spawnEnv: options.env }
         : sandboxedShell({ ...options.sandbox, cwd: options.cwd, env: options.env, script });
-    // Killing the group kills bwrap; its PID namespace then takes every process inside with it,
-    // `setsid` ones included.
+    // `detached`: bwrap leads a new session and process group, with no controlling terminal. Killing
+    // the group kills bwrap and the namespace's init; the PID namespace then takes every process
+    // inside with it, `setsid` ones included.
     const child = spawn(shell.command, shell.args, {
       cwd: options.cwd,
       env: shell.spawnEnv,

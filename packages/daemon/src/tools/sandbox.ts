@@ -64,8 +64,13 @@ export function probeSandbox(): Sandbox | string {
 
 function namespaceArgs(): string[] {
   // --unshare-all: own user, IPC, PID, network, UTS and cgroup namespaces (no network at all).
-  // --die-with-parent: the sandbox dies with the shell's killer; --new-session: no terminal injection.
-  return ["--unshare-all", "--die-with-parent", "--new-session"];
+  // --die-with-parent: the sandbox dies with the daemon.
+  // No --new-session: the namespace's first process (bwrap's init) must stay in the process group
+  // that an abort kills. --die-with-parent alone does not cover it: bwrap arms it only after it has
+  // forked that process, so an abort in between (seen under load) left the whole sandbox running.
+  // Terminal injection, which --new-session guards against, needs a controlling terminal, and the
+  // Bash tool starts bwrap in a session of its own without one.
+  return ["--unshare-all", "--die-with-parent"];
 }
 
 function systemBinds(): string[] {
