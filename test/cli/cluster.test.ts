@@ -12,7 +12,7 @@ import { Kvm } from "@nats-io/kv";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useNatsServer } from "../harness/nats.js";
-import { type CliProcess, cleanEnv, FORKD_BIN, ndjson, runCli, spawnCli } from "./support.js";
+import { type CliProcess, cleanEnv, FORKD_BIN, ndjson, proxyCliArgs, runCli, spawnCli } from "./support.js";
 
 const nats = useNatsServer();
 const TURN = fixturePath("4k");
@@ -53,6 +53,10 @@ beforeAll(async () => {
       env: cleanEnv({
         ANTHROPIC_BASE_URL: sim.url,
         ANTHROPIC_API_KEY: "sk-cli-e2e",
+        OPENAI_BASE_URL: `${sim.url}/v1`,
+        OPENAI_API_KEY: "sk-cli-e2e",
+        GOOGLE_GEMINI_BASE_URL: sim.url,
+        GEMINI_API_KEY: "gm-cli-e2e",
         FORKD_LLM_MAX_RETRIES: "0",
       }),
     },
@@ -383,3 +387,80 @@ function shell(command: string): Promise<{ stdout: string; code: number | null }
     child.on("close", (code) => resolve({ stdout: text, code }));
   });
 }
+
+// An agent on another API (qwen-code, the Codex CLI, the Gemini CLI) through `forkd capture`: the
+// file it writes is forked from as it is, and the child's request starts with the parent's bytes.
+describe("forkd capture, then forkd fork --from, for a turn of another API", () => {
+  const FORK_PROMPT = 'Audit the codec.\n@sim tool fork {"directive":"Audit the length checks."}';
+  const cases = [
+    {
+      api: "openai-chat",
+      path: "/openai/chat/completions",
+      body: {
+        model: "gpt-5",
+        messages: [{ role: "user", content: FORK_PROMPT }],
+        tools: [{ type: "function", function: { name: "fork", parameters: { type: "object" } } }],
+      },
+      simPath: "/v1/chat/completions",
+      list: "messages",
+    },
+    {
+      api: "gemini",
+      path: "/gemini/v1beta/models/gemini-2.5-flash:generateContent",
+      body: {
+        contents: [{ role: "user", parts: [{ text: FORK_PROMPT }] }],
+        tools: [{ functionDeclarations: [{ name: "fork", parameters: { type: "object" } }] }],
+      },
+      simPath: "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+      list: "contents",
+    },
+  ] as const;
+
+  for (const test of cases) {
+    it(`${test.api}: the captured file forks a child from the reply's fork call, on the parent's bytes`, async () => {
+      const out = await mkdtemp(join(tmpdir(), "forkd-capture-native-"));
+      const capture = spawnCli(["capture", out, ...proxyCliArgs(sim.url, join(out, "capture.json"))]);
+      started.push(capture);
+      try {
+        const url = await capture.waitForLine((line) => line.startsWith("http://"));
+        const answer = await fetch(`${url}${test.path}`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            authorization: "Bearer sk-cli-e2e",
+            "x-goog-api-key": "gm-cli-e2e",
+          },
+          body: JSON.stringify(test.body),
+        });
+        expect(answer.status).toBe(200);
+        await answer.text();
+        const path = await capture.waitForLine((line) => line.endsWith(".json"));
+        const file = JSON.parse(await readFile(path, "utf8")) as Record<string, unknown>;
+        expect(Object.keys(file)).toEqual(["api", "path", "request", "response"]);
+        expect(file.api).toBe(test.api);
+
+        const before = sim.requests().length;
+        const result = await runCli(["fork", ...natsArgs(), "--from", path, "--json"]);
+        expect(result.code, result.stderr).toBe(0);
+        expect(ndjson(result.stdout).at(-1)).toMatchObject({ kind: "result", status: "completed" });
+        const child = sim
+          .requests()
+          .slice(before)
+          .find((entry) => entry.path.split("?")[0] === test.simPath);
+        expect(child, "the child's request reached the simulator").toBeDefined();
+        // The child's list: the parent's items as sent, its reply as the API returned it, then its own.
+        const parentItems = (test.body as Record<string, unknown>)[test.list] as unknown[];
+        const childItems = (JSON.parse(child!.body) as Record<string, unknown[]>)[test.list]!;
+        expect(childItems.slice(0, parentItems.length)).toEqual(parentItems);
+        const reply = file.response;
+        expect(childItems[parentItems.length]).toEqual(reply);
+        expect(JSON.stringify(childItems.slice(parentItems.length + 1))).toContain(
+          "Audit the length checks.",
+        );
+      } finally {
+        await capture.stop("SIGTERM");
+        await rm(out, { recursive: true, force: true });
+      }
+    });
+  }
+});

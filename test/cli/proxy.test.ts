@@ -10,7 +10,7 @@ import { type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isLoopback, parseListen } from "../../packages/cli/src/commands/proxy.js";
 import { readParentTurn } from "../../packages/cli/src/parent-turn.js";
-import { runCli, spawnCli } from "./support.js";
+import { proxyCliArgs, runCli, spawnCli } from "./support.js";
 
 let sim: Sim;
 let dir: string;
@@ -85,16 +85,7 @@ describe("forkd proxy", () => {
 describe("forkd capture", () => {
   it("writes each turn as a parent-turn file (0600) that forkd fork --from reads", async () => {
     const out = join(dir, "turns");
-    const capture = spawnCli([
-      "capture",
-      out,
-      "--listen",
-      "127.0.0.1:0",
-      "--upstream",
-      sim.url,
-      "--state",
-      join(dir, "capture.json"),
-    ]);
+    const capture = spawnCli(["capture", out, ...proxyCliArgs(sim.url, join(dir, "capture.json"))]);
     const url = await capture.waitForLine((line) => line.startsWith("http://"));
     const anthropic = new Anthropic({ apiKey: "sk-capture", baseURL: url, maxRetries: 0 });
     const stream = anthropic.beta.messages.stream(

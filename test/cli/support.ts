@@ -53,6 +53,25 @@ export interface CliProcess {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/**
+ * The options of `forkd proxy` or `forkd capture` in front of the simulator at `simUrl`: a free
+ * loopback port, the simulator as every API's upstream, and the state file.
+ */
+export function proxyCliArgs(simUrl: string, statePath: string): string[] {
+  return [
+    "--listen",
+    "127.0.0.1:0",
+    "--upstream",
+    simUrl,
+    "--openai-upstream",
+    `${simUrl}/v1`,
+    "--gemini-upstream",
+    simUrl,
+    "--state",
+    statePath,
+  ];
+}
+
 /** Starts `forkd args…`. */
 export function spawnCli(
   args: readonly string[],

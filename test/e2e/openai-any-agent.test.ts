@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { FORK_BOILERPLATE_TAG } from "@forkd/core/internal";
 import type { RequestLogEntry } from "@forkd/sim";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliProcess, cleanEnv, FORKD_BIN, spawnCli } from "../cli/support.js";
+import { type CliProcess, cleanEnv, FORKD_BIN, proxyCliArgs, spawnCli } from "../cli/support.js";
 import { useForkdStack } from "../harness/forkd.js";
 import {
   type McpServerConfig,
@@ -35,17 +35,7 @@ beforeAll(async () => {
   const { sim } = stack();
   workspace = await mkdtemp(join(tmpdir(), "forkd-openai-agent-"));
   statePath = join(workspace, "proxy.json");
-  proxy = spawnCli([
-    "proxy",
-    "--listen",
-    "127.0.0.1:0",
-    "--upstream",
-    sim.url,
-    "--openai-upstream",
-    `${sim.url}/v1`,
-    "--state",
-    statePath,
-  ]);
+  proxy = spawnCli(["proxy", ...proxyCliArgs(sim.url, statePath)]);
   proxyUrl = await proxy.waitForLine((line) => line.startsWith("http://"));
 });
 

@@ -54,3 +54,60 @@ describe("parentTurnOf", () => {
     }
   });
 });
+
+// As `forkd capture` writes a turn of another API: `{ api, path, request, response }`.
+describe("parentTurnOf, for a turn of another API", () => {
+  /** A call of the `fork` tool, as both OpenAI APIs name a function and its JSON arguments. */
+  const fork = { name: "fork", arguments: '{"directive":"Audit it.","description":"audit"}' };
+
+  it("forks a Chat Completions turn from its native request and reply, its tool calls as fork calls", () => {
+    const chatRequest = { model: "gpt-5", messages: [{ role: "user", content: "hi" }] };
+    const message = {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "call_1", type: "function", function: fork }],
+    };
+    const turn = parentTurnOf(
+      { api: "openai-chat", path: "/openai/chat/completions", request: chatRequest, response: message },
+      "c.json",
+    );
+    expect(turn.prefix.native).toEqual({ api: "openai-chat", request: chatRequest, reply: [message] });
+    expect(turn.prefix.params.model).toBe("gpt-5");
+    expect(turn.toolCalls).toEqual([
+      { forkCall: { tool_use_id: "call_1", description: "audit" }, prompt: "Audit it." },
+    ]);
+  });
+
+  it("forks a Responses turn from its output items", () => {
+    const responsesRequest = { model: "gpt-5", input: [{ role: "user", content: "hi" }] };
+    const items = [{ type: "function_call", call_id: "call_9", ...fork, id: "fc_9" }];
+    const turn = parentTurnOf(
+      { api: "openai-responses", path: "/openai/responses", request: responsesRequest, response: items },
+      "r.json",
+    );
+    expect(turn.prefix.native?.reply).toEqual(items);
+    expect(turn.toolCalls.map((call) => [call.forkCall.tool_use_id, call.prompt])).toEqual([
+      ["call_9", "Audit it."],
+    ]);
+  });
+
+  it("takes a Gemini turn's model from its path, and refuses one whose path names none", () => {
+    const geminiRequest = { contents: [{ role: "user", parts: [{ text: "hi" }] }] };
+    const content = { role: "model", parts: [{ text: "ok" }] };
+    const path = "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    const turn = parentTurnOf({ api: "gemini", path, request: geminiRequest, response: content }, "g.json");
+    expect(turn.prefix.native).toMatchObject({ api: "gemini", model: "gemini-2.5-flash" });
+    expect(() =>
+      parentTurnOf({ api: "gemini", request: geminiRequest, response: content }, "g.json"),
+    ).toThrow(/^g\.json: a Gemini prefix names its model/);
+  });
+
+  it("refuses an API it does not know, and a native turn without a reply, as config errors naming the file", () => {
+    expect(() => parentTurnOf({ api: "cohere", request: {}, response: {} }, "x.json")).toThrow(
+      /^x\.json: api "cohere" is none of anthropic, openai-chat, openai-responses, gemini$/,
+    );
+    expect(() =>
+      parentTurnOf({ api: "openai-chat", request: { model: "gpt-5", messages: [] } }, "y.json"),
+    ).toThrow(CliError);
+  });
+});

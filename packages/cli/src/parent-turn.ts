@@ -1,10 +1,19 @@
-// Reads a parent turn stored as JSON in the fixtures' shape, `{ request, response, betas }`: the
-// request the parent sent, the reply it got and the betas it was sent with. Its fork prefix and
-// its tool calls (for each child's fork call).
+// Reads a parent turn stored as JSON: in the fixtures' shape, `{ request, response, betas }` (the
+// request the parent sent, the reply it got and the betas it was sent with), or as `forkd capture`
+// writes another API's turn, `{ api, path, request, response }`. Its fork prefix and its tool calls
+// (for each child's fork call).
 import { readFile } from "node:fs/promises";
 import { createForkPrefix } from "@forkd/core";
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
 import { parseJsonText } from "@forkd/protocol/internal";
+import {
+  type AssembledMessage,
+  forkPrefixOfTurn,
+  type ToolCall,
+  type TurnApi,
+  type TurnReply,
+  turnApi,
+} from "@forkd/proxy";
 import { CliError } from "./errors.js";
 
 /** A tool call of the parent's reply, as a child's fork call, and its prompt. */
@@ -25,24 +34,63 @@ export interface ParentTurn {
   approxTokens: number;
 }
 
-function toolCallsOf(response: unknown): ParentToolCall[] {
+/** A tool call of the parent's reply as a child's fork call; its prompt from `prompt` or `directive`. */
+function parentToolCall(call: ToolCall): ParentToolCall {
+  const input = (call.input ?? {}) as Record<string, unknown>;
+  const forkCall: ForkCall = { tool_use_id: call.id };
+  if (typeof input.description === "string") forkCall.description = input.description;
+  const prompt =
+    typeof input.prompt === "string"
+      ? input.prompt
+      : typeof input.directive === "string"
+        ? input.directive
+        : undefined;
+  return { forkCall, prompt };
+}
+
+function anthropicToolCalls(response: unknown): ParentToolCall[] {
   const content = (response as { content?: unknown } | undefined)?.content;
   if (!Array.isArray(content)) return [];
-  const calls: ParentToolCall[] = [];
-  for (const block of content as Record<string, unknown>[]) {
-    if (block?.type !== "tool_use" || typeof block.id !== "string") continue;
-    const input = (block.input ?? {}) as Record<string, unknown>;
-    const forkCall: ForkCall = { tool_use_id: block.id };
-    if (typeof input.description === "string") forkCall.description = input.description;
-    const prompt =
-      typeof input.prompt === "string"
-        ? input.prompt
-        : typeof input.directive === "string"
-          ? input.directive
-          : undefined;
-    calls.push({ forkCall, prompt });
+  return turnApi("anthropic")
+    .toolCalls({ role: "assistant", content } as AssembledMessage)
+    .map(parentToolCall);
+}
+
+/** The APIs other than Anthropic's whose turns `forkd capture` writes with their `api`. */
+const NATIVE_APIS: readonly TurnApi[] = ["openai-chat", "openai-responses", "gemini"];
+
+/**
+ * A turn `forkd capture` recorded from an agent on another API (`{ api, path, request, response }`):
+ * forked from its native request and reply, so the children's first bytes are the parent's.
+ */
+function nativeParentTurn(record: Record<string, unknown>, api: TurnApi, source: string): ParentTurn {
+  const { request, response } = record;
+  const path = typeof record.path === "string" ? record.path : "";
+  if (request === null || typeof request !== "object" || Array.isArray(request) || response == null) {
+    throw new CliError(
+      "config",
+      `${source}: expected { api, path, request, response } with a request object`,
+    );
   }
-  return calls;
+  const turn = {
+    api,
+    path,
+    request: request as Record<string, unknown>,
+    response: response as TurnReply,
+    betas: [],
+  };
+  let prefix: ForkPrefix;
+  try {
+    prefix = forkPrefixOfTurn(turn);
+  } catch (error) {
+    throw new CliError("config", `${source}: ${(error as Error).message}`, { cause: error });
+  }
+  return {
+    source,
+    prefix,
+    toolCalls: turnApi(api).toolCalls(turn.response, turn.request).map(parentToolCall),
+    approxTokens: Math.round(JSON.stringify(request).length / 4),
+  };
 }
 
 /**
@@ -52,9 +100,19 @@ function toolCallsOf(response: unknown): ParentToolCall[] {
  * @throws {@link CliError} (`config`) for the wrong shape.
  */
 export function parentTurnOf(parsed: unknown, source: string): ParentTurn {
-  const record = parsed as { request?: unknown; response?: unknown; betas?: unknown } | null;
+  const record = parsed as { api?: unknown; request?: unknown; response?: unknown; betas?: unknown } | null;
   if (record === null || typeof record !== "object" || record.request === undefined) {
     throw new CliError("config", `${source}: expected a JSON object { request, response, betas }`);
+  }
+  if (record.api !== undefined && record.api !== "anthropic") {
+    const api = NATIVE_APIS.find((name) => name === record.api);
+    if (api === undefined) {
+      throw new CliError(
+        "config",
+        `${source}: api ${JSON.stringify(record.api)} is none of anthropic, ${NATIVE_APIS.join(", ")}`,
+      );
+    }
+    return nativeParentTurn(record as Record<string, unknown>, api, source);
   }
   const betas = typeof record.betas === "string" ? splitBetaHeader(record.betas) : record.betas;
   if (betas !== undefined && !(Array.isArray(betas) && betas.every((b) => typeof b === "string"))) {
@@ -72,7 +130,7 @@ export function parentTurnOf(parsed: unknown, source: string): ParentTurn {
   return {
     source,
     prefix,
-    toolCalls: toolCallsOf(record.response ?? undefined),
+    toolCalls: anthropicToolCalls(record.response ?? undefined),
     approxTokens: Math.round(JSON.stringify(prefix.params).length / 4),
   };
 }

@@ -4,21 +4,13 @@
 // exact prefix, and each call then answers with its own child's run id.
 import type { NatsForkHandle, NatsForkSubagent } from "@forkd/client";
 import {
-  createForkPrefix,
   type ForkOutcome,
   type ForkParams,
-  forkPrefixFromNative,
   renderTaskNotification,
   taskNotificationFromOutcome,
 } from "@forkd/core";
-import { emptyUsageTotals, ForkdError, type ForkPrefix, toWireError } from "@forkd/protocol";
-import {
-  type AssembledMessage,
-  type FoundToolCall,
-  geminiModelOfPath,
-  type ToolCallQuery,
-  type TurnJson,
-} from "@forkd/proxy";
+import { emptyUsageTotals, ForkdError, toWireError } from "@forkd/protocol";
+import { type FoundToolCall, forkPrefixOfTurn, type ToolCallQuery } from "@forkd/proxy";
 
 /** The text a tool returns to the model; `isError` marks a call that did nothing. */
 export interface ToolText {
@@ -213,7 +205,7 @@ export class ForkTools {
       };
     });
     const base: Parameters<ForkToolsOptions["subagent"]["fanOut"]>[0] = {
-      prefix: forkPrefixOf(turn),
+      prefix: forkPrefixOfTurn(turn),
       parent: { agent_id: `forkd-mcp:${this.#options.instanceId}`, session_id: turn.session.slice(0, 256) },
     };
     // An OpenAI or Gemini parent's children speak its API: their requests start with its request's bytes.
@@ -289,31 +281,6 @@ export class ForkTools {
 /** What points each kind of agent at the proxy, for the error that says it did not. */
 const BASE_URL_SETTINGS =
   "ANTHROPIC_BASE_URL; an OpenAI agent's OpenAI base URL, <proxy>/openai: OPENAI_BASE_URL for qwen-code, base_url in config.toml for the Codex CLI; the Gemini CLI's GOOGLE_GEMINI_BASE_URL, <proxy>/gemini";
-
-/**
- * The fork prefix of a recorded turn: the request and reply exactly, in the turn's own API (an
- * Anthropic turn with its betas; an OpenAI or Gemini turn as a native prefix, the children's first
- * bytes; a Gemini turn's model is in its path).
- */
-function forkPrefixOf(turn: TurnJson): ForkPrefix {
-  if (turn.api === "anthropic") {
-    const { content } = turn.response as AssembledMessage;
-    return createForkPrefix(turn.request, { role: "assistant", content }, { betas: turn.betas });
-  }
-  if (turn.api === "gemini")
-    return forkPrefixFromNative({
-      api: "gemini",
-      model: geminiModelOfPath(turn.path),
-      request: turn.request,
-      reply: [turn.response as Record<string, unknown>],
-    });
-  const reply = turn.api === "openai-chat" ? [turn.response as Record<string, unknown>] : turn.response;
-  return forkPrefixFromNative({
-    api: turn.api,
-    request: turn.request,
-    reply: reply as Record<string, unknown>[],
-  });
-}
 
 function firstLine(text: string): string {
   const line = text.split("\n", 1)[0] ?? "";

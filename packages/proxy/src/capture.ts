@@ -1,5 +1,6 @@
-// `forkd capture`: each turn the proxy records, written as a parent-turn file `{ request, response,
-// betas }` that `forkd fork --from` reads. One folder per session, files numbered in order.
+// `forkd capture`: each turn the proxy records, written as a parent-turn file that `forkd fork --from`
+// reads: `{ request, response, betas }` for an Anthropic turn, `{ api, path, request, response }` for
+// another API's. One folder per session, files numbered in order.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ProxyTurn } from "./turn-store.js";
@@ -20,10 +21,11 @@ export function turnCapture(dir: string, written?: (path: string, turn: ProxyTur
   return async (turn: ProxyTurn): Promise<void> => {
     const path = captureFileOf(dir, turn);
     await mkdir(join(path, ".."), { recursive: true, mode: 0o700 });
-    const { api, request, response, betas } = turn;
-    // An Anthropic turn keeps the parent-turn file format `forkd fork --from` reads; another API's
-    // turn says which API it is.
-    const file = api === "anthropic" ? { request, response, betas } : { api, request, response };
+    const { api, path: requestPath, request, response, betas } = turn;
+    // An Anthropic turn keeps the fixtures' parent-turn format; another API's turn says which API it
+    // is, and its path (a Gemini call's names the model).
+    const file =
+      api === "anthropic" ? { request, response, betas } : { api, path: requestPath, request, response };
     await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
     written?.(path, turn);
   };

@@ -35,6 +35,7 @@ export {
   type TurnJson,
 } from "./proxy-server.js";
 export { proxyStatePath, readProxyState, removeProxyState, writeProxyState } from "./proxy-state.js";
+export { forkPrefixOfTurn, type RecordedTurn } from "./recorded-turn.js";
 export { ResponsesAssembler, type ResponsesItem } from "./responses-assembler.js";
 export {
   geminiSessionKeyOf,

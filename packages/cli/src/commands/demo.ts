@@ -453,8 +453,15 @@ function describeStack(stack: DemoStack, settings: DemoSettings, env: NodeJS.Pro
 
 async function loadTurn(values: ParsedCommandLine<typeof OPTIONS>["values"]): Promise<ParentTurn> {
   let turn: ParentTurn;
-  if (values.from !== undefined) turn = await readParentTurn(values.from);
-  else {
+  if (values.from !== undefined) {
+    turn = await readParentTurn(values.from);
+    // The demo renders the parent's conversation for the provider it picks; a captured turn of
+    // another API is forked in its own bytes, which only that API takes.
+    if (turn.prefix.native !== undefined)
+      throw new UsageError(
+        `${values.from} is a ${turn.prefix.native.api} turn; the demo forks Anthropic-format turns (fork this one with \`forkd fork --from\`)`,
+      );
+  } else {
     const { loadFixture, fixturePath } = await import("@forkd/fixtures");
     turn = parentTurnOf(await loadFixture("48k"), fixturePath("48k"));
   }
