@@ -97,7 +97,13 @@ const RESPONSES: Api = {
   replyAfter: (items, at) => {
     const after = items.slice(at);
     const end = after.findIndex((item) => item.type === "function_call_output");
-    return end <= 0 ? [] : after.slice(0, end);
+    // The Codex CLI sends a reasoning item back with a `content: null` the API did not return.
+    const asReturned = (item: Body) => {
+      if (item.type !== "reasoning" || item.content !== null) return item;
+      const { content: _, ...rest } = item;
+      return rest;
+    };
+    return end <= 0 ? [] : after.slice(0, end).map(asReturned);
   },
   // A namespaced call (the Codex CLI's MCP tools) names its namespace beside the function.
   forkCallIds: (reply, fork) =>

@@ -348,7 +348,7 @@ describe("runTurnLoop", () => {
     expect(t.dispatcher.executed.map((call) => call.id)).toEqual(["t2"]);
   });
 
-  it.each(["Agent", "Task", "mcp__forkd__fork"])(
+  it.each(["Agent", "Task", "mcp__forkd__fork", "mcp_forkd_fork"])(
     "refuses a fork's call of the fork tool %s with the guard's message",
     async (name) => {
       const t = setup([toolReply([{ id: "t1", name, input: { prompt: "fork again" } }]), textReply("done")]);

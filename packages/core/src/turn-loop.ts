@@ -43,10 +43,16 @@ import { UsageAccumulator } from "./usage.js";
 
 /**
  * Names of the fork tool in the agents forkd serves: Claude Code's current and former name, and
- * `forkd mcp`'s fork tool as Claude Code names it (a child inherits the parent's tools, so a child of
- * an MCP-forking agent sees it too).
+ * `forkd mcp`'s fork tool as Claude Code (and qwen-code, and the Codex CLI's namespaced call in
+ * canonical form) names it, and as the Gemini CLI does. A child inherits the parent's tools, so a
+ * child of an MCP-forking agent sees it too.
  */
-export const DEFAULT_FORK_TOOL_NAMES: readonly string[] = ["Agent", "Task", "mcp__forkd__fork"];
+export const DEFAULT_FORK_TOOL_NAMES: readonly string[] = [
+  "Agent",
+  "Task",
+  "mcp__forkd__fork",
+  "mcp_forkd_fork",
+];
 
 /** Turns a run may take when its limits do not say. */
 export const DEFAULT_MAX_TURNS = 200;

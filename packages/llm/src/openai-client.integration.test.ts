@@ -40,7 +40,18 @@ describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
     const response = await client(api).createMessage(conversation(2000, "@sim say All good."), {
       onEvent: (e) => events.push(e.type),
     });
-    expect(response.message.content).toEqual([{ type: "text", text: "All good." }]);
+    // A reasoning model's Responses output starts with its reasoning item, kept as it came.
+    expect(response.message.content).toEqual([
+      ...(api === "responses"
+        ? [
+            {
+              type: "openai_item",
+              item: { id: expect.stringMatching(/^rs_/), type: "reasoning", summary: [] },
+            },
+          ]
+        : []),
+      { type: "text", text: "All good." },
+    ]);
     expect(response.stop_reason).toBe("end_turn");
     expect(response.usage.cache_read_input_tokens).toBe(0);
     expect(response.usage.input_tokens).toBeGreaterThan(2000);
@@ -160,6 +171,52 @@ describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
     });
     setTimeout(() => controller.abort(), 50);
     await expect(call).rejects.toMatchObject({ code: "aborted" } satisfies Partial<LlmError>);
+  });
+});
+
+describe("a Responses tool loop that stores nothing", () => {
+  it("answers a tool call on the next turn without the bare reasoning item the API could not resolve", async () => {
+    const llm = client("responses");
+    const first = conversation(100, '@sim tool Read {"file_path":"a.ts"}');
+    const response = await llm.createMessage(first);
+    // The reasoning came without encrypted content (the request did not include it): only its id
+    // refers to it, on a server that, under store: false, kept nothing.
+    expect(response.message.content[0]).toMatchObject({ type: "openai_item", item: { type: "reasoning" } });
+    const call = response.message.content.find((block) => block.type === "tool_use") as unknown as {
+      id: string;
+    };
+    const next = await llm.createMessage({
+      ...first,
+      messages: [
+        ...first.messages,
+        response.message,
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: call.id, content: "export {}" },
+            { type: "text", text: "@sim say read" },
+          ],
+        },
+      ],
+    });
+    expect(next.message.content.at(-1)).toEqual({ type: "text", text: "read" });
+    // What the simulator, like the API, refuses: that item sent back.
+    const body = {
+      ...llm.body(first),
+      input: [
+        ...(llm.body(first).input as unknown[]),
+        (response.message.content[0] as unknown as { item: unknown }).item,
+      ],
+    };
+    const refused = await fetch(`${sim.url}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: "Bearer sk-test-openai", "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /^Item with id 'rs_[^']+' not found\. Items are not persisted when `store` is set to false\./,
+    );
   });
 });
 

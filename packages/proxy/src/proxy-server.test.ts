@@ -407,9 +407,15 @@ describe("OpenAI turns", () => {
     const [turn] = proxy.turns.turnsOf(`codex:${session}`);
     expect(turn?.api).toBe("openai-responses");
     const items = turn?.response as Record<string, unknown>[];
-    expect(items.map((item) => item.type)).toEqual(["message", "function_call", "function_call"]);
+    // A reasoning model's output starts with its reasoning item.
+    expect(items.map((item) => item.type)).toEqual([
+      "reasoning",
+      "message",
+      "function_call",
+      "function_call",
+    ]);
     expect(turn?.toolCalls.map((call) => [call.id, call.name, call.input])).toEqual(
-      items.slice(1).map((item) => [item.call_id, "fork", JSON.parse(String(item.arguments))]),
+      items.slice(2).map((item) => [item.call_id, "fork", JSON.parse(String(item.arguments))]),
     );
     // The items are the API's own: the non-streamed answer's `output`, or the stream's final one.
     if (!stream) expect(items).toEqual((JSON.parse(text) as { output: unknown }).output);

@@ -13,6 +13,19 @@ import { InvalidPrefixError } from "../errors.js";
 export const OPENAI_ARGUMENTS_FIELD = "openai_arguments";
 
 /**
+ * The field of a canonical `tool_use` block that keeps the Responses `namespace` a call named (the
+ * Codex CLI offers each MCP server's tools as one `namespace` tool). The block's `name` is then the
+ * qualified `<namespace>__<name>` (`mcp__forkd__fork`), the name Claude Code gives an MCP tool, which
+ * the recursion guard and the tool filter read; the call goes back to the API as it came.
+ */
+export const OPENAI_NAMESPACE_FIELD = "openai_namespace";
+
+/** The name a namespaced call goes by in canonical form: `<namespace>__<name>`. */
+export function namespacedToolName(namespace: string, name: string): string {
+  return `${namespace}__${name}`;
+}
+
+/**
  * A canonical block that carries one OpenAI item verbatim (a Responses `reasoning` item, or any item
  * forkd does not reason about): rendered back exactly as received.
  */

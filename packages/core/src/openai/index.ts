@@ -7,7 +7,7 @@ export {
   renderChatMessages,
   renderChatRequest,
 } from "./chat-format.js";
-export { OPENAI_ARGUMENTS_FIELD, OPENAI_ITEM_BLOCK } from "./content.js";
+export { OPENAI_ARGUMENTS_FIELD, OPENAI_ITEM_BLOCK, OPENAI_NAMESPACE_FIELD } from "./content.js";
 export {
   chatReplyForRequest,
   forkPrefixFromNative,

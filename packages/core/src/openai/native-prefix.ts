@@ -12,6 +12,7 @@ import {
   responsesItemsToAssistant,
   responsesRequestToCanonical,
   stringInputItem,
+  withoutStoredReferences,
 } from "./responses-format.js";
 
 /** The fields of a Chat Completions assistant message the API accepts back in a request. */
@@ -95,11 +96,16 @@ export function renderNativeChildRequest(
   } else {
     const input = native.request.input;
     const items = typeof input === "string" ? [stringInputItem(input)] : (input as unknown[]);
-    body.input = [
-      ...(breakpoints ? markParentBoundary(items) : items),
+    const added = [
       ...native.reply,
       ...(joined ? renderResponsesItems([joined], 0, breakpoints) : []),
       ...renderResponsesItems(request.messages, count, breakpoints),
+    ];
+    // A parent that stores nothing (the Codex CLI) asks for its reasoning encrypted and sends it
+    // back so; what the reply or the child's own turns hold that refers to stored items goes.
+    body.input = [
+      ...(breakpoints ? markParentBoundary(items) : items),
+      ...(native.request.store === false ? withoutStoredReferences(added) : added),
     ];
   }
   return body;

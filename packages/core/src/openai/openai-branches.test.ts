@@ -572,7 +572,7 @@ describe("native prefixes", () => {
       {
         api: "openai-responses",
         request: { model: "gpt-5", input: "q", store: false },
-        reply: [{ type: "reasoning", id: "r" }],
+        reply: [{ type: "reasoning", id: "r", encrypted_content: "e" }],
       },
       { model: "gpt-5", messages: [user("q"), ...tail] },
       1,
@@ -582,7 +582,7 @@ describe("native prefixes", () => {
         model: "gpt-5",
         input: [
           { role: "user", content: "q" },
-          { type: "reasoning", id: "r" },
+          { type: "reasoning", id: "r", encrypted_content: "e" },
           { type: "message", role: "user", content: [{ type: "input_text", text: "child" }] },
         ],
         store: false,

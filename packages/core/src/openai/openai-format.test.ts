@@ -7,6 +7,7 @@ import { InvalidPrefixError } from "../errors.js";
 import { prepareForkRun } from "../fork-run-plan.js";
 import type { LlmRequest } from "../llm-client.js";
 import { assertMayFork } from "../recursion-guard.js";
+import { DEFAULT_FORK_TOOL_NAMES } from "../turn-loop.js";
 import { chatRequestToCanonical, renderChatRequest } from "./chat-format.js";
 import { OPENAI_ARGUMENTS_FIELD, toolUseBlock } from "./content.js";
 import { forkPrefixFromNative, nativeMessageCount, renderNativeChildRequest } from "./native-prefix.js";
@@ -164,6 +165,70 @@ describe("Responses", () => {
     ]);
   });
 
+  it("keeps a namespaced call's namespace: qualified in canonical form, sent back as the API returned it", () => {
+    // The Codex CLI offers forkd mcp's tools in the namespace `mcp__forkd`; a child's model calls `fork` in it.
+    const call = {
+      type: "function_call",
+      call_id: "c2",
+      namespace: "mcp__forkd",
+      name: "fork",
+      arguments: '{"directive":"x"}',
+    };
+    const reply = responsesItemsToAssistant([call]);
+    const block = reply.content[0] as Record<string, unknown>;
+    expect(block).toMatchObject({
+      type: "tool_use",
+      id: "c2",
+      name: "mcp__forkd__fork",
+      input: { directive: "x" },
+    });
+    expect(DEFAULT_FORK_TOOL_NAMES).toContain(block.name);
+    const body = renderResponsesRequest({
+      ...REQUEST,
+      messages: [{ role: "user", content: "x" }, reply],
+    } as LlmRequest);
+    expect((body.input as unknown[]).slice(1)).toEqual([call]);
+    // A call without a namespace keeps its name as it is, even one that looks qualified.
+    const plain = { type: "function_call", call_id: "c3", name: "mcp__forkd__fork", arguments: "{}" };
+    const plainBody = renderResponsesRequest({
+      ...REQUEST,
+      messages: [{ role: "user", content: "x" }, responsesItemsToAssistant([plain])],
+    } as LlmRequest);
+    expect((plainBody.input as unknown[]).slice(1)).toEqual([plain]);
+  });
+
+  it("leaves out what only refers to a stored item, which a store: false request cannot resolve", () => {
+    const encrypted = { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "opaque" };
+    const message = {
+      type: "message",
+      id: "msg_1",
+      role: "assistant",
+      content: [{ type: "output_text", text: "Hm." }],
+    };
+    const search = { type: "web_search_call", id: "ws_1", status: "completed" };
+    const reply = responsesItemsToAssistant([
+      encrypted,
+      { type: "reasoning", id: "rs_2", summary: [] },
+      { type: "reasoning", id: "rs_3", summary: [], encrypted_content: null },
+      search,
+      { type: "item_reference", id: "msg_0" },
+      message,
+      { type: "function_call", id: "fc_1", call_id: "c1", name: "Read", arguments: "{}" },
+    ]);
+    const body = renderResponsesRequest({
+      ...REQUEST,
+      messages: [{ role: "user", content: "x" }, reply],
+    } as LlmRequest);
+    expect(body.store).toBe(false);
+    // Whole items keep their ids, as the Codex CLI sends its own under store: false.
+    expect((body.input as unknown[]).slice(1)).toEqual([
+      encrypted,
+      search,
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "Hm." }] },
+      { type: "function_call", call_id: "c1", name: "Read", arguments: "{}" },
+    ]);
+  });
+
   it("refuses a request whose prefix lives on the provider (previous_response_id)", () => {
     expect(() =>
       responsesRequestToCanonical({ model: "gpt-5", input: "hi", previous_response_id: "resp_1" }),
@@ -199,6 +264,27 @@ describe("native parents", () => {
     expect(messages[3]).toMatchObject({ role: "tool", tool_call_id: "c1" });
     expect(messages[4]).toMatchObject({ role: "user" });
     expect(Object.keys(body)).toEqual(Object.keys(parent));
+  });
+
+  it("sends a Responses parent's reply without its bare reasoning when the parent stores nothing, and whole when it stores", () => {
+    const bare = { type: "reasoning", id: "rs_1", summary: [] };
+    const call = { type: "function_call", id: "fc_1", call_id: "c1", name: "Read", arguments: "{}" };
+    const input = [
+      { type: "message", id: "msg_0", role: "user", content: [{ type: "input_text", text: "Audit." }] },
+    ];
+    const bodyFor = (store: boolean | undefined) => {
+      const request = { model: "gpt-5", input, ...(store === undefined ? {} : { store }) };
+      const prefix = forkPrefixFromNative({ api: "openai-responses", request, reply: [bare, call] });
+      const plan = prepareForkRun({ runId: "child-1", prefix, cacheShared: true, directive: "Check it." });
+      return renderNativeChildRequest(prefix.native!, plan.request, nativeMessageCount(prefix))
+        .input as Record<string, unknown>[];
+    };
+    const stateless = bodyFor(false);
+    // The parent's own items stay as it sent them: the API took them.
+    expect(stateless[0]).toBe(input[0]);
+    expect(stateless[1]).toBe(call);
+    expect(stateless[2]).toMatchObject({ type: "function_call_output", call_id: "c1" });
+    for (const store of [true, undefined]) expect(bodyFor(store).slice(1, 3)).toEqual([bare, call]);
   });
 
   it("sends the child's directive after a parent turn that has no reply yet, on both APIs", () => {

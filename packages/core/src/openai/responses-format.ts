@@ -7,7 +7,9 @@ import type { LlmRequest } from "../llm-client.js";
 import {
   blocksOf,
   markedPart,
+  namespacedToolName,
   OPENAI_ITEM_BLOCK,
+  OPENAI_NAMESPACE_FIELD,
   systemText,
   takesCacheBreakpoints,
   toolArguments,
@@ -52,10 +54,14 @@ export function renderResponsesMessage(message: MessageParam, breakpoints = fals
       items.push(block.item as ResponsesItem);
     } else if (assistant && block.type === "tool_use") {
       flush();
+      const namespace = (block as Record<string, unknown>)[OPENAI_NAMESPACE_FIELD];
+      const name = String(block.name);
       items.push({
         type: "function_call",
         call_id: String(block.id),
-        name: String(block.name),
+        ...(typeof namespace === "string"
+          ? { namespace, name: name.slice(namespacedToolName(namespace, "").length) }
+          : { name }),
         arguments: toolArguments(block),
       });
     } else if (!assistant && block.type === "tool_result") {
@@ -92,14 +98,17 @@ export function renderResponsesItems(
 /**
  * The Responses body of a canonical request: the system prompt as `instructions`, the messages as
  * `input` items, function tools, `max_output_tokens`, and `store: false` (the child sends its whole
- * input each turn, as a prefix-cached request must). Streaming fields are the client's to add.
+ * input each turn, as a prefix-cached request must; so it leaves out what refers to stored items,
+ * see {@link withoutStoredReferences}). Streaming fields are the client's to add.
  */
 export function renderResponsesRequest(request: LlmRequest): Record<string, unknown> {
   const body: Record<string, unknown> = { model: request.model };
   const instructions = systemText(request.system);
   if (instructions !== undefined) body.instructions = instructions;
   const breakpoints = takesCacheBreakpoints(request.model);
-  body.input = request.messages.flatMap((message) => renderResponsesMessage(message, breakpoints));
+  body.input = withoutStoredReferences(
+    request.messages.flatMap((message) => renderResponsesMessage(message, breakpoints)),
+  );
   if (request.tools !== undefined && request.tools.length > 0) {
     body.tools = request.tools.map((tool) => ({
       type: "function",
@@ -124,6 +133,23 @@ export function renderResponsesRequest(request: LlmRequest): Record<string, unkn
   return body;
 }
 
+/**
+ * Items as a request with `store: false` may carry them. An item that only refers to what the
+ * server stored, an `item_reference` or a reasoning item without its `encrypted_content` (what a
+ * reasoning model returns to a request that did not `include` it), cannot be resolved when nothing
+ * was stored, and the API refuses the request ("Item with id … not found. Items are not persisted
+ * when `store` is set to false"): such items are left out. Every other item goes as it is, its id
+ * included, as the Codex CLI sends its own under `store: false`.
+ */
+export function withoutStoredReferences(items: readonly unknown[]): unknown[] {
+  return items.filter((item) => {
+    const record = item as ResponsesItem | null;
+    if (record === null || typeof record !== "object") return true;
+    if (record.type === "item_reference") return false;
+    return !(record.type === "reasoning" && typeof record.encrypted_content !== "string");
+  });
+}
+
 function itemText(content: unknown, where: string): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) throw new InvalidPrefixError(`${where}: content must be a string or parts`);
@@ -141,15 +167,16 @@ export function responsesItemsToAssistant(items: readonly ResponsesItem[]): Assi
   for (const item of items) {
     if (item.type === "message" || (item.type === undefined && item.role === "assistant"))
       content.push({ type: "text", text: itemText(item.content, "an assistant message") });
-    else if (item.type === "function_call")
-      content.push(
-        toolUseBlock(
-          String(item.call_id),
-          String(item.name),
-          typeof item.arguments === "string" ? item.arguments : "{}",
-        ),
-      );
-    else content.push({ type: OPENAI_ITEM_BLOCK, item });
+    else if (item.type === "function_call") {
+      const args = typeof item.arguments === "string" ? item.arguments : "{}";
+      const namespace = typeof item.namespace === "string" ? item.namespace : undefined;
+      if (namespace === undefined) content.push(toolUseBlock(String(item.call_id), String(item.name), args));
+      else
+        content.push({
+          ...toolUseBlock(String(item.call_id), namespacedToolName(namespace, String(item.name)), args),
+          [OPENAI_NAMESPACE_FIELD]: namespace,
+        });
+    } else content.push({ type: OPENAI_ITEM_BLOCK, item });
   }
   return { role: "assistant", content };
 }

@@ -341,9 +341,28 @@ function chatAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): 
   return out.join("");
 }
 
+/**
+ * The reasoning item a reasoning model (the GPT-5 and o families) puts first in every Responses
+ * output: an id, an empty summary, and the reasoning itself encrypted only when the request asked
+ * for it (`include: ["reasoning.encrypted_content"]`, how a request that stores nothing keeps its
+ * reasoning for the next turn). Without it, only the id refers to the reasoning, on the server.
+ */
+function reasoningItem(a: Answer, body: Record<string, unknown>): Record<string, unknown> | undefined {
+  if (!/^(gpt-5|o\d)/.test(a.model)) return undefined;
+  const encrypted = Array.isArray(body.include) && body.include.includes("reasoning.encrypted_content");
+  return {
+    id: `rs_${a.id}`,
+    type: "reasoning",
+    summary: [],
+    ...(encrypted ? { encrypted_content: Buffer.from(`sim reasoning ${a.id}`).toString("base64") } : {}),
+  };
+}
+
 /** A Responses answer: the response object, or its typed events (`response.created` … `response.completed`). */
 function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): string {
   const output: Record<string, unknown>[] = [];
+  const reasoning = reasoningItem(a, body);
+  if (reasoning !== undefined) output.push(reasoning);
   if (a.text !== "")
     output.push({
       id: `msg_${a.id}`,
@@ -448,6 +467,10 @@ function responsesAnswer(a: Answer, stream: boolean, body: Record<string, unknow
           part: { ...part, text },
         }),
       );
+    } else if (item.type === "reasoning") {
+      // The encrypted content comes with the finished item only.
+      const { encrypted_content: _, ...added } = item;
+      out.push(event("response.output_item.added", { output_index: index, item: added }));
     } else {
       out.push(
         event("response.output_item.added", {

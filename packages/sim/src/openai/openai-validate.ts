@@ -1,5 +1,6 @@
 // What the OpenAI API refuses, with its wording: top-level fields outside the SDK's request types,
-// unknown models, and tool calls and tool outputs that do not answer each other.
+// unknown models, tool calls and tool outputs that do not answer each other, and references to stored
+// items in a request that stores nothing.
 import { modelFacts } from "@forkd/protocol";
 import { badRequest, OpenAiApiError } from "./openai-errors.js";
 
@@ -200,6 +201,17 @@ export function validateResponsesRequest(body: unknown): Record<string, unknown>
     const answered = new Set<string>();
     for (const item of input as Record<string, unknown>[]) {
       const type = String(item.type ?? "message");
+      // With `store: false` nothing was stored: an item that only refers to a stored one (a reference,
+      // or a reasoning item without its encrypted content) cannot be resolved. Items sent back whole
+      // keep their ids: the Codex CLI sends its messages, calls, outputs and encrypted reasoning so.
+      if (
+        record.store === false &&
+        (type === "item_reference" || (type === "reasoning" && typeof item.encrypted_content !== "string"))
+      )
+        throw badRequest(
+          `Item with id '${String(item.id)}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
+          "input",
+        );
       if (type === "function_call" || type === "custom_tool_call") calls.add(String(item.call_id));
       if (type === "function_call_output" || type === "custom_tool_call_output") {
         const id = String(item.call_id);
