@@ -405,6 +405,18 @@ describe("forkd capture, then forkd fork --from, for a turn of another API", () 
       list: "messages",
     },
     {
+      // The Codex CLI's API: its reply is a list of items (the reasoning item first).
+      api: "openai-responses",
+      path: "/openai/responses",
+      body: {
+        model: "gpt-5",
+        input: [{ type: "message", role: "user", content: [{ type: "input_text", text: FORK_PROMPT }] }],
+        tools: [{ type: "function", name: "fork", parameters: { type: "object" } }],
+      },
+      simPath: "/v1/responses",
+      list: "input",
+    },
+    {
       api: "gemini",
       path: "/gemini/v1beta/models/gemini-2.5-flash:generateContent",
       body: {
@@ -452,9 +464,9 @@ describe("forkd capture, then forkd fork --from, for a turn of another API", () 
         const parentItems = (test.body as Record<string, unknown>)[test.list] as unknown[];
         const childItems = (JSON.parse(child!.body) as Record<string, unknown[]>)[test.list]!;
         expect(childItems.slice(0, parentItems.length)).toEqual(parentItems);
-        const reply = file.response;
-        expect(childItems[parentItems.length]).toEqual(reply);
-        expect(JSON.stringify(childItems.slice(parentItems.length + 1))).toContain(
+        const reply = Array.isArray(file.response) ? file.response : [file.response];
+        expect(childItems.slice(parentItems.length, parentItems.length + reply.length)).toEqual(reply);
+        expect(JSON.stringify(childItems.slice(parentItems.length + reply.length))).toContain(
           "Audit the length checks.",
         );
       } finally {
