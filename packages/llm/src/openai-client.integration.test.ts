@@ -46,7 +46,12 @@ describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
         ? [
             {
               type: "openai_item",
-              item: { id: expect.stringMatching(/^rs_/), type: "reasoning", summary: [] },
+              item: {
+                id: expect.stringMatching(/^rs_/),
+                type: "reasoning",
+                summary: [],
+                encrypted_content: expect.any(String),
+              },
             },
           ]
         : []),
@@ -175,13 +180,13 @@ describe.each(["chat", "responses"] as const)("OpenAI %s API", (api) => {
 });
 
 describe("a Responses tool loop that stores nothing", () => {
-  it("answers a tool call on the next turn without the bare reasoning item the API could not resolve", async () => {
+  it("keeps a reasoning model's reasoning across a tool call: asked for encrypted, and sent back so", async () => {
     const llm = client("responses");
     const first = conversation(100, '@sim tool Read {"file_path":"a.ts"}');
+    expect(llm.body(first)).toMatchObject({ store: false, include: ["reasoning.encrypted_content"] });
     const response = await llm.createMessage(first);
-    // The reasoning came without encrypted content (the request did not include it): only its id
-    // refers to it, on a server that, under store: false, kept nothing.
-    expect(response.message.content[0]).toMatchObject({ type: "openai_item", item: { type: "reasoning" } });
+    const reasoning = (response.message.content[0] as unknown as { item: Record<string, unknown> }).item;
+    expect(reasoning).toMatchObject({ type: "reasoning", encrypted_content: expect.any(String) });
     const call = response.message.content.find((block) => block.type === "tool_use") as unknown as {
       id: string;
     };
@@ -200,18 +205,16 @@ describe("a Responses tool loop that stores nothing", () => {
       ],
     });
     expect(next.message.content.at(-1)).toEqual({ type: "text", text: "read" });
-    // What the simulator, like the API, refuses: that item sent back.
-    const body = {
-      ...llm.body(first),
-      input: [
-        ...(llm.body(first).input as unknown[]),
-        (response.message.content[0] as unknown as { item: unknown }).item,
-      ],
-    };
+    const sent = JSON.parse(sim.requests().at(-1)!.body) as { input: unknown[] };
+    expect(sent.input).toContainEqual(reasoning);
+
+    // What the simulator, like the API, refuses under store: false: the reasoning without its
+    // encrypted content, an id that refers to nothing stored.
+    const { encrypted_content: _, ...bare } = reasoning;
     const refused = await fetch(`${sim.url}/v1/responses`, {
       method: "POST",
       headers: { authorization: "Bearer sk-test-openai", "content-type": "application/json" },
-      body: JSON.stringify(body),
+      body: JSON.stringify({ ...llm.body(first), input: [...(llm.body(first).input as unknown[]), bare] }),
     });
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(

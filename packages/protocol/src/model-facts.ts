@@ -56,6 +56,12 @@ export interface ModelFacts {
   maxOutputTokens?: number;
   /** Anthropic: the `thinking` types the model takes. Absent: not known, nothing is checked. */
   thinking?: ThinkingSupport;
+  /**
+   * OpenAI: a reasoning model (the GPT-5 families). Its Responses output starts with a reasoning
+   * item, which a request that stores nothing gets back only encrypted, when it asks for it
+   * (`include: ["reasoning.encrypted_content"]`), to send on with the next turn.
+   */
+  reasons?: true;
 }
 
 /**
@@ -125,6 +131,7 @@ function openAiModelFacts(): ModelFacts[] {
     minCacheableTokens: 1024,
     contextWindowTokens: window,
     cacheReadMultiplier: read,
+    ...(family.startsWith("gpt-5") ? { reasons: true as const } : {}),
   });
   // The GPT-5.6 family: explicit cache breakpoints, and writes billed at 1.25× input.
   const gpt56 = (family: string, input: number, output: number): ModelFacts => ({

@@ -314,8 +314,11 @@ describe("Responses", () => {
         input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }],
         max_output_tokens: 10,
         store: false,
+        include: ["reasoning.encrypted_content"],
       }),
     );
+    // A model that does not reason is not asked for its reasoning.
+    expect(renderResponsesRequest({ ...base, model: "gpt-4.1" }).include).toBeUndefined();
     const full = renderResponsesRequest({
       ...base,
       system: "s",
@@ -337,6 +340,7 @@ describe("Responses", () => {
         top_p: 1,
         max_output_tokens: 10,
         store: false,
+        include: ["reasoning.encrypted_content"],
       }),
     );
     expect(renderResponsesRequest({ ...base, tool_choice: { type: "any" } }).tool_choice).toBe("required");
@@ -761,7 +765,12 @@ describe("no key is written without a value, and refusals say where", () => {
   const keys = (value: unknown) => Object.keys(value as object);
 
   it("Responses bodies and params hold only the fields that have values", () => {
-    expect(keys(renderResponsesRequest(base))).toEqual(["model", "input", "max_output_tokens", "store"]);
+    expect(keys(renderResponsesRequest({ ...base, model: "gpt-4.1" }))).toEqual([
+      "model",
+      "input",
+      "max_output_tokens",
+      "store",
+    ]);
     expect(keys((renderResponsesRequest({ ...base, tools: [{ name: "A" }] }).tools as unknown[])[0])).toEqual(
       ["type", "name", "parameters", "strict"],
     );

@@ -1,7 +1,13 @@
 // OpenAI Responses ⇄ forkd's canonical conversation. Input items are rendered message by message, so
 // a child's input starts with its parent's items; items forkd does not reason about (reasoning with
 // its encrypted content, and any newer kind) travel as `openai_item` blocks and come back verbatim.
-import type { AssistantMessage, CacheSafeParams, ContentBlock, MessageParam } from "@forkd/protocol";
+import {
+  type AssistantMessage,
+  type CacheSafeParams,
+  type ContentBlock,
+  type MessageParam,
+  modelFacts,
+} from "@forkd/protocol";
 import { InvalidPrefixError } from "../errors.js";
 import type { LlmRequest } from "../llm-client.js";
 import {
@@ -130,6 +136,9 @@ export function renderResponsesRequest(request: LlmRequest): Record<string, unkn
   if (request.top_p !== undefined) body.top_p = request.top_p;
   body.max_output_tokens = request.max_tokens;
   body.store = false;
+  // Nothing is stored, so a reasoning model's reasoning reaches the next turn only encrypted in the
+  // reply (as the Codex CLI asks for it); without it the model would start each turn's thinking over.
+  if (modelFacts(request.model)?.reasons === true) body.include = ["reasoning.encrypted_content"];
   return body;
 }
 

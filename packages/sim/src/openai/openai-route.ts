@@ -342,13 +342,13 @@ function chatAnswer(a: Answer, stream: boolean, body: Record<string, unknown>): 
 }
 
 /**
- * The reasoning item a reasoning model (the GPT-5 and o families) puts first in every Responses
+ * The reasoning item a reasoning model (the GPT-5 families) puts first in every Responses
  * output: an id, an empty summary, and the reasoning itself encrypted only when the request asked
  * for it (`include: ["reasoning.encrypted_content"]`, how a request that stores nothing keeps its
  * reasoning for the next turn). Without it, only the id refers to the reasoning, on the server.
  */
 function reasoningItem(a: Answer, body: Record<string, unknown>): Record<string, unknown> | undefined {
-  if (!/^(gpt-5|o\d)/.test(a.model)) return undefined;
+  if (modelFacts(a.model)?.reasons !== true) return undefined;
   const encrypted = Array.isArray(body.include) && body.include.includes("reasoning.encrypted_content");
   return {
     id: `rs_${a.id}`,
