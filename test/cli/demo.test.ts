@@ -1,6 +1,9 @@
 // `forkd demo` end to end, not on a terminal: it starts its own nats-server (the binary), the
 // simulator and three daemons, and prints a bill whose numbers add up and show the cache at work.
 import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, runCli, spawnCli } from "./support.js";
 
@@ -187,6 +190,30 @@ describe("forkd demo", () => {
     expect(writes[0]).toBe(0);
     expect(writes[1]).toBeGreaterThan(40_000);
     expect(bill.forked.cost_usd).toBeLessThan(bill.unforked.cost_usd);
+  });
+
+  it("refuses a captured turn of another API by name, before it starts anything", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "forkd-demo-native-"));
+    try {
+      const file = join(dir, "000001.json");
+      const request = { model: "gpt-5", messages: [{ role: "user", content: "hi" }] };
+      await writeFile(
+        file,
+        JSON.stringify({
+          api: "openai-chat",
+          path: "/openai/chat/completions",
+          request,
+          response: { role: "assistant", content: "ok" },
+        }),
+      );
+      const result = await runCli(["demo", "--from", file], { env: cleanEnv(), timeoutMs: 30_000 });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(
+        `${file} holds a turn of the openai-chat API; the demo forks Anthropic-format turns`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("refuses --real with an OpenAI provider", async () => {

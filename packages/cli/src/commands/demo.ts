@@ -459,7 +459,7 @@ async function loadTurn(values: ParsedCommandLine<typeof OPTIONS>["values"]): Pr
     // another API is forked in its own bytes, which only that API takes.
     if (turn.prefix.native !== undefined)
       throw new UsageError(
-        `${values.from} is a ${turn.prefix.native.api} turn; the demo forks Anthropic-format turns (fork this one with \`forkd fork --from\`)`,
+        `${values.from} holds a turn of the ${turn.prefix.native.api} API; the demo forks Anthropic-format turns (fork this one with \`forkd fork --from\`)`,
       );
   } else {
     const { loadFixture, fixturePath } = await import("@forkd/fixtures");
