@@ -77,6 +77,7 @@ const EXTENDED_1M = { beta: CONTEXT_1M_BETA, tokens: M1 } as const;
 const K128 = 128_000;
 const ADAPTIVE_128K: OutputLimits = { maxOutputTokens: K128, thinking: "adaptive" };
 const BUDGET_64K: OutputLimits = { maxOutputTokens: 64_000, thinking: "budget" };
+const BUDGET_OR_ADAPTIVE_128K: OutputLimits = { maxOutputTokens: K128, thinking: "budget-or-adaptive" };
 
 /** What an Anthropic model takes of a request's output settings (see {@link MODEL_FACTS}). */
 interface OutputLimits {
@@ -233,23 +234,9 @@ export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-mythos-preview", 4, 1024, M1, {}),
   row("claude-opus-4-8", 5, 1024, M1, ADAPTIVE_128K),
   row("claude-opus-4-7", 5, 2048, M1, ADAPTIVE_128K),
-  row(
-    "claude-opus-4-6",
-    5,
-    4096,
-    K200,
-    { maxOutputTokens: K128, thinking: "budget-or-adaptive" },
-    EXTENDED_1M,
-  ),
+  row("claude-opus-4-6", 5, 4096, K200, BUDGET_OR_ADAPTIVE_128K, EXTENDED_1M),
   row("claude-opus-4-5", 5, 4096, K200, BUDGET_64K),
-  row(
-    "claude-sonnet-4-6",
-    3,
-    1024,
-    K200,
-    { maxOutputTokens: K128, thinking: "budget-or-adaptive" },
-    EXTENDED_1M,
-  ),
+  row("claude-sonnet-4-6", 3, 1024, K200, BUDGET_OR_ADAPTIVE_128K, EXTENDED_1M),
   row("claude-sonnet-4-5", 3, 1024, K200, BUDGET_64K, EXTENDED_1M),
   row("claude-haiku-4-5", 1, 4096, K200, BUDGET_64K),
   row("claude-opus-4", 15, 1024, K200, { maxOutputTokens: 32_000, thinking: "budget" }),
