@@ -3,7 +3,7 @@
 // writes another API's turn, `{ api, path, request, response }`. Its fork prefix and its tool calls
 // (for each child's fork call).
 import { readFile } from "node:fs/promises";
-import { createForkPrefix } from "@forkd/core";
+import { createForkPrefix, describeForkCall } from "@forkd/core";
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
 import { parseJsonText } from "@forkd/protocol/internal";
 import {
@@ -19,7 +19,7 @@ import { CliError } from "./errors.js";
 /** A tool call of the parent's reply, as a child's fork call, and its prompt. */
 export interface ParentToolCall {
   forkCall: ForkCall;
-  /** The call's `prompt` (or `directive`) input, when it has one. */
+  /** The call's `prompt` (or `directive`) input, when it has a non-empty one. */
   prompt: string | undefined;
 }
 
@@ -34,18 +34,12 @@ export interface ParentTurn {
   approxTokens: number;
 }
 
-/** A tool call of the parent's reply as a child's fork call; its prompt from `prompt` or `directive`. */
+/** A tool call of the parent's reply as a child's fork call, read as core reads a fork call's input. */
 function parentToolCall(call: ToolCall): ParentToolCall {
-  const input = (call.input ?? {}) as Record<string, unknown>;
+  const { directive, description } = describeForkCall(call);
   const forkCall: ForkCall = { tool_use_id: call.id };
-  if (typeof input.description === "string") forkCall.description = input.description;
-  const prompt =
-    typeof input.prompt === "string"
-      ? input.prompt
-      : typeof input.directive === "string"
-        ? input.directive
-        : undefined;
-  return { forkCall, prompt };
+  if (description !== undefined) forkCall.description = description;
+  return { forkCall, prompt: directive === "" ? undefined : directive };
 }
 
 function anthropicToolCalls(response: unknown): ParentToolCall[] {
