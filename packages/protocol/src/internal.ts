@@ -17,5 +17,6 @@ export {
   toolHostProof,
 } from "./control-proof.js";
 export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
+export { firstValueJsonCannotKeep, type UnkeptJsonValue } from "./json-fidelity.js";
 export { hasEscapedKey, parseJsonText } from "./json-text.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";

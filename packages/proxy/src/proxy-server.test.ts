@@ -289,6 +289,77 @@ describe("sessions", () => {
   });
 });
 
+describe("values forkd cannot write back as sent", () => {
+  // As Python's json.dumps writes a body: ", " and ": " between tokens, a float default as 1.0.
+  function pythonStyleBody(scaleDefault: string, maxTokens: string): string {
+    return [
+      `{"model": "claude-sonnet-5-5", "max_tokens": ${maxTokens}, `,
+      `"tools": [{"name": "Scale", "description": "Scales.", "input_schema": {"type": "object", `,
+      `"properties": {"factor": {"type": "number", "default": ${scaleDefault}}}}}], `,
+      `"messages": [{"role": "user", "content": "@sim say ok"}]}`,
+    ].join("");
+  }
+
+  it("warns once per session where a fork's prompt will differ, and not for what a fork keeps", async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const turnsSeen: string[] = [];
+    const ignore = () => {};
+    const logged = await startProxy({
+      upstream: sim.url,
+      logger: { debug: ignore, info: ignore, error: ignore, warn: (fields) => warnings.push(fields) },
+      onTurn: (turn) => {
+        turnsSeen.push(turn.session);
+      },
+    });
+    const send = async (session: string, body: string) => {
+      const response = await fetch(`${logged.url}/v1/messages`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": API_KEY,
+          "anthropic-version": "2023-06-01",
+          "x-claude-code-session-id": session,
+        },
+        body,
+      });
+      expect(response.status, await response.text()).toBe(200);
+    };
+    const recorded = async (count: number) => {
+      await expect.poll(() => turnsSeen).toHaveLength(count);
+    };
+    try {
+      await send("py-float", pythonStyleBody("1.0", "32"));
+      await send("py-float", pythonStyleBody("1.0", "32"));
+      // A float written as JavaScript writes it, and 32.0 only where no prompt reads it.
+      await send("py-kept", pythonStyleBody("1.5", "32.0"));
+      const javaScriptClient = new Anthropic({
+        apiKey: API_KEY,
+        baseURL: logged.url,
+        defaultHeaders: { "x-claude-code-session-id": "js" },
+        maxRetries: 0,
+      });
+      await javaScriptClient.messages.create({
+        model: "claude-sonnet-5-5",
+        max_tokens: 32,
+        tools: [{ ...READ_TOOL, input_schema: { ...READ_TOOL.input_schema, default: 1.0 } as never }],
+        messages: [{ role: "user", content: "@sim say ok" }],
+      });
+      await recorded(4);
+    } finally {
+      await logged.close();
+    }
+    expect(warnings).toEqual([
+      {
+        session: "cc:py-float",
+        path: "tools.0.input_schema.properties.factor.default",
+        sent: "1.0",
+        forked: "1",
+      },
+    ]);
+    expect(turnsSeen).toEqual(["cc:py-float", "cc:py-float", "cc:py-kept", "cc:js"]);
+  });
+});
+
 describe("compressed replies", () => {
   let upstream: Server;
   let url: string;

@@ -22,7 +22,7 @@ import type { Duplex } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
-import { parseJsonText } from "@forkd/protocol/internal";
+import { firstValueJsonCannotKeep, parseJsonText } from "@forkd/protocol/internal";
 import { mcpInstancesOf } from "./session-key.js";
 import { type ToolCall, type TurnApi, type TurnApiModule, type TurnReply, turnApiOf } from "./turn-apis.js";
 import { type ProxyTurn, type ToolCallQuery, TurnStore, type TurnStoreLimits } from "./turn-store.js";
@@ -121,7 +121,13 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
   const controlToken = options.controlToken ?? randomBytes(24).toString("hex");
   const turns = new TurnStore(options.limits);
   const logger = options.logger ?? silentLogger;
-  const context: ExchangeContext = { upstreams, turns, logger, onTurn: options.onTurn };
+  const context: ExchangeContext = {
+    upstreams,
+    turns,
+    logger,
+    onTurn: options.onTurn,
+    sessionsToldUnkept: new Set(),
+  };
 
   const server: Server = createServer((req, res) => {
     if (req.url?.startsWith(CONTROL_PREFIX)) {
@@ -177,6 +183,8 @@ interface ExchangeContext {
   turns: TurnStore;
   logger: Logger;
   onTurn: ProxyOptions["onTurn"];
+  /** The sessions already warned that their requests hold a value forkd cannot write back as sent. */
+  sessionsToldUnkept: Set<string>;
 }
 
 /** The route of a request target, and the target relative to it. */
@@ -346,18 +354,67 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
 
 /** What the proxy keeps of one exchange's request while the reply streams. */
 interface ExchangeRecord {
-  request: { parsed: Record<string, unknown>; bytes: number } | undefined;
+  request:
+    | {
+        parsed: Record<string, unknown>;
+        bytes: number;
+        /** The body as the client wrote it, kept until the turn is recorded and checked. */
+        text: string;
+      }
+    | undefined;
 }
+
+/**
+ * The top-level fields of a request that reach the prompt, in each API (a tool's schema, a call's
+ * arguments): a value in them that forkd writes differently makes a fork's prompt differ there.
+ */
+const PROMPT_FIELDS: ReadonlySet<string> = new Set([
+  "tools",
+  "system",
+  "messages",
+  "input",
+  "instructions",
+  "contents",
+  "systemInstruction",
+]);
+
+/** Sessions remembered as warned before the memory is cleared (each warning is one log line). */
+const MAX_SESSIONS_TOLD_UNKEPT = 1024;
 
 function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
   const raw = Buffer.concat(chunks);
   try {
-    const parsed = parseJsonText(raw.toString("utf8"));
+    const text = raw.toString("utf8");
+    const parsed = parseJsonText(text);
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
-    return { parsed: parsed as Record<string, unknown>, bytes: raw.length };
+    return { parsed: parsed as Record<string, unknown>, bytes: raw.length, text };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Says once per session when its request holds, where the prompt reads it, a value a fork will write
+ * differently. Run once the reply has been read, so that it never delays the reply's first byte.
+ */
+function warnIfUnkept(
+  context: ExchangeContext,
+  session: string,
+  text: string,
+  request: Record<string, unknown>,
+): void {
+  if (context.sessionsToldUnkept.has(session)) return;
+  // A client in JavaScript sends exactly what JSON.stringify writes, and then nothing can change; the
+  // walk runs only for the others.
+  if (JSON.stringify(request) === text) return;
+  const unkept = firstValueJsonCannotKeep(text, (field) => PROMPT_FIELDS.has(field));
+  if (unkept === undefined) return;
+  if (context.sessionsToldUnkept.size >= MAX_SESSIONS_TOLD_UNKEPT) context.sessionsToldUnkept.clear();
+  context.sessionsToldUnkept.add(session);
+  context.logger.warn(
+    { session, path: unkept.path, sent: unkept.sent, forked: unkept.written },
+    "the agent sent a value forkd writes differently: its forks will miss the prompt cache from there (docs/fork-semantics.md)",
+  );
 }
 
 interface ReplyReader {
@@ -416,14 +473,15 @@ function replyReader(
   const record = (response: TurnReply) => {
     // Unparsed only if the upstream accepted a body that is not JSON: nothing to fork from then.
     if (exchange.request === undefined) return;
-    const { parsed: request, bytes } = exchange.request;
+    const { parsed: request, bytes, text } = exchange.request;
     const betaHeader = req.headers["anthropic-beta"];
     const betas = (Array.isArray(betaHeader) ? betaHeader.join(",") : (betaHeader ?? ""))
       .split(",")
       .map((name) => name.trim())
       .filter((name) => name !== "");
+    const session = api.sessionKey(req.headers, request, req.url ?? "/");
     const turn = context.turns.record({
-      session: api.sessionKey(req.headers, request, req.url ?? "/"),
+      session,
       api: api.api,
       path: withoutCredential(req.url ?? "/"),
       request,
@@ -433,6 +491,7 @@ function replyReader(
       mcpInstances: mcpInstancesOf(request),
       requestBytes: bytes,
     });
+    warnIfUnkept(context, session, text, request);
     if (context.onTurn !== undefined) {
       void Promise.resolve()
         .then(() => context.onTurn?.(turn))
