@@ -183,3 +183,29 @@ export function ndjson(text: string): Record<string, unknown>[] {
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
+
+/**
+ * Runs `forkd fork --nats natsUrl --from file --directive … --json` to its end (one child per
+ * directive; without any, one per tool call of the turn's reply) and returns its `result` lines, one
+ * per child. Throws when it does not exit 0.
+ */
+export async function forkFromFileCli(
+  natsUrl: string,
+  file: string,
+  directives: readonly string[],
+): Promise<Record<string, unknown>[]> {
+  const result = await runCli(
+    [
+      "fork",
+      "--nats",
+      natsUrl,
+      "--from",
+      file,
+      ...directives.flatMap((directive) => ["--directive", directive]),
+      "--json",
+    ],
+    { env: cleanEnv(), timeoutMs: 90_000 },
+  );
+  if (result.code !== 0) throw new Error(`forkd fork --from ${file} exited ${result.code}: ${result.stderr}`);
+  return ndjson(result.stdout).filter((line) => line.kind === "result");
+}

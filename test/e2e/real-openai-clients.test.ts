@@ -5,14 +5,19 @@
 // message (and keep every other field of it byte for byte), carry the parent's reply as the API
 // takes it back, answer each tool call with the placeholder, and read the parent's prefix from the
 // cache as OpenAI's rules allow (same organisation, same prompt start, same prompt_cache_key).
-import { FORK_PLACEHOLDER_RESULT, forkPrefixFromNative } from "@forkd/core";
+import { forkPrefixFromNative } from "@forkd/core";
 import type { NativePrefix } from "@forkd/protocol";
 import type { RequestLogEntry } from "@forkd/sim";
 import { describe, expect, it } from "vitest";
 import { readNotesPrompt } from "../harness/client-sandbox.js";
 import { useForkdStack } from "../harness/forkd.js";
 import { OPENAI_CLIENT_API_KEY, runCodex, runQwenCode } from "../harness/openai-clients.js";
-import { expectParentBytes, expectParentCacheRead } from "../harness/openai-fork-checks.js";
+import {
+  expectChatChildTail,
+  expectParentBytes,
+  expectParentCacheRead,
+  expectResponsesChildTail,
+} from "../harness/openai-fork-checks.js";
 
 const stack = useForkdStack({ daemons: ["openai-a", "openai-b"], apiKey: OPENAI_CLIENT_API_KEY });
 
@@ -71,22 +76,9 @@ describe("real OpenAI-API clients fork with their prefix intact", () => {
       "/v1/chat/completions",
       "qwen",
     );
-    for (const child of children) {
+    for (const [index, child] of children.entries()) {
       expectParentBytes(parentEntry.body, child.body, "messages");
-      const messages = (JSON.parse(child.body) as { messages: Body[] }).messages;
-      const callId = (reply.tool_calls as { id: string }[])[0]!.id;
-      expect(messages[parent.messages.length]).toEqual({
-        role: "assistant",
-        content: reply.content,
-        tool_calls: reply.tool_calls,
-      });
-      expect(messages[parent.messages.length + 1]).toEqual({
-        role: "tool",
-        tool_call_id: callId,
-        content: FORK_PLACEHOLDER_RESULT,
-      });
-      expect(messages[parent.messages.length + 2]?.role).toBe("user");
-      expect(messages).toHaveLength(parent.messages.length + 3);
+      expectChatChildTail(child.body, parent.messages.length, reply, `[qwen-${index + 1}]`);
       expectParentCacheRead(parentEntry, child);
     }
   });
@@ -118,18 +110,10 @@ describe("real OpenAI-API clients fork with their prefix intact", () => {
       "/v1/responses",
       "codex",
     );
-    for (const child of children) {
+    for (const [index, child] of children.entries()) {
       expectParentBytes(parentEntry.body, child.body, "input");
-      const body = JSON.parse(child.body) as Body & { input: Body[] };
-      expect(body.prompt_cache_key).toBe(parent.prompt_cache_key);
-      const own = body.input.slice(parent.input.length);
-      expect(own.slice(0, reply.length)).toEqual(reply);
-      expect(own[reply.length]).toEqual({
-        type: "function_call_output",
-        call_id: call!.call_id,
-        output: FORK_PLACEHOLDER_RESULT,
-      });
-      expect(own[reply.length + 1]).toMatchObject({ type: "message", role: "user" });
+      expect((JSON.parse(child.body) as Body).prompt_cache_key).toBe(parent.prompt_cache_key);
+      expectResponsesChildTail(child.body, parent.input.length, reply, `[codex-${index + 1}]`);
       expectParentCacheRead(parentEntry, child);
     }
   });

@@ -365,9 +365,10 @@ Exit codes: 0 stopped by Ctrl-C or SIGTERM · 2 usage (e.g. the port is taken)`,
 
 Usage: forkd capture DIR [options]
 
-\`forkd proxy\` that also writes each turn it sees to DIR/<session>/<n>.json as { request, response,
-betas } (mode 0600: they hold the conversation), and prints each path. Try forkd on a real session
-of your own: capture a turn, then \`forkd fork --from DIR/<session>/<n>.json --directive "…"\`.
+\`forkd proxy\` that also writes each turn it sees to DIR/<session>/<n>.json (mode 0600: they hold
+the conversation) and prints each path: an Anthropic turn as { request, response, betas }, an OpenAI
+or Gemini turn as { api, path, request, response }. Try forkd on a real session of your own:
+capture a turn, then \`forkd fork --from DIR/<session>/<n>.json --directive "…"\`.
 
 Options: as forkd proxy (--upstream, --openai-upstream, --gemini-upstream, --listen, --state, --keep-turns, --json).
 
