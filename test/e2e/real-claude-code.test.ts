@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { type RequestLogEntry, type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliProcess, cleanEnv, ndjson, proxyCliArgs, runCli, spawnCli } from "../cli/support.js";
+import { type CliProcess, forkFromFileCli, proxyCliArgs, spawnCli } from "../cli/support.js";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
 import {
   type Body,
@@ -136,20 +136,7 @@ async function forkFrom(
  */
 async function forkFromFile(file: string, directives: readonly string[] = DIRECTIVES) {
   const before = sim.requests().at(-1)?.seq ?? 0;
-  const result = await runCli(
-    [
-      "fork",
-      "--nats",
-      nats().url,
-      "--from",
-      file,
-      ...directives.flatMap((d) => ["--directive", d]),
-      "--json",
-    ],
-    { env: cleanEnv(), timeoutMs: 90_000 },
-  );
-  expect(result.code, result.stderr).toBe(0);
-  const results = ndjson(result.stdout).filter((line) => line.kind === "result");
+  const results = await forkFromFileCli(nats().url, file, directives);
   // Without --directive, one child per tool call of the reply, its directive the call's prompt.
   expect(results.map((line) => line.status)).toEqual(
     (directives.length > 0 ? directives : ["from the call"]).map(() => "completed"),
