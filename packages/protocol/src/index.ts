@@ -207,6 +207,7 @@ export type {
   ToolFilterSpec,
   ToolHostRef,
   TraceContext,
+  VerbatimValue,
 } from "./spec.js";
 export {
   CacheLeaderSchema,
@@ -231,6 +232,7 @@ export {
   ToolFilterSpecSchema,
   ToolHostRefSchema,
   TraceContextSchema,
+  VerbatimValueSchema,
 } from "./spec.js";
 export type { ForkSubjects } from "./subjects.js";
 export {

@@ -17,6 +17,15 @@ export {
   toolHostProof,
 } from "./control-proof.js";
 export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
-export { firstValueJsonCannotKeep, type UnkeptJsonValue } from "./json-fidelity.js";
+export {
+  firstValueJsonCannotKeep,
+  memberTextOf,
+  type PromptElementPath,
+  promptElementsJsonCannotKeep,
+  type UnkeptJsonValue,
+  type UnkeptValueText,
+  type VerbatimPromptElement,
+  valuesJsonCannotKeep,
+} from "./json-fidelity.js";
 export { hasEscapedKey, parseJsonText } from "./json-text.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";

@@ -2,7 +2,27 @@
 // and nothing reported for text JSON.stringify wrote.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { firstValueJsonCannotKeep } from "./json-fidelity.js";
+import {
+  firstValueJsonCannotKeep,
+  memberTextOf,
+  promptElementsJsonCannotKeep,
+  valuesJsonCannotKeep,
+} from "./json-fidelity.js";
+
+// Text as another language's serialiser writes it: keys in any order, numbers in other forms.
+const numberText = fc.constantFrom("1", "1.0", "2.5", "1e3", "-0", "0", "12", "9007199254740993", "1e400");
+const keyText = fc.constantFrom("a", "b", "0", "1", "2", "10", "01", "4294967295");
+const foreignJson = fc.letrec<{ node: string }>((tie) => ({
+  node: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    numberText,
+    fc.constantFrom('"s"', "true", "null"),
+    fc.array(tie("node"), { maxLength: 3 }).map((items) => `[${items.join(",")}]`),
+    fc
+      .uniqueArray(fc.tuple(keyText, tie("node")), { maxLength: 4, selector: ([key]) => key })
+      .map((members) => `{${members.map(([key, value]) => `"${key}":${value}`).join(",")}}`),
+  ),
+})).node;
 
 describe("firstValueJsonCannotKeep", () => {
   it("reports a number not in JavaScript's shortest form, with its path", () => {
@@ -101,21 +121,6 @@ describe("firstValueJsonCannotKeep", () => {
     );
   });
 
-  // Text as another language's serialiser writes it: keys in any order, numbers in other forms.
-  const numberText = fc.constantFrom("1", "1.0", "2.5", "1e3", "-0", "0", "12", "9007199254740993", "1e400");
-  const keyText = fc.constantFrom("a", "b", "0", "1", "2", "10", "01", "4294967295");
-  const foreignJson = fc.letrec<{ node: string }>((tie) => ({
-    node: fc.oneof(
-      { depthSize: "small", withCrossShrink: true },
-      numberText,
-      fc.constantFrom('"s"', "true", "null"),
-      fc.array(tie("node"), { maxLength: 3 }).map((items) => `[${items.join(",")}]`),
-      fc
-        .uniqueArray(fc.tuple(keyText, tie("node")), { maxLength: 4, selector: ([key]) => key })
-        .map((members) => `{${members.map(([key, value]) => `"${key}":${value}`).join(",")}}`),
-    ),
-  })).node;
-
   it("reports exactly when JSON.stringify would not write compact text back as it is", () => {
     fc.assert(
       fc.property(foreignJson, (node) => {
@@ -125,5 +130,97 @@ describe("firstValueJsonCannotKeep", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+const inPrompt = (field: string) => ["tools", "system", "messages"].includes(field);
+
+describe("valuesJsonCannotKeep", () => {
+  it("gives the innermost object or array holding a number, with its exact text", () => {
+    const text =
+      '{"tools": [{"name": "t", "input_schema": {"properties": {"x": {"default": 1.0 , "k": 2}}}}]}';
+    expect(valuesJsonCannotKeep(text)).toEqual([
+      { at: ["tools", 0, "input_schema", "properties", "x"], text: '{"default": 1.0 , "k": 2}' },
+    ]);
+    expect(valuesJsonCannotKeep('{"a": [1, [2, 1e2]]}')).toEqual([{ at: ["a", 1], text: "[2, 1e2]" }]);
+  });
+
+  it("gives an object whose keys JavaScript reorders as that object, and each holder once", () => {
+    const text = '{"messages": [{"input": {"b": {"c": 1.0}, "2": 0}}]}';
+    expect(valuesJsonCannotKeep(text)).toEqual([
+      { at: ["messages", 0, "input", "b"], text: '{"c": 1.0}' },
+      { at: ["messages", 0, "input"], text: '{"b": {"c": 1.0}, "2": 0}' },
+    ]);
+  });
+
+  it("keeps to the top-level keys in scope, and a number right under one has no holder to give", () => {
+    const text = '{"temperature": 1.0, "tools": [1.0], "x": {"y": 1.0}}';
+    expect(valuesJsonCannotKeep(text, inPrompt)).toEqual([{ at: ["tools"], text: "[1.0]" }]);
+    expect(valuesJsonCannotKeep('{"tools": 1.0}', inPrompt)).toEqual([]);
+  });
+
+  it("gives nothing for text JSON.stringify wrote, or that is not JSON", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(valuesJsonCannotKeep(JSON.stringify({ v: value }))).toEqual([]);
+      }),
+    );
+    expect(valuesJsonCannotKeep('{"a": [1.0')).toEqual([]);
+  });
+
+  it("gives something exactly when JavaScript would not write the text back, each a JSON value", () => {
+    fc.assert(
+      fc.property(foreignJson, (node) => {
+        // In an array, so that every value has a holder to give.
+        const text = `{"v":[${node}]}`;
+        const found = valuesJsonCannotKeep(text);
+        for (const { text: part } of found) expect(() => JSON.parse(part)).not.toThrow();
+        expect(found.length === 0).toBe(JSON.stringify(JSON.parse(text)) === text);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe("promptElementsJsonCannotKeep", () => {
+  it("names the content block, else the message, tool or system block holding the value", () => {
+    const text = JSON.stringify({
+      messages: [
+        { role: "user", content: "h" },
+        { role: "assistant", content: [{ type: "text" }, { type: "tool_use", input: "@@" }] },
+        { role: "user", content: [{ type: "tool_result" }], z: "@@" },
+      ],
+      tools: [{ name: "a" }, { name: "b", input_schema: { default: "@@" } }],
+      system: [{ type: "text", text: "s" }],
+      temperature: "@@",
+    }).replaceAll('"@@"', "1.0");
+    expect(promptElementsJsonCannotKeep(text)).toEqual([
+      { at: ["messages", 1, "content", 1], text: '{"type":"tool_use","input":1.0}' },
+      { at: ["messages", 2], text: '{"role":"user","content":[{"type":"tool_result"}],"z":1.0}' },
+      { at: ["tools", 1], text: '{"name":"b","input_schema":{"default":1.0}}' },
+    ]);
+  });
+
+  it("names a system block, and nothing for JavaScript's text or text that is not JSON", () => {
+    expect(promptElementsJsonCannotKeep('{"system": [{"type": "text", "n": 1e2}]}')).toEqual([
+      { at: ["system", 0], text: '{"type": "text", "n": 1e2}' },
+    ]);
+    expect(promptElementsJsonCannotKeep('{"system": [{"n": 100}], "tools": []}')).toEqual([]);
+    expect(promptElementsJsonCannotKeep('{"system": [{"n": 1.0}')).toEqual([]);
+  });
+});
+
+describe("memberTextOf", () => {
+  it("gives a top-level member's exact text, the last when repeated, never a nested one's", () => {
+    const text = '{"response": {"request": 1}, "request" :\n {"a": 1.0,\n "b": [ ]} , "request": {"c": 2.0}}';
+    expect(memberTextOf(text, "request")).toBe('{"c": 2.0}');
+    expect(memberTextOf('{"x": {"request": 1}, "request": "s"}', "request")).toBe('"s"');
+    expect(memberTextOf('{"request" :\n {"a": 1.0,\n "b": [ ]} }', "request")).toBe('{"a": 1.0,\n "b": [ ]}');
+  });
+
+  it("gives undefined without such a member, for a top-level array, and for text that is not JSON", () => {
+    expect(memberTextOf('{"x": {"request": 1}}', "request")).toBeUndefined();
+    expect(memberTextOf('[{"request": 1}]', "request")).toBeUndefined();
+    expect(memberTextOf('{"request": {"a": 1', "request")).toBeUndefined();
   });
 });

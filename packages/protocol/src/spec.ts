@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { AssistantMessageSchema, BetasSchema, CacheSafeParamsSchema } from "./anthropic.js";
 import { HexSecretSchema } from "./control-proof.js";
-import { MAX_PREFIX_BYTES, MAX_RUN_ID_LENGTH } from "./limits.js";
+import { MAX_JSON_DEPTH, MAX_PREFIX_BYTES, MAX_RUN_ID_LENGTH } from "./limits.js";
 import { RUN_ID_PATTERN } from "./subjects.js";
 
 /** Protocol version this package writes and the highest it reads. */
@@ -99,6 +99,26 @@ export const NativePrefixSchema = z.object({
 });
 
 /**
+ * A value of the parent's request in its exact text, for one whose text a JavaScript reading would
+ * not write back as sent (`1.0`, an integer past 2^53, integer-like keys out of order): a parent in
+ * another language sends them, and a provider renders tools and tool inputs as sent. The child sends
+ * this text in place of writing the value again.
+ */
+export const VerbatimValueSchema = z.object({
+  at: z
+    .array(z.union([z.string(), z.number().int().nonnegative()]))
+    .min(1)
+    .max(MAX_JSON_DEPTH)
+    .describe(
+      "Where the value is in `params`: keys and array indexes from the top (the innermost object or array holding what JavaScript would write differently).",
+    ),
+  text: z
+    .string()
+    .min(1)
+    .describe("The value exactly as the parent's request had it; read as JSON, it is the value in `params`."),
+});
+
+/**
  * What the child inherits: the parent's last request (cache-safe params) and the reply it got.
  * `reply` is absent for a programmatic fork taken after a user turn.
  */
@@ -115,6 +135,12 @@ export const ForkPrefixSchema = z.object({
   betas: BetasSchema.optional().describe(
     "The `anthropic-beta` list the parent's request was sent with. The child is sent with exactly this list: a beta changes what fields mean and what the cache is keyed on.",
   ),
+  verbatim: z
+    .array(VerbatimValueSchema)
+    .optional()
+    .describe(
+      "The exact text of each value of `params` that a JavaScript reading would write differently (a parent in another language sent it); the child sends these texts in their place.",
+    ),
 });
 
 /** How the spec carries its prefix. */
@@ -347,6 +373,7 @@ export const ForkSpecSchema = z.object({
 });
 
 export type ForkPrefix = z.infer<typeof ForkPrefixSchema>;
+export type VerbatimValue = z.infer<typeof VerbatimValueSchema>;
 export type LlmApi = z.infer<typeof LlmApiSchema>;
 export type ProviderSpec = z.infer<typeof ProviderSpecSchema>;
 export type NativePrefix = z.infer<typeof NativePrefixSchema>;
