@@ -10,6 +10,7 @@ import {
   ProviderUsageSchema,
 } from "@forkd/protocol";
 import { InvalidPrefixError } from "./errors.js";
+import { verbatimValuesOf } from "./verbatim-values.js";
 
 // Fields of a request that choose how the answer is transported, not what is asked.
 const TRANSPORT_FIELDS = ["stream"] as const;
@@ -41,6 +42,12 @@ export interface ForkPrefixOptions {
    * Cache-safe: the child is sent with exactly this list.
    */
   betas?: readonly string[] | undefined;
+  /**
+   * The exact text `request` was read from (the body the parent sent), when the caller has it: the
+   * elements a JavaScript reading would write differently then travel as that text
+   * (`ForkPrefix.verbatim`), so that the children send them as the parent did.
+   */
+  requestText?: string | undefined;
 }
 
 /**
@@ -81,6 +88,11 @@ export function createForkPrefix(
     const checked = BetasSchema.safeParse(options.betas);
     if (!checked.success) throw invalid("betas", checked.error.issues);
     prefix.betas = [...options.betas];
+  }
+  // A JavaScript client sent what JSON.stringify writes: nothing can differ, and the walk is skipped.
+  if (options.requestText !== undefined && JSON.stringify(request) !== options.requestText) {
+    const verbatim = verbatimValuesOf(params, options.requestText);
+    if (verbatim.length > 0) prefix.verbatim = verbatim;
   }
   return prefix;
 }
