@@ -18,7 +18,7 @@ import {
   updateRunState,
 } from "@forkd/client/internal";
 import type { LlmClient, SteeringMessage, TurnBoundary } from "@forkd/core";
-import { sealSharedPrefix } from "@forkd/core/internal";
+import { sealSharedPrefix, tieVerbatimTexts } from "@forkd/core/internal";
 import type { GeminiLlmClient } from "@forkd/llm";
 import {
   emptyUsageTotals,
@@ -1028,18 +1028,22 @@ export class RunExecutor {
     };
   }
 
+  // A prefix with the parent's text for values JavaScript writes differently has those texts tied to
+  // their values (a text that is not its value fails the run, `invalid_prefix`), so that the child's
+  // request sends them as the parent did.
   async #loadPrefix(spec: ForkSpec): Promise<ForkPrefix | null> {
     const source = spec.prefix;
     switch (source.kind) {
       case "inline":
-        return source.prefix;
+        return tieVerbatimTexts(source.prefix);
       case "none":
         return null;
-      case "ref":
+      case "ref": {
+        let prefix: ForkPrefix;
         try {
           // Sealed (frozen) as it enters the cache: every run of this daemon that forks from it shares
           // the one copy, and its bytes are serialised once for all of their requests.
-          return await this.#deps.prefixCache.get(source, async (ref) =>
+          prefix = await this.#deps.prefixCache.get(source, async (ref) =>
             sealSharedPrefix(await this.#downloadPrefixWhenStored(ref)),
           );
         } catch (error) {
@@ -1051,6 +1055,8 @@ export class RunExecutor {
             },
           );
         }
+        return tieVerbatimTexts(prefix);
+      }
       default: {
         const unreachable: never = source;
         throw new Error(`unknown prefix kind ${String(unreachable)}`);

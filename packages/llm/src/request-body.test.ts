@@ -3,8 +3,9 @@
 import { readFileSync } from "node:fs";
 import Anthropic from "@anthropic-ai/sdk";
 import { createForkPrefix } from "@forkd/core";
-import { prepareForkRun, sealSharedPrefix } from "@forkd/core/internal";
+import { prepareForkRun, sealSharedPrefix, tieVerbatimTexts } from "@forkd/core/internal";
 import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/protocol";
+import { memberTextOf, parseJsonText } from "@forkd/protocol/internal";
 import { describe, expect, it } from "vitest";
 import {
   bodyChunks,
@@ -52,6 +53,29 @@ describe("serialiseSealedBody", () => {
       }
     });
   }
+
+  it("sends the values a Python parent wrote as it wrote them (`1.0`, all of a big integer's digits)", async () => {
+    // The bytes the Anthropic Python SDK sent (test/fixtures/python-sdk/record.py).
+    const url = new URL("../../../test/fixtures/python-sdk/parent-request.json", import.meta.url);
+    const parentText = readFileSync(url, "utf8");
+    const forked = (tie: boolean) => {
+      const prefix = createForkPrefix(parseJsonText(parentText), undefined, { requestText: parentText });
+      return childBody(tie ? tieVerbatimTexts(prefix) : sealSharedPrefix(prefix), 1);
+    };
+    const body = forked(true);
+    const child = await text(serialiseSealedBody(body));
+    // Everything of the parent's up to its last message, which the child's directive joins, byte for
+    // byte; and its tools, which come after the messages in this body.
+    const messages = memberTextOf(parentText, "messages")!;
+    const inherited = messages.slice(0, messages.lastIndexOf(',{"role":"user"') + 1);
+    expect(child.startsWith(`{"max_tokens":4096,"messages":${inherited}`)).toBe(true);
+    expect(child).toContain(`"tools":${memberTextOf(parentText, "tools")!}`);
+    expect(child).toContain('"min_score":2.0}');
+    // Without the texts tied, JavaScript's writing: what the child would have sent.
+    const plain = await text(serialiseSealedBody(forked(false)));
+    expect(plain).not.toContain('"default":1.0');
+    expect(plain).toContain('"min_score":2}');
+  });
 
   it("leaves a body without a sealed value to the caller", () => {
     expect(serialiseSealedBody(childBody(fixturePrefix("4k"), 1))).toBeUndefined();

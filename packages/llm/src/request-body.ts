@@ -2,8 +2,10 @@
 // of the values that belong to a sealed shared prefix (`sealSharedPrefix`). Siblings of one parent
 // send the same ~190 kB of prefix: serialised once per parent, each child's body is those bytes (the
 // very buffers, not a copy) plus its own few hundred bytes. A sealed value is deeply frozen, so bytes
-// cached by its identity cannot go stale.
-import { isSealedValue } from "@forkd/core/internal";
+// cached by its identity cannot go stale. The one difference from `JSON.stringify`: an element the
+// parent sent in a form JavaScript does not write (`1.0`, in a Python parent's tool schema) is sent in
+// the parent's text, tied to it when the prefix was sealed, so that the child's prompt is the parent's.
+import { isSealedValue, stringifyWithVerbatim } from "@forkd/core/internal";
 
 // How deep the writer walks before it hands a value to JSON.stringify: body → messages → message →
 // content → block. Sealed values sit at these levels (the parent's messages, tools and system, the
@@ -57,11 +59,17 @@ class BodyParts {
   }
 }
 
+// A sealed value's text: JSON.stringify's, but for the elements the parent sent in a form JavaScript
+// does not write (`1.0`, for one), which keep the parent's exact text (core's verbatim-elements.ts).
+function sealedText(value: object): string {
+  return stringifyWithVerbatim(value) as string;
+}
+
 function bytesOfSealed(value: object): Uint8Array {
   let bytes = sealedBytes.get(value);
   if (bytes === undefined) {
     if (hasToJson(value)) throw new NotPlainData();
-    bytes = utf8.encode(JSON.stringify(value));
+    bytes = utf8.encode(sealedText(value));
     sealedBytes.set(value, bytes);
   }
   return bytes;
@@ -75,7 +83,7 @@ function bytesOfRun(members: readonly object[]): Uint8Array {
   );
   if (hit !== undefined) return hit.bytes;
   for (const member of members) if (hasToJson(member)) throw new NotPlainData();
-  const bytes = utf8.encode(members.map((member) => JSON.stringify(member)).join(","));
+  const bytes = utf8.encode(members.map(sealedText).join(","));
   sealedRuns.set(first, [{ members: [...members], bytes }, ...known].slice(0, RUNS_PER_START));
   return bytes;
 }
