@@ -56,6 +56,26 @@ describe("parentTurnOf", () => {
 });
 
 // As `forkd capture` writes a turn of another API: `{ api, path, request, response }`.
+describe("parentTurnOf, with the file's text", () => {
+  // A capture of an agent in Python: its request as it sent it, `1.0` and all, in an indented file.
+  const sent =
+    '{"model":"claude-opus-4-7","max_tokens":100,"tools":[{"name":"t","input_schema":{"properties":{"x":{"default":1.0}}}}],"messages":[{"role":"user","content":"hi"}]}';
+  const file = `{\n  "request": ${sent},\n  "response": null,\n  "betas": []\n}\n`;
+
+  it("keeps the request's values that JavaScript writes differently, as the agent wrote them", () => {
+    const turn = parentTurnOf(JSON.parse(file), "f.json", file);
+    expect(turn.prefix.verbatim).toEqual([
+      { at: ["tools", 0, "input_schema", "properties", "x"], text: '{"default":1.0}' },
+    ]);
+  });
+
+  it("keeps nothing without the text, or for a request JavaScript could have written (whatever the indentation)", () => {
+    expect(parentTurnOf(JSON.parse(file), "f.json").prefix).not.toHaveProperty("verbatim");
+    const indented = JSON.stringify({ request, response: null }, null, 2);
+    expect(parentTurnOf(JSON.parse(indented), "f.json", indented).prefix).not.toHaveProperty("verbatim");
+  });
+});
+
 describe("parentTurnOf, for a turn of another API", () => {
   /** A call of the `fork` tool, as both OpenAI APIs name a function and its JSON arguments. */
   const fork = { name: "fork", arguments: '{"directive":"Audit it.","description":"audit"}' };

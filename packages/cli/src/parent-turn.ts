@@ -5,7 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { createForkPrefix, describeForkCall } from "@forkd/core";
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
-import { parseJsonText } from "@forkd/protocol/internal";
+import { memberTextOf, parseJsonText } from "@forkd/protocol/internal";
 import {
   type AssembledMessage,
   forkPrefixOfTurn,
@@ -90,10 +90,12 @@ function nativeParentTurn(record: Record<string, unknown>, api: TurnApi, source:
 /**
  * Builds a {@link ParentTurn} from parsed JSON: `{ request, response?, betas? }`, where `response`
  * may be `null` (no reply: the fork follows the request's last turn) and `betas` is the parent's
- * `anthropic-beta` list, as an array or as the header's comma-separated text.
+ * `anthropic-beta` list, as an array or as the header's comma-separated text. `text`, the JSON's own
+ * text when known, gives the request as written: values in it that JavaScript writes differently
+ * (`1.0`, from an agent in another language) are sent by the children as written.
  * @throws {@link CliError} (`config`) for the wrong shape.
  */
-export function parentTurnOf(parsed: unknown, source: string): ParentTurn {
+export function parentTurnOf(parsed: unknown, source: string, text?: string): ParentTurn {
   const record = parsed as { api?: unknown; request?: unknown; response?: unknown; betas?: unknown } | null;
   if (record === null || typeof record !== "object" || record.request === undefined) {
     throw new CliError("config", `${source}: expected a JSON object { request, response, betas }`);
@@ -117,7 +119,8 @@ export function parentTurnOf(parsed: unknown, source: string): ParentTurn {
   }
   let prefix: ForkPrefix;
   try {
-    prefix = createForkPrefix(record.request, record.response ?? undefined, { betas });
+    const requestText = text === undefined ? undefined : memberTextOf(text, "request");
+    prefix = createForkPrefix(record.request, record.response ?? undefined, { betas, requestText });
   } catch (error) {
     throw new CliError("config", `${source}: ${(error as Error).message}`, { cause: error });
   }
@@ -153,5 +156,5 @@ export async function readParentTurn(path: string): Promise<ParentTurn> {
   } catch (error) {
     throw new CliError("config", `${path} is not JSON: ${(error as Error).message}`, { cause: error });
   }
-  return parentTurnOf(parsed, path);
+  return parentTurnOf(parsed, path, text);
 }

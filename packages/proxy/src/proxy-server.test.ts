@@ -10,6 +10,7 @@ import type { ChatReply, ChatToolCall } from "./chat-assembler.js";
 import type { AssembledMessage } from "./message-assembler.js";
 import { ProxyClient } from "./proxy-client.js";
 import { type RunningProxy, startProxy } from "./proxy-server.js";
+import { forkPrefixOfTurn } from "./recorded-turn.js";
 import { mcpInstanceMarker } from "./session-key.js";
 import type { ProxyTurn } from "./turn-store.js";
 
@@ -289,7 +290,7 @@ describe("sessions", () => {
   });
 });
 
-describe("values forkd cannot write back as sent", () => {
+describe("values a JavaScript reading writes differently", () => {
   // As Python's json.dumps writes a body: ", " and ": " between tokens, a float default as 1.0.
   function pythonStyleBody(scaleDefault: string, maxTokens: string): string {
     return [
@@ -300,38 +301,43 @@ describe("values forkd cannot write back as sent", () => {
     ].join("");
   }
 
-  it("warns once per session where a fork's prompt will differ, and not for what a fork keeps", async () => {
+  async function loggedProxy() {
     const warnings: Record<string, unknown>[] = [];
-    const turnsSeen: string[] = [];
+    const turns: { turn: ProxyTurn; text: string }[] = [];
     const ignore = () => {};
     const logged = await startProxy({
       upstream: sim.url,
+      openaiUpstream: `${sim.url}/v1`,
       logger: { debug: ignore, info: ignore, error: ignore, warn: (fields) => warnings.push(fields) },
-      onTurn: (turn) => {
-        turnsSeen.push(turn.session);
+      onTurn: (turn, text) => {
+        turns.push({ turn, text });
       },
     });
-    const send = async (session: string, body: string) => {
-      const response = await fetch(`${logged.url}/v1/messages`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-api-key": API_KEY,
-          "anthropic-version": "2023-06-01",
-          "x-claude-code-session-id": session,
-        },
-        body,
-      });
-      expect(response.status, await response.text()).toBe(200);
-    };
-    const recorded = async (count: number) => {
-      await expect.poll(() => turnsSeen).toHaveLength(count);
-    };
+    return { logged, warnings, turns };
+  }
+
+  async function send(url: string, path: string, headers: Record<string, string>, body: string) {
+    const response = await fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+    });
+    expect(response.status, await response.text()).toBe(200);
+  }
+
+  const anthropicHeaders = (session: string) => ({
+    "x-api-key": API_KEY,
+    "anthropic-version": "2023-06-01",
+    "x-claude-code-session-id": session,
+  });
+
+  it("keeps an Anthropic turn's values in the agent's text for its forks, and hands onTurn the text", async () => {
+    const { logged, warnings, turns } = await loggedProxy();
     try {
-      await send("py-float", pythonStyleBody("1.0", "32"));
-      await send("py-float", pythonStyleBody("1.0", "32"));
+      const sent = pythonStyleBody("1.0", "32");
+      await send(logged.url, "/v1/messages", anthropicHeaders("py-float"), sent);
       // A float written as JavaScript writes it, and 32.0 only where no prompt reads it.
-      await send("py-kept", pythonStyleBody("1.5", "32.0"));
+      await send(logged.url, "/v1/messages", anthropicHeaders("py-kept"), pythonStyleBody("1.5", "32.0"));
       const javaScriptClient = new Anthropic({
         apiKey: API_KEY,
         baseURL: logged.url,
@@ -344,19 +350,50 @@ describe("values forkd cannot write back as sent", () => {
         tools: [{ ...READ_TOOL, input_schema: { ...READ_TOOL.input_schema, default: 1.0 } as never }],
         messages: [{ role: "user", content: "@sim say ok" }],
       });
-      await recorded(4);
+      await expect.poll(() => turns).toHaveLength(3);
+      const [float, kept, js] = turns.map(({ turn }) => turn);
+      expect(turns[0]!.text).toBe(sent);
+      expect(float?.verbatim).toEqual([
+        {
+          at: ["tools", 0, "input_schema", "properties", "factor"],
+          text: '{"type": "number", "default": 1.0}',
+        },
+      ]);
+      expect(forkPrefixOfTurn(float!).verbatim).toEqual(float?.verbatim);
+      expect(kept).not.toHaveProperty("verbatim");
+      expect(js).not.toHaveProperty("verbatim");
+      expect(forkPrefixOfTurn(js!)).not.toHaveProperty("verbatim");
+    } finally {
+      await logged.close();
+    }
+    // The forks keep those values: nothing to warn of.
+    expect(warnings).toEqual([]);
+  });
+
+  it("warns once per session of another API's turn, where a fork's prompt will differ", async () => {
+    const { logged, warnings, turns } = await loggedProxy();
+    const chatBody = (weight: string) =>
+      `{"model": "gpt-5", "tools": [{"type": "function", "function": {"name": "fork", "parameters": {"type": "object", "properties": {"w": {"type": "number", "default": ${weight}}}}}}], "messages": [{"role": "user", "content": "@sim say ok"}]}`;
+    const openai = (session: string) => ({ authorization: `Bearer ${API_KEY}`, "session-id": session });
+    try {
+      await send(logged.url, "/openai/chat/completions", openai("py"), chatBody("1.0"));
+      await send(logged.url, "/openai/chat/completions", openai("py"), chatBody("1.0"));
+      await send(logged.url, "/openai/chat/completions", openai("kept"), chatBody("1.5"));
+      await expect.poll(() => turns).toHaveLength(3);
     } finally {
       await logged.close();
     }
     expect(warnings).toEqual([
       {
-        session: "cc:py-float",
-        path: "tools.0.input_schema.properties.factor.default",
+        session: "codex:py",
+        path: "tools.0.function.parameters.properties.w.default",
         sent: "1.0",
         forked: "1",
       },
     ]);
-    expect(turnsSeen).toEqual(["cc:py-float", "cc:py-float", "cc:py-kept", "cc:js"]);
+    expect(turns.map(({ turn }) => turn)).not.toContainEqual(
+      expect.objectContaining({ verbatim: expect.anything() }),
+    );
   });
 });
 

@@ -22,6 +22,8 @@ import type { Duplex } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
+import { verbatimValuesOf } from "@forkd/core/internal";
+import type { CacheSafeParams, VerbatimValue } from "@forkd/protocol";
 import { firstValueJsonCannotKeep, parseJsonText } from "@forkd/protocol/internal";
 import { mcpInstancesOf } from "./session-key.js";
 import { type ToolCall, type TurnApi, type TurnApiModule, type TurnReply, turnApiOf } from "./turn-apis.js";
@@ -95,8 +97,11 @@ export interface ProxyOptions {
   controlToken?: string;
   /** Limits of what the proxy remembers. */
   limits?: TurnStoreLimits;
-  /** Called after each recorded turn (e.g. to write it to disk); errors are logged, never thrown. */
-  onTurn?: (turn: ProxyTurn) => void | Promise<void>;
+  /**
+   * Called after each recorded turn (e.g. to write it to disk), with the request's text as the agent
+   * sent it; errors are logged, never thrown.
+   */
+  onTurn?: (turn: ProxyTurn, requestText: string) => void | Promise<void>;
   logger?: Logger;
 }
 
@@ -394,6 +399,21 @@ function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
 }
 
 /**
+ * An Anthropic request's values that a JavaScript reading would write differently, in the agent's
+ * text, for its forks (`ForkPrefix.verbatim`): none from an agent in JavaScript, whose body is what
+ * JSON.stringify writes (checked first: the walk is for the others). Run once the reply has been read.
+ */
+function verbatimOf(
+  api: TurnApi,
+  request: Record<string, unknown>,
+  text: string,
+): { verbatim?: VerbatimValue[] } {
+  if (api !== "anthropic" || JSON.stringify(request) === text) return {};
+  const verbatim = verbatimValuesOf(request as CacheSafeParams, text);
+  return verbatim.length > 0 ? { verbatim } : {};
+}
+
+/**
  * Says once per session when its request holds, where the prompt reads it, a value a fork will write
  * differently. Run once the reply has been read, so that it never delays the reply's first byte.
  */
@@ -490,11 +510,14 @@ function replyReader(
       toolCalls: api.toolCalls(response, request),
       mcpInstances: mcpInstancesOf(request),
       requestBytes: bytes,
+      ...verbatimOf(api.api, request, text),
     });
-    warnIfUnkept(context, session, text, request);
+    // A fork of an Anthropic turn keeps what JavaScript would write differently (above); a fork of
+    // another API's does not yet, and the agent is told.
+    if (api.api !== "anthropic") warnIfUnkept(context, session, text, request);
     if (context.onTurn !== undefined) {
       void Promise.resolve()
-        .then(() => context.onTurn?.(turn))
+        .then(() => context.onTurn?.(turn, text))
         .catch((error: unknown) => context.logger.error({ err: error }, "onTurn failed"));
     }
   };

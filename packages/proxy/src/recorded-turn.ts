@@ -1,7 +1,7 @@
 // The fork prefix of a turn the proxy recorded, in the turn's own API: what `forkd mcp` forks a
 // tool call's children from, and what `forkd fork --from` reads from a file `forkd capture` wrote.
 import { createForkPrefix, forkPrefixFromNative } from "@forkd/core";
-import type { ForkPrefix } from "@forkd/protocol";
+import type { ForkPrefix, VerbatimValue } from "@forkd/protocol";
 import type { AssembledMessage } from "./message-assembler.js";
 import { geminiModelOfPath, type TurnApi, type TurnReply } from "./turn-apis.js";
 
@@ -15,6 +15,8 @@ export interface RecordedTurn {
   response: TurnReply;
   /** The `anthropic-beta` names the request carried (an Anthropic turn's only). */
   betas: readonly string[];
+  /** An Anthropic request's values in the agent's text, where JavaScript would write them differently. */
+  verbatim?: readonly VerbatimValue[] | undefined;
 }
 
 /**
@@ -26,7 +28,9 @@ export interface RecordedTurn {
 export function forkPrefixOfTurn(turn: RecordedTurn): ForkPrefix {
   if (turn.api === "anthropic") {
     const { content } = turn.response as AssembledMessage;
-    return createForkPrefix(turn.request, { role: "assistant", content }, { betas: [...turn.betas] });
+    const prefix = createForkPrefix(turn.request, { role: "assistant", content }, { betas: [...turn.betas] });
+    if (turn.verbatim !== undefined && turn.verbatim.length > 0) prefix.verbatim = [...turn.verbatim];
+    return prefix;
   }
   if (turn.api === "gemini") {
     const model = geminiModelOfPath(turn.path);

@@ -2,6 +2,7 @@
 // reassembled reply), bounded by count, bytes and idle time, and searchable by a tool call of the
 // reply, which is how `forkd mcp` finds the turn a `fork` call came from.
 import { isDeepStrictEqual } from "node:util";
+import type { VerbatimValue } from "@forkd/protocol";
 import type { ToolCall, TurnApi, TurnReply } from "./turn-apis.js";
 
 /** One exchange the proxy saw complete: what the agent sent and what it got back. */
@@ -28,6 +29,11 @@ export interface ProxyTurn {
   mcpInstances: string[];
   /** Size of the request body. @unit bytes */
   requestBytes: number;
+  /**
+   * An Anthropic request's values that a JavaScript reading writes differently (from an agent in
+   * another language), in the agent's text: a fork sends them as sent (`ForkPrefix.verbatim`).
+   */
+  verbatim?: VerbatimValue[];
 }
 
 /** A tool call to look for in recorded replies. */
