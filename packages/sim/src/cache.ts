@@ -6,7 +6,9 @@
  * - An entry's key is a hash of everything up to and including its block, in the order
  *   tools → system → messages, seeded with the cache scope (API key) and the model. `tool_choice`
  *   and `thinking` are mixed in where messages begin, so changing them invalidates message-level
- *   entries but not tools or system entries.
+ *   entries but not tools or system entries. An element whose text a JavaScript reading would write
+ *   differently (`1.0`, digits past 2^53, integer-like keys out of order) is keyed on that text too,
+ *   as the API renders it as sent (verbatim.ts).
  * - Reads: each breakpoint looks for a live, readable entry at its own position and up to
  *   {@link LOOKBACK_BLOCKS} blocks earlier; the longest prefix found is read.
  * - Writes: every breakpoint after the read position whose prefix reaches the model's minimum

@@ -3,6 +3,7 @@ import { mulberry32 } from "./faults.js";
 import {
   type CutStats,
   clearMemo,
+  type Fidelity,
   MAX_CUT_DEPTH,
   MEMO_MAX_BYTES,
   MEMO_MIN_BYTES,
@@ -11,6 +12,7 @@ import {
   parseJsonBytes,
   WHOLE_PARSE_BYTES,
 } from "./json-bytes.js";
+import { keptByJavaScript } from "./json-kept.js";
 import { forkChild, loadFixture } from "./test-support.js";
 
 /** What parsing gives: the value, or the error's class and message. */
@@ -296,5 +298,104 @@ describe("the memo of parsed pieces", () => {
     // Started again with that piece, then the body's second element (PAD without its comma and bracket).
     expect(memoBytes()).toBe(500 + PAD.length - 2);
     expect(first(kept)).not.toBe(keptValue);
+  });
+});
+
+describe("what a JavaScript reading keeps (the fidelity of a parse)", () => {
+  /** The value and `kept` of a parse that asked for it. */
+  const parseKept = (bytes: Buffer, stats?: CutStats): { value: unknown; kept: boolean } => {
+    const fidelity: Fidelity = { kept: false };
+    const value = parseJsonBytes(bytes, stats, fidelity);
+    return { value, kept: fidelity.kept };
+  };
+
+  // Texts for a value, and whether a JavaScript reading writes each back as it is.
+  const WRITTEN = [
+    ["1", true],
+    ["0.25", true],
+    ["12345678901234567000", true],
+    ['{"2":0,"b":1}', true],
+    ["1.0", false],
+    ["-0", false],
+    ["1e5", false],
+    ["12345678901234567890", false],
+    ['{"b":1,"2":0}', false],
+  ] as const;
+  const MARK = "@@value@@";
+
+  /** A random body holding `marks` values to be written in, compact or indented. */
+  function markedBody(seed: number, marks: number, large: boolean): string {
+    const random = mulberry32(seed);
+    const items = Array.from({ length: large ? 60 : 6 }, () => randomValue(random, 1));
+    for (let m = 0; m < marks; m++) {
+      const at = Math.floor(random() * items.length);
+      items[at] = random() < 0.5 ? { deep: [MARK, items[at]] } : MARK;
+    }
+    const body = { model: "claude-sonnet-4-6", messages: items };
+    return random() < 0.5 ? JSON.stringify(body) : JSON.stringify(body, null, 2);
+  }
+
+  it("is kept for every fork of the fixtures' parents, cut or parsed whole, and from the memo", () => {
+    clearMemo();
+    for (const name of ["parent-turn-4k", "parent-turn-48k", "parent-turn-300k"] as const) {
+      const fixture = loadFixture(name);
+      for (const directive of ["Summarise the tests.", 'Quote "this" \\ and {that}: 1.0 é 😀']) {
+        const bytes = Buffer.from(
+          JSON.stringify({ ...forkChild(fixture.request, fixture.response, directive), stream: true }),
+        );
+        const stats: CutStats = { scannedBytes: 0, parsedWhole: false, memoHits: 0 };
+        expect(parseKept(bytes, stats).kept).toBe(true);
+        expect(stats.parsedWhole).toBe(name === "parent-turn-4k");
+      }
+    }
+  });
+
+  it("is not kept when a value anywhere is written otherwise, in a body cut or parsed whole", () => {
+    for (let seed = 1; seed <= 60; seed++) {
+      const random = mulberry32(1000 + seed);
+      const large = seed % 3 !== 0;
+      let text = markedBody(seed, 1 + Math.floor(random() * 3), large);
+      let kept = true;
+      while (text.includes(`"${MARK}"`)) {
+        const [written, keeps] = WRITTEN[Math.floor(random() * WRITTEN.length)]!;
+        text = text.replace(`"${MARK}"`, written);
+        kept &&= keeps;
+      }
+      const bytes = Buffer.from(text);
+      expect(bytes.length > WHOLE_PARSE_BYTES).toBe(large);
+      const stats: CutStats = { scannedBytes: 0, parsedWhole: false, memoHits: 0 };
+      // From the text, then again from the memo; the value is JSON.parse's either way.
+      for (let pass = 0; pass < 2; pass++) {
+        const parsed = parseKept(bytes, stats);
+        expect(parsed.kept).toBe(kept);
+        expect(parsed.value).toStrictEqual(JSON.parse(text));
+      }
+      expect(stats.parsedWhole).toBe(!large);
+      expect(keptByJavaScript(text)).toBe(kept);
+    }
+  });
+
+  it("is found for a piece the memo holds from a parse that did not ask", () => {
+    clearMemo();
+    const big = JSON.stringify("b".repeat(WHOLE_PARSE_BYTES));
+    const tool = (n: string) =>
+      `{"name":"t","description":"${"d".repeat(MEMO_MIN_BYTES)}","input_schema":{"default":${n}}}`;
+    const unkept = Buffer.from(`{"tools":[${tool("1.0")},${big}]}`);
+    const kept = Buffer.from(`{"tools":[${tool("1")},${big}]}`);
+    parseJsonBytes(unkept);
+    parseJsonBytes(kept);
+    const stats: CutStats = { scannedBytes: 0, parsedWhole: false, memoHits: 0 };
+    expect(parseKept(unkept, stats).kept).toBe(false);
+    expect(parseKept(kept, stats).kept).toBe(true);
+    expect(stats.memoHits).toBe(4);
+  });
+
+  it("is not kept when an object the cutter builds has an integer-like key after another", () => {
+    const big = JSON.stringify("k".repeat(WHOLE_PARSE_BYTES));
+    expect(parseKept(Buffer.from(`{"model":"m","messages":[${big}],"2":0}`)).kept).toBe(false);
+    expect(parseKept(Buffer.from(`{"2":0,"model":"m","messages":[${big}]}`)).kept).toBe(true);
+    expect(parseKept(Buffer.from(`{"model":"m","content":${big},"2":0}`)).kept).toBe(false);
+    // A repeated key: JSON.stringify never writes one, so it is not taken as kept.
+    expect(parseKept(Buffer.from(`{"model":"m","messages":[${big}],"model":"n"}`)).kept).toBe(false);
   });
 });

@@ -19,8 +19,18 @@
 // containers built here define their keys as `JSON.parse` does (own data properties, so `__proto__`
 // is a key like any other, and a repeated key keeps its first place and its last value). A body the
 // cutter finds malformed is handed whole to `JSON.parse`, so a syntax error reads as it always did.
+//
+// Asked for it ({@link Fidelity}), the parse also tells whether every value in the body is one a
+// JavaScript reading keeps (a number in its shortest form, integer-like keys first and in order):
+// only a body that fails that can hold prompt elements the provider renders differently from their
+// JavaScript writing, and only for such a body does the simulator walk the text to find them
+// (exchange.ts, verbatim.ts). The test is {@link keptByJavaScript} of each piece's text, made once per
+// piece when it is parsed and kept in the memo with its value, so that a prefix sent again costs
+// nothing more, and a look at the key order of each object the cutter builds; a body parsed whole is
+// tested whole. Every body JSON.stringify wrote passes it.
 
 import { parseJsonText } from "@forkd/protocol/internal";
+import { keptByJavaScript } from "./json-kept.js";
 
 /** Bodies up to this size are parsed whole; so is every piece up to it. @unit bytes */
 export const WHOLE_PARSE_BYTES = 64 * 1024;
@@ -49,6 +59,15 @@ export const MEMO_MAX_BYTES = 32 * 1024 * 1024;
 /** Pieces of one length the memo keeps; a newer one pushes out the oldest. */
 export const MEMO_PER_LENGTH = 8;
 
+/**
+ * Whether a parsed body's values are all as a JavaScript reading keeps them ({@link keptByJavaScript}):
+ * `kept: true` says that `promptElementsJsonCannotKeep` of the body finds nothing; `kept: false` only
+ * that it may find something.
+ */
+export interface Fidelity {
+  kept: boolean;
+}
+
 /** Thrown by the cutter at anything it does not recognise; the body is then parsed whole. */
 class NotCut extends Error {}
 
@@ -64,32 +83,52 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** One parsed piece of the memo. */
+interface ParsedPiece {
+  readonly bytes: Buffer;
+  readonly value: unknown;
+  /** {@link keptByJavaScript} of the piece's text; found when first asked for. */
+  kept: boolean | undefined;
+}
+
 /** Parsed pieces by their exact bytes, so that a prefix sent again is compared, not parsed. */
 class ParsedPieces {
-  readonly #byLength = new Map<number, Array<{ bytes: Buffer; value: unknown }>>();
+  readonly #byLength = new Map<number, ParsedPiece[]>();
   #bytes = 0;
 
-  /** The value of `source[from, to)`: from the memo if those bytes were parsed before. */
-  parse(source: Buffer, from: number, to: number, stats: CutStats | undefined): unknown {
+  /**
+   * The piece `source[from, to)` parsed: from the memo if those bytes were parsed before. With
+   * `check`, its `kept` is known (computed once per piece, then kept with it).
+   */
+  parse(source: Buffer, from: number, to: number, stats: CutStats | undefined, check: boolean): ParsedPiece {
     const length = to - from;
     const known = this.#byLength.get(length);
     if (known !== undefined) {
       for (const piece of known) {
         if (source.compare(piece.bytes, 0, length, from, to) === 0) {
           if (stats !== undefined) stats.memoHits++;
-          return piece.value;
+          if (check && piece.kept === undefined) {
+            piece.kept = keptByJavaScript(piece.bytes.toString("utf8"));
+          }
+          return piece;
         }
       }
     }
-    const value = deepFreeze(parseJsonText(source.toString("utf8", from, to)));
+    const text = source.toString("utf8", from, to);
+    const value = deepFreeze(parseJsonText(text));
     if (this.#bytes + length > MEMO_MAX_BYTES) this.clear();
     const pieces = this.#byLength.get(length) ?? [];
     if (pieces.length === MEMO_PER_LENGTH) this.#bytes -= pieces.pop()!.bytes.length;
     // A copy: a view would keep the whole body alive for one piece of it.
-    pieces.unshift({ bytes: Buffer.from(source.subarray(from, to)), value });
+    const piece: ParsedPiece = {
+      bytes: Buffer.from(source.subarray(from, to)),
+      value,
+      kept: check ? keptByJavaScript(text) : undefined,
+    };
+    pieces.unshift(piece);
     this.#byLength.set(length, pieces);
     this.#bytes += length;
-    return value;
+    return piece;
   }
 
   clear(): void {
@@ -128,30 +167,51 @@ export interface CutStats {
 
 /**
  * The body's JSON value, as `JSON.parse` of its UTF-8 text gives it (and throwing what that throws),
- * without a string of the whole body when it is larger than {@link WHOLE_PARSE_BYTES}.
+ * without a string of the whole body when it is larger than {@link WHOLE_PARSE_BYTES}. With
+ * `fidelity`, also sets `fidelity.kept` (see {@link Fidelity}).
  */
-export function parseJsonBytes(bytes: Buffer, stats?: CutStats): unknown {
+export function parseJsonBytes(bytes: Buffer, stats?: CutStats, fidelity?: Fidelity): unknown {
   if (bytes.length > WHOLE_PARSE_BYTES) {
     try {
-      const cutter = new Cutter(bytes, stats);
+      const cutter = new Cutter(bytes, stats, fidelity !== undefined);
       const start = cutter.skipWhitespace(0);
       const { value, end } = cutter.container(start, 0);
-      if (cutter.skipWhitespace(end) === bytes.length) return value;
+      if (cutter.skipWhitespace(end) === bytes.length) {
+        if (fidelity !== undefined) fidelity.kept = cutter.kept;
+        return value;
+      }
     } catch {
       // Malformed (or cut where it cannot be): the whole parse below gives the value or the error.
     }
   }
   if (stats !== undefined) stats.parsedWhole = true;
-  return parseJsonText(bytes.toString("utf8"));
+  const text = bytes.toString("utf8");
+  const value = parseJsonText(text);
+  if (fidelity !== undefined) fidelity.kept = keptByJavaScript(text);
+  return value;
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 class Cutter {
   readonly #bytes: Buffer;
   readonly #stats: CutStats | undefined;
+  /** Whether {@link kept} is asked for. */
+  readonly #check: boolean;
+  /**
+   * With `check`: whether every piece so far passes {@link keptByJavaScript} and every object built
+   * here has its keys in JavaScript's order, each once (once false, nothing more is checked).
+   */
+  kept = true;
 
-  constructor(bytes: Buffer, stats: CutStats | undefined) {
+  constructor(bytes: Buffer, stats: CutStats | undefined, check: boolean) {
     this.#bytes = bytes;
     this.#stats = stats;
+    this.#check = check;
   }
 
   skipWhitespace(at: number): number {
@@ -220,8 +280,16 @@ class Cutter {
       if (this.skipWhitespace(end) !== to) throw new NotCut();
       return value;
     }
-    if (to - from >= MEMO_MIN_BYTES) return parsedPieces.parse(this.#bytes, from, to, this.#stats);
-    return parseJsonText(this.#bytes.toString("utf8", from, to));
+    const check = this.#check && this.kept;
+    if (to - from >= MEMO_MIN_BYTES) {
+      const piece = parsedPieces.parse(this.#bytes, from, to, this.#stats, check);
+      if (check && piece.kept !== true) this.kept = false;
+      return piece.value;
+    }
+    const text = this.#bytes.toString("utf8", from, to);
+    const value = parseJsonText(text);
+    if (check && !keptByJavaScript(text)) this.kept = false;
+    return value;
   }
 
   /** The object or array opening at `at`, built from its members, and the index just past it. */
@@ -244,6 +312,9 @@ class Cutter {
       return { value: array, end };
     }
     const object: Record<string, unknown> = {};
+    // The keys in the text's order: JSON.stringify would write them in Object.keys order, integer-like
+    // ones first, and each once.
+    const keys: string[] | undefined = this.#check && this.kept ? [] : undefined;
     if (!empty) {
       if (colons.length !== commas.length + 1) throw new NotCut();
       let from = at + 1;
@@ -254,6 +325,7 @@ class Cutter {
         if (colon < from || colon > next) throw new NotCut();
         const key = JSON.parse(bytes.toString("utf8", from, colon)) as unknown;
         if (typeof key !== "string") throw new NotCut();
+        keys?.push(key);
         // As JSON.parse defines it: an own data property, never a setter (`__proto__`).
         Object.defineProperty(object, key, {
           value: this.#value(colon + 1, next, depth + 1),
@@ -264,6 +336,7 @@ class Cutter {
         from = next + 1;
       }
     }
+    if (keys !== undefined && !sameKeys(Object.keys(object), keys)) this.kept = false;
     return { value: object, end };
   }
 }

@@ -3,6 +3,8 @@
  * tools → system → messages, each with its rendered content, its token count and its
  * `cache_control`. A string `system` or message `content` is the same as one text block.
  */
+
+import type { VerbatimPromptElement } from "@forkd/protocol/internal";
 import {
   blockTokens,
   MESSAGE_OVERHEAD_TOKENS,
@@ -12,6 +14,7 @@ import {
 } from "./tokenizer.js";
 import type { CacheControl, ContentBlock, MessagesRequest, OtherBlock } from "./types.js";
 import { validateRequest } from "./validate.js";
+import { verbatimIdentities } from "./verbatim.js";
 
 /** Where a block sits. */
 export type Segment = "tools" | "system" | "messages";
@@ -25,7 +28,11 @@ export interface PromptBlock {
   blockIndex: number;
   /** Block type, `"tool"` for a tool definition. */
   type: string;
-  /** Identity that is not in `content` (role, ids, flags): hashed with it. */
+  /**
+   * Identity that is not in `content` (role, ids, flags): hashed with it. For an element whose text a
+   * JavaScript reading would not write back as sent, it also holds the identity of that text
+   * (verbatim.ts), as `content` is rendered from the JavaScript value.
+   */
   header: string;
   /** Rendered content: hashed, and counted for tokens. */
   content: string;
@@ -86,8 +93,22 @@ function messageBlockHeader(role: string, first: boolean, b: ContentBlock | Othe
   }
 }
 
-/** Lays a validated request out as blocks. */
-export function layoutPrompt(req: MessagesRequest): PromptLayout {
+/** `header`, with the identity of the element's text when it is verbatim. */
+function withIdentity(header: string, identity: string | undefined): string {
+  return identity === undefined ? header : `${header}\u0005${identity}`;
+}
+
+/**
+ * Lays a validated request out as blocks. `verbatim`: the request body's elements whose text a
+ * JavaScript reading would not write back as sent (`promptElementsJsonCannotKeep` of its text); each
+ * such element's block is told apart by that text, as the provider renders it as sent. A message's
+ * own element marks its first block.
+ */
+export function layoutPrompt(
+  req: MessagesRequest,
+  verbatim: readonly VerbatimPromptElement[] = [],
+): PromptLayout {
+  const identities = verbatim.length === 0 ? undefined : verbatimIdentities(verbatim);
   const blocks: PromptBlock[] = [];
   let total = REQUEST_OVERHEAD_TOKENS;
   let overhead = REQUEST_OVERHEAD_TOKENS;
@@ -101,7 +122,7 @@ export function layoutPrompt(req: MessagesRequest): PromptLayout {
       index: i,
       blockIndex: 0,
       type: "tool",
-      header: "tool",
+      header: withIdentity("tool", identities?.get(`t${i}`)),
       content,
       tokens,
       cacheControl: cc(t.cache_control),
@@ -120,7 +141,7 @@ export function layoutPrompt(req: MessagesRequest): PromptLayout {
         index: i,
         blockIndex: 0,
         type: "text",
-        header: "system",
+        header: withIdentity("system", identities?.get(`s${i}`)),
         content: s.text,
         tokens,
         cacheControl: cc(s.cache_control),
@@ -147,12 +168,17 @@ export function layoutPrompt(req: MessagesRequest): PromptLayout {
       const b = content[j]!;
       const rendered = renderBlock(b);
       const tokens = blockTokens(rendered) + (j === 0 ? MESSAGE_OVERHEAD_TOKENS : 0);
+      let header = messageBlockHeader(m.role, j === 0, b);
+      if (identities !== undefined) {
+        if (j === 0) header = withIdentity(header, identities.get(`m${i}`));
+        header = withIdentity(header, identities.get(`m${i}.${j}`));
+      }
       blocks.push({
         segment: "messages",
         index: i,
         blockIndex: j,
         type: b.type,
-        header: messageBlockHeader(m.role, j === 0, b),
+        header,
         content: rendered,
         tokens,
         cacheControl: cc(b.cache_control),

@@ -11,6 +11,7 @@ import {
   betasOf,
   type Exchange,
   parseJson,
+  parseMessagesJson,
   type RequestBody,
   readBody,
   sendError,
@@ -123,13 +124,13 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
   const entry = ex.entry;
   const apiKey = context.authenticate(ex);
   const betas = betasOf(ex);
-  const raw = parseJson(body);
+  const { value: raw, verbatim } = parseMessagesJson(body);
   const request = validateRequest(raw, "messages", betas);
   const diagnosticsParam = diagnosticsParamOf(raw);
   entry.model = request.model;
   const stream = request.stream === true;
   entry.stream = stream;
-  const layout = layoutPrompt(request);
+  const layout = layoutPrompt(request, verbatim);
   // The API refuses a prompt longer than the model's window (the 1M window only with its beta).
   const window = contextWindowTokens(request.model, betas);
   if (layout.totalTokens > window) {

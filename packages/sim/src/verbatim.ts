@@ -1,0 +1,141 @@
+/**
+ * Prompt elements whose text a JavaScript reading would not write back as sent, and the identity the
+ * prompt cache gives them.
+ *
+ * The provider renders a tool's definition and a tool call's input into the prompt as the client
+ * wrote them: `1.0` stays `1.0`, `12345678901234567890` keeps its digits, `{"b":1,"2":0}` keeps its
+ * key order. JavaScript reads these as `1`, `12345678901234567000` and `{"2":0,"b":1}`, so a request
+ * written from a JavaScript reading of another's (a fork child of a Python parent) has a different
+ * prompt from that element on, and misses the cache there. The simulator parses bodies with
+ * JavaScript too, so the value it keys its cache on cannot tell the two apart; for the elements
+ * `promptElementsJsonCannotKeep` finds, the key also takes in the element's text. Only bodies that
+ * are not JSON.stringify's writing of their value are walked for them (json-bytes.ts, `Fidelity`).
+ *
+ * The text is taken as the provider reads it, not byte for byte: whitespace outside strings is
+ * dropped and each string is written as JSON.stringify writes it (`"\u00e9"` is `"é"`), since the
+ * provider parses the body and neither reaches the prompt; so is the element's own `cache_control`,
+ * which places a breakpoint and is not rendered (a fork moves its breakpoints and still hits).
+ */
+import { createHash } from "node:crypto";
+import type { VerbatimPromptElement } from "@forkd/protocol/internal";
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+function isWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
+}
+
+/** Ends a run of a number or literal (`true`, `false`, `null`) or a colon. */
+function endsRun(code: number): boolean {
+  return (
+    Number.isNaN(code) ||
+    isWhitespace(code) ||
+    code === QUOTE ||
+    code === COMMA ||
+    code === OPEN_BRACE ||
+    code === CLOSE_BRACE ||
+    code === OPEN_BRACKET ||
+    code === CLOSE_BRACKET
+  );
+}
+
+/** The index just past the string whose opening quote is at `at`. */
+function stringEnd(text: string, at: number): number {
+  let i = at + 1;
+  for (;;) {
+    const code = text.charCodeAt(i);
+    if (code === QUOTE) return i + 1;
+    if (Number.isNaN(code)) throw new SyntaxError("unterminated string");
+    i += code === BACKSLASH ? 2 : 1;
+  }
+}
+
+/**
+ * What of an element's JSON text (valid JSON, as a request body held it) reaches the prompt: the text
+ * without whitespace outside strings, each string as JSON.stringify writes it, and without the
+ * element's own top-level `cache_control` member. Numbers and key order stay as written.
+ */
+export function promptTextOfElement(text: string): string {
+  // Members of a top-level object are gathered one by one, so that one can be left out.
+  let members = "";
+  let member = "";
+  let dropMember = false;
+  let depth = 0;
+  let topObject = false;
+  let atKey = false;
+  const endMember = (): void => {
+    if (!dropMember) members += members === "" ? member : `,${member}`;
+    member = "";
+    dropMember = false;
+  };
+  let i = 0;
+  while (i < text.length) {
+    const code = text.charCodeAt(i);
+    if (isWhitespace(code)) {
+      i++;
+    } else if (code === QUOTE) {
+      const end = stringEnd(text, i);
+      let string = text.slice(i, end);
+      // A string without a backslash is already as JSON.stringify writes it: JSON allows no raw
+      // control characters in one, and UTF-8 decoding leaves no lone surrogate.
+      if (string.includes("\\")) string = JSON.stringify(JSON.parse(string) as string);
+      if (atKey) {
+        dropMember = string === '"cache_control"';
+        atKey = false;
+      }
+      member += string;
+      i = end;
+    } else if (code === OPEN_BRACE || code === OPEN_BRACKET) {
+      if (depth === 0 && code === OPEN_BRACE) {
+        topObject = true;
+        atKey = true;
+      } else {
+        member += text[i];
+      }
+      depth++;
+      i++;
+    } else if (code === CLOSE_BRACE || code === CLOSE_BRACKET) {
+      depth--;
+      if (depth === 0 && topObject) {
+        if (member !== "") endMember();
+      } else {
+        member += text[i];
+      }
+      i++;
+    } else if (code === COMMA && depth === 1 && topObject) {
+      endMember();
+      atKey = true;
+      i++;
+    } else {
+      // A comma below the top, a colon, or a number or literal: copied up to where it ends.
+      let end = i + 1;
+      if (code !== COMMA) while (!endsRun(text.charCodeAt(end))) end++;
+      member += text.slice(i, end);
+      i = end;
+    }
+  }
+  return topObject ? `{${members}}` : member;
+}
+
+/**
+ * The identities of a request's verbatim elements, by where they sit in the prompt layout: `t<i>` for
+ * tool i, `s<i>` for system block i, `m<i>` for message i and `m<i>.<j>` for its content block j.
+ * An identity is the SHA-256 of the element's {@link promptTextOfElement}.
+ */
+export function verbatimIdentities(elements: readonly VerbatimPromptElement[]): Map<string, string> {
+  const identities = new Map<string, string>();
+  for (const { at, text } of elements) {
+    const where =
+      at.length === 2
+        ? `${at[0] === "tools" ? "t" : at[0] === "system" ? "s" : "m"}${at[1]}`
+        : `m${at[1]}.${at[3]}`;
+    identities.set(where, createHash("sha256").update(promptTextOfElement(text)).digest("base64url"));
+  }
+  return identities;
+}
