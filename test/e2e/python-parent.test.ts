@@ -1,0 +1,125 @@
+// A parent agent in Python, through docs/any-agent.md's walkthrough: the bytes the Anthropic Python SDK
+// sent for a parent turn (test/fixtures/python-sdk/record.py: a pydantic tool whose defaults are `1.0`,
+// `1e-05` and an integer past 2^53, and a tool call whose argument is `2.0`) go through a real
+// `forkd capture DIR` to the strict simulator, and `forkd fork --from` the file it wrote runs three
+// children on daemon processes. JavaScript writes those values as `1`, `0.00001`, a rounded integer
+// and `2`; the provider renders tools and tool inputs as sent, so a child written that way would leave
+// the parent's prompt at its first tool and read nothing from the cache. The children must send the
+// parent's bytes and read its prefix.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { memberTextOf } from "@forkd/protocol/internal";
+import { type RequestLogEntry, type Sim, startSim } from "@forkd/sim";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { forkFromFileCli, proxyCliArgs, spawnCli } from "../cli/support.js";
+import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
+import { useNatsServer } from "../harness/nats.js";
+
+/** The key the daemon processes bill: the provider's cache is per organisation, so the parent's too. */
+const API_KEY = "sk-forkd-test";
+const PARENT = new URL("../fixtures/python-sdk/parent-request.json", import.meta.url);
+
+const nats = useNatsServer();
+let sim: Sim;
+let workspace: string;
+const daemons: DaemonProcess[] = [];
+
+beforeAll(async () => {
+  sim = await startSim({ port: 0 });
+  workspace = await mkdtemp(join(tmpdir(), "forkd-python-parent-"));
+  for (const n of [1, 2]) {
+    daemons.push(
+      await spawnDaemon({ id: `python-parent-${n}`, natsUrls: [nats().url], simUrl: sim.url, workspace }),
+    );
+  }
+});
+
+afterAll(async () => {
+  await Promise.all(daemons.map((daemon) => daemon.kill("SIGKILL")));
+  await sim?.close();
+  if (workspace) await rm(workspace, { recursive: true, force: true });
+});
+
+/** Posts `body` to the Messages API at `url` as the Python SDK does, and returns the logged entry. */
+async function sendAsPython(url: string, body: string, session: string): Promise<void> {
+  const response = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-api-key": API_KEY,
+      "anthropic-version": "2023-06-01",
+      "user-agent": "Anthropic/Python 1.13.0",
+      "x-claude-code-session-id": session,
+    },
+    body,
+  });
+  expect(response.status, await response.text()).toBe(200);
+}
+
+function lastEntry(): RequestLogEntry {
+  const entry = sim.requests().at(-1);
+  if (entry === undefined) throw new Error("the simulator logged no request");
+  return entry;
+}
+
+describe("a parent in Python, forked from the file `forkd capture` wrote", () => {
+  it("its children send its bytes back, `1.0` and all, and read its prefix from the cache", {
+    timeout: 120_000,
+  }, async () => {
+    const sent = await readFile(PARENT, "utf8");
+    expect(sent).toContain('"default":1.0');
+    expect(sent).toContain('"default":12345678901234567890');
+    expect(sent).toContain('"min_score":2.0}');
+
+    const dir = join(workspace, "turns");
+    const capture = spawnCli([
+      "capture",
+      dir,
+      ...proxyCliArgs(sim.url, join(workspace, "state", "capture.json")),
+    ]);
+    let file: string;
+    let parent: RequestLogEntry;
+    try {
+      const url = await capture.waitForLine((line) => line.startsWith("http://"));
+      await sendAsPython(url, sent, "python-parent");
+      file = await capture.waitForLine((line) => line.endsWith(".json"));
+      parent = lastEntry();
+    } finally {
+      await capture.stop("SIGTERM");
+    }
+    // The provider got the agent's bytes, and the file holds them, byte for byte.
+    expect(parent.body).toBe(sent);
+    expect(parent.usage?.cache_creation_input_tokens).toBeGreaterThan(4000);
+    expect(memberTextOf(await readFile(file, "utf8"), "request")).toBe(sent);
+
+    const directives = [1, 2, 3].map((i) => `[python-${i}] Audit slice ${i}.\n@sim say child ${i} done`);
+    const since = lastEntry().seq;
+    const results = await forkFromFileCli(nats().url, file, directives);
+    expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
+
+    const tools = memberTextOf(sent, "tools")!;
+    const messages = memberTextOf(sent, "messages")!;
+    // The parent's messages up to its last, which the child's directive joins.
+    const inherited = messages.slice(0, messages.lastIndexOf(',{"role":"user"') + 1);
+    for (const i of [1, 2, 3]) {
+      const child = sim.requests().find((entry) => entry.seq > since && entry.body.includes(`[python-${i}]`));
+      expect(child?.status, child?.errorMessage ?? "").toBe(200);
+      expect(child!.body.startsWith(`{"max_tokens":4096,"messages":${inherited}`), `child ${i}`).toBe(true);
+      expect(child!.body).toContain(`"tools":${tools}`);
+      // Everything the parent's turn wrote to the cache, up to its breakpoint on its last block (and
+      // after the first child, what that child wrote after it).
+      expect(child!.usage?.cache_read_input_tokens).toBeGreaterThanOrEqual(
+        parent.usage!.cache_creation_input_tokens!,
+      );
+    }
+
+    // What a child written by JavaScript would have been: the parent's request read and written back.
+    // It leaves the parent's prompt at the first tool, and the strict simulator reads nothing of it.
+    const javaScriptWritten = JSON.stringify(JSON.parse(sent));
+    expect(javaScriptWritten).not.toBe(sent);
+    await sendAsPython(sim.url, javaScriptWritten, "javascript-written");
+    const missed = lastEntry();
+    expect(missed.usage?.cache_read_input_tokens).toBe(0);
+  });
+});
