@@ -17,7 +17,7 @@ const PYTHON_TEXT =
   '{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"3"}]}],' +
   '"model":"claude-sonnet-4-6","temperature":1.0,' +
   '"tools":[{"name":"search","input_schema":{"properties":{"min_score":{"default":1.0,"type":"number"},' +
-  '"since":{"default":12345678901234567890,"type":"integer"}},"type":"object"}}]}';
+  '"since":{"default":12345678901234567890,"type":"integer"}},"type":"object","nullable":null}}]}';
 
 function pythonPrefix(): ForkPrefix {
   return createForkPrefix(parseJsonText(PYTHON_TEXT), undefined, { requestText: PYTHON_TEXT });
@@ -56,6 +56,11 @@ describe("verbatimValuesOf and createForkPrefix's requestText", () => {
     request.tools[0]!.input_schema.properties.min_score = { default: 3, type: "number" };
     const kept = verbatimValuesOf(request as never, PYTHON_TEXT).map(({ at }) => at.join("."));
     expect(kept).toEqual(["messages.1.content.1.input", "tools.0.input_schema.properties.since"]);
+    // A place the request does not have at all.
+    (request as { messages?: unknown }).messages = [];
+    expect(verbatimValuesOf(request as never, PYTHON_TEXT).map(({ at }) => at.join("."))).toEqual([
+      "tools.0.input_schema.properties.since",
+    ]);
   });
 });
 
@@ -126,9 +131,20 @@ describe("tieVerbatimTexts and stringifyWithVerbatim", () => {
       [{ at: ["messages", 1, "content", 1, "input"], text: '{"query":"q","min_score":2.0} {}' }],
     ],
     ["a place that does not exist", [{ at: ["messages", 7], text: "{}" }]],
-    ["a key on an array", [{ at: ["messages", "1"], text: '{"role":"user","content":"hi"}' }]],
+    [
+      "a key on an array",
+      [
+        {
+          at: ["messages", "1"],
+          text: '{"role":"assistant","content":[{"type":"text","text":"x"},{"type":"tool_use","id":"t1","name":"search","input":{"query":"q","min_score":2.0}}]}',
+        },
+      ],
+    ],
     ["an index on an object", [{ at: ["tools", 0, "input_schema", 0], text: "{}" }]],
     ["an inherited property", [{ at: ["tools", 0, "constructor"], text: "{}" }]],
+    ["the prototype", [{ at: ["tools", 0, "__proto__"], text: "{}" }]],
+    ["null", [{ at: ["tools", 0, "input_schema", "nullable"], text: "null" }]],
+    ["a place below null", [{ at: ["tools", 0, "input_schema", "nullable", "x"], text: "{}" }]],
     ["a string, not an object", [{ at: ["messages", 0, "content"], text: '"hi"' }]],
     ["a number", [{ at: ["max_tokens"], text: "64.0" }]],
   ];
@@ -147,6 +163,9 @@ describe("tieVerbatimTexts and stringifyWithVerbatim", () => {
       })();
       expect(error).toBeInstanceOf(InvalidPrefixError);
       expect((error as InvalidPrefixError).path).toEqual(["verbatim", ...verbatim![0]!.at]);
+      expect((error as InvalidPrefixError).message).toBe(
+        `the verbatim text for params.${verbatim![0]!.at.join(".")} is not the value there: it must read as the same JSON`,
+      );
     },
   );
 
@@ -164,6 +183,9 @@ describe("tieVerbatimTexts and stringifyWithVerbatim", () => {
     const plain = createForkPrefix(parseJsonText(PYTHON_TEXT));
     expect(tieVerbatimTexts(plain)).toBe(plain);
     expect(isSealedValue(plain)).toBe(false);
+    const empty = { ...createForkPrefix(parseJsonText(PYTHON_TEXT)), verbatim: [] };
+    expect(tieVerbatimTexts(empty)).toBe(empty);
+    expect(isSealedValue(empty)).toBe(false);
     expect(tieVerbatimTexts(prefix)).toBe(prefix);
   });
 

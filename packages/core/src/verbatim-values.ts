@@ -114,18 +114,12 @@ export function stringifyWithVerbatim(value: unknown): string | undefined {
   const verbatim = verbatimTexts.get(value);
   if (verbatim !== undefined) return verbatim;
   if (!reachesVerbatim(value)) return JSON.stringify(value);
-  if (Array.isArray(value)) {
-    const members = value.map((member) =>
-      typeof member === "function" || typeof member === "symbol"
-        ? "null"
-        : (stringifyWithVerbatim(member) ?? "null"),
-    );
-    return `[${members.join(",")}]`;
-  }
+  // A member JSON.stringify leaves out (undefined, a function, a symbol) is null in an array.
+  if (Array.isArray(value))
+    return `[${value.map((member) => stringifyWithVerbatim(member) ?? "null").join(",")}]`;
   const members: string[] = [];
   for (const [key, member] of Object.entries(value)) {
-    const text =
-      typeof member === "function" || typeof member === "symbol" ? undefined : stringifyWithVerbatim(member);
+    const text = stringifyWithVerbatim(member);
     if (text !== undefined) members.push(`${JSON.stringify(key)}:${text}`);
   }
   return `{${members.join(",")}}`;

@@ -157,6 +157,7 @@ describe("valuesJsonCannotKeep", () => {
     const text = '{"temperature": 1.0, "tools": [1.0], "x": {"y": 1.0}}';
     expect(valuesJsonCannotKeep(text, inPrompt)).toEqual([{ at: ["tools"], text: "[1.0]" }]);
     expect(valuesJsonCannotKeep('{"tools": 1.0}', inPrompt)).toEqual([]);
+    expect(valuesJsonCannotKeep("[[1.0]]")).toEqual([]);
   });
 
   it("gives nothing for text JSON.stringify wrote, or that is not JSON", () => {
@@ -208,6 +209,29 @@ describe("promptElementsJsonCannotKeep", () => {
     expect(promptElementsJsonCannotKeep('{"system": [{"n": 100}], "tools": []}')).toEqual([]);
     expect(promptElementsJsonCannotKeep('{"system": [{"n": 1.0}')).toEqual([]);
   });
+
+  it("names only the elements of those arrays, at those depths", () => {
+    // Not an array of tools; not a prompt field.
+    expect(promptElementsJsonCannotKeep('{"tools": {"a": {"n": 1.0}}}')).toEqual([]);
+    expect(promptElementsJsonCannotKeep('{"other": [{"n": 1.0}]}')).toEqual([]);
+    // An array inside a tool, a message, a block: the element holding it.
+    expect(promptElementsJsonCannotKeep('{"tools":[{"x":[{"n":1.0}]}]}')).toEqual([
+      { at: ["tools", 0], text: '{"x":[{"n":1.0}]}' },
+    ]);
+    expect(promptElementsJsonCannotKeep('{"messages":[{"meta":[{"n":1.0}]}]}')).toEqual([
+      { at: ["messages", 0], text: '{"meta":[{"n":1.0}]}' },
+    ]);
+    // A tool's own "content", and a message's content that is no array of blocks.
+    expect(promptElementsJsonCannotKeep('{"tools":[{"content":[{"n":1.0}]}]}')).toEqual([
+      { at: ["tools", 0], text: '{"content":[{"n":1.0}]}' },
+    ]);
+    expect(promptElementsJsonCannotKeep('{"messages":[{"content":{"x":{"n":1.0}}}]}')).toEqual([
+      { at: ["messages", 0], text: '{"content":{"x":{"n":1.0}}}' },
+    ]);
+    expect(promptElementsJsonCannotKeep('{"messages":[{"content":[{"input":[{"n":1.0}]}]}]}')).toEqual([
+      { at: ["messages", 0, "content", 0], text: '{"input":[{"n":1.0}]}' },
+    ]);
+  });
 });
 
 describe("memberTextOf", () => {
@@ -215,6 +239,7 @@ describe("memberTextOf", () => {
     const text = '{"response": {"request": 1}, "request" :\n {"a": 1.0,\n "b": [ ]} , "request": {"c": 2.0}}';
     expect(memberTextOf(text, "request")).toBe('{"c": 2.0}');
     expect(memberTextOf('{"x": {"request": 1}, "request": "s"}', "request")).toBe('"s"');
+    expect(memberTextOf('{"request": "s", "x": {"request": 1}}', "request")).toBe('"s"');
     expect(memberTextOf('{"request" :\n {"a": 1.0,\n "b": [ ]} }', "request")).toBe('{"a": 1.0,\n "b": [ ]}');
   });
 
