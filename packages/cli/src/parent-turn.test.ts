@@ -69,6 +69,21 @@ describe("parentTurnOf, with the file's text", () => {
     ]);
   });
 
+  it("keeps an OpenAI turn's values in its native prefix, and none of a Gemini turn's", () => {
+    const chat =
+      '{"model":"gpt-5","tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"w":{"default":1.0}}}}}],"messages":[{"role":"user","content":"hi"}]}';
+    const chatFile = `{\n  "api": "openai-chat",\n  "path": "/openai/chat/completions",\n  "request": ${chat},\n  "response": {"role": "assistant", "content": "ok"}\n}\n`;
+    expect(parentTurnOf(JSON.parse(chatFile), "c.json", chatFile).prefix.native?.verbatim).toEqual([
+      { at: ["tools", 0, "function", "parameters", "properties", "w"], text: '{"default":1.0}' },
+    ]);
+    const gemini =
+      '{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"tools":[{"functionDeclarations":[{"name":"f","parametersJsonSchema":{"properties":{"w":{"default":1.0}}}}]}]}';
+    const geminiFile = `{"api": "gemini", "path": "/gemini/v1beta/models/gemini-2.5-flash:generateContent", "request": ${gemini}, "response": {"role": "model", "parts": [{"text": "ok"}]}}`;
+    expect(parentTurnOf(JSON.parse(geminiFile), "g.json", geminiFile).prefix.native).not.toHaveProperty(
+      "verbatim",
+    );
+  });
+
   it("keeps nothing without the text, or for a request JavaScript could have written (whatever the indentation)", () => {
     expect(parentTurnOf(JSON.parse(file), "f.json").prefix).not.toHaveProperty("verbatim");
     const indented = JSON.stringify({ request, response: null }, null, 2);

@@ -4,6 +4,7 @@
 // (for each child's fork call).
 import { readFile } from "node:fs/promises";
 import { createForkPrefix, describeForkCall } from "@forkd/core";
+import { type VerbatimApi, verbatimValuesOf } from "@forkd/core/internal";
 import type { ForkCall, ForkPrefix } from "@forkd/protocol";
 import { memberTextOf, parseJsonText } from "@forkd/protocol/internal";
 import {
@@ -57,7 +58,12 @@ const NATIVE_APIS: readonly TurnApi[] = ["openai-chat", "openai-responses", "gem
  * A turn `forkd capture` recorded from an agent on another API (`{ api, path, request, response }`):
  * forked from its native request and reply, so the children's first bytes are the parent's.
  */
-function nativeParentTurn(record: Record<string, unknown>, api: TurnApi, source: string): ParentTurn {
+function nativeParentTurn(
+  record: Record<string, unknown>,
+  api: TurnApi,
+  source: string,
+  text: string | undefined,
+): ParentTurn {
   const { request, response } = record;
   const path = typeof record.path === "string" ? record.path : "";
   if (request === null || typeof request !== "object" || Array.isArray(request) || response == null) {
@@ -66,12 +72,17 @@ function nativeParentTurn(record: Record<string, unknown>, api: TurnApi, source:
       `${source}: expected { api, path, request, response } with a request object`,
     );
   }
+  // The values the agent wrote otherwise than JavaScript, as it wrote them (not yet for Gemini).
+  const requestText = text === undefined || api === "gemini" ? undefined : memberTextOf(text, "request");
   const turn = {
     api,
     path,
     request: request as Record<string, unknown>,
     response: response as TurnReply,
     betas: [],
+    ...(requestText === undefined
+      ? {}
+      : { verbatim: verbatimValuesOf(request as Record<string, unknown>, requestText, api as VerbatimApi) }),
   };
   let prefix: ForkPrefix;
   try {
@@ -108,7 +119,7 @@ export function parentTurnOf(parsed: unknown, source: string, text?: string): Pa
         `${source}: api ${JSON.stringify(record.api)} is none of anthropic, ${NATIVE_APIS.join(", ")}`,
       );
     }
-    return nativeParentTurn(record as Record<string, unknown>, api, source);
+    return nativeParentTurn(record as Record<string, unknown>, api, source, text);
   }
   const betas = typeof record.betas === "string" ? splitBetaHeader(record.betas) : record.betas;
   if (betas !== undefined && !(Array.isArray(betas) && betas.every((b) => typeof b === "string"))) {

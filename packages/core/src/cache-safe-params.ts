@@ -89,9 +89,9 @@ export function createForkPrefix(
     if (!checked.success) throw invalid("betas", checked.error.issues);
     prefix.betas = [...options.betas];
   }
-  // A JavaScript client sent what JSON.stringify writes: nothing can differ, and the walk is skipped.
-  if (options.requestText !== undefined && JSON.stringify(request) !== options.requestText) {
-    const verbatim = verbatimValuesOf(params, options.requestText);
+  if (options.requestText !== undefined) {
+    // Paths into the request are paths into its copy: only `stream`, at the top, was dropped.
+    const verbatim = verbatimValuesOf(request as Record<string, unknown>, options.requestText);
     if (verbatim.length > 0) prefix.verbatim = verbatim;
   }
   return prefix;

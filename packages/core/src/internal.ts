@@ -70,5 +70,10 @@ export { ARGUMENT_ENVELOPE_KEYS, toolFilterFromSpec } from "./tools/tool-filter.
 export type { TurnLoopOptions, TurnLoopPermissions, TurnLoopStats } from "./turn-loop.js";
 export { DEFAULT_MAX_TURNS, DEFAULT_PERMISSION_TIMEOUT_MS, runTurnLoop } from "./turn-loop.js";
 export { promptTokensOf, usagePricer } from "./usage.js";
-export { stringifyWithVerbatim, tieVerbatimTexts, verbatimValuesOf } from "./verbatim-values.js";
+export {
+  stringifyWithVerbatim,
+  tieVerbatimTexts,
+  type VerbatimApi,
+  verbatimValuesOf,
+} from "./verbatim-values.js";
 export { escapeXml, unescapeXml } from "./xml.js";

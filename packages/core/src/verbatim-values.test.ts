@@ -196,4 +196,39 @@ describe("tieVerbatimTexts and stringifyWithVerbatim", () => {
     expect(stringifyWithVerbatim(prefix.params.messages[1])).toContain('"min_score":2}');
     expect(isSealedValue(prefix)).toBe(false);
   });
+
+  it("ties a native OpenAI prefix's texts in its request, and refuses one that is not its value there", () => {
+    const sent =
+      '{"model":"gpt-5","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"properties":{"w":{"default":1.0}}}}}]}';
+    const request = parseJsonText(sent) as Record<string, unknown>;
+    const verbatim = verbatimValuesOf(request, sent, "openai-chat");
+    expect(verbatim).toEqual([
+      { at: ["tools", 0, "function", "parameters", "properties", "w"], text: '{"default":1.0}' },
+    ]);
+    // The Messages API's fields are not the Chat Completions API's: a "system" there reaches no prompt.
+    expect(verbatimValuesOf({ system: [{ n: 1 }] }, '{"system":[{"n":1.0}]}', "openai-chat")).toEqual([]);
+    expect(verbatimValuesOf({ input: [{ n: 1 }] }, '{"input":[{"n":1.0}]}', "openai-responses")).toHaveLength(
+      1,
+    );
+    const native = { api: "openai-chat" as const, request, reply: [], verbatim };
+    const prefix = tieVerbatimTexts({ params: { model: "gpt-5", messages: [] }, native } as never);
+    expect(stringifyWithVerbatim(prefix.native!.request)).toBe(sent);
+
+    const lying = {
+      ...native,
+      request: parseJsonText(sent) as Record<string, unknown>,
+      verbatim: [{ ...verbatim[0]!, text: '{"default":2.0}' }],
+    };
+    const error = (() => {
+      try {
+        tieVerbatimTexts({ params: { model: "gpt-5", messages: [] }, native: lying } as never);
+      } catch (thrown) {
+        return thrown as InvalidPrefixError;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(InvalidPrefixError);
+    expect(error?.path).toEqual(["native", "verbatim", ...verbatim[0]!.at]);
+    expect(error?.message).toMatch(/^the verbatim text for native\.request\.tools\.0\.function/);
+  });
 });

@@ -22,19 +22,23 @@ const holdersOfVerbatim = new WeakSet<object>();
 // Prefixes whose texts were checked and tied: a daemon readies one prefix for each of its children.
 const tiedPrefixes = new WeakSet<ForkPrefix>();
 
-/** The fields of a Messages request whose values a provider renders into the prompt. */
-const PROMPT_FIELDS: ReadonlySet<string> = new Set(["tools", "system", "messages"]);
+/** The APIs whose requests a daemon writes itself, so that it can send a value as the parent's text. */
+export type VerbatimApi = "anthropic" | "openai-chat" | "openai-responses";
 
-/** The value of `params` at `at`, and the containers above it, outermost first; undefined if absent. */
-function resolve(
-  params: CacheSafeParams,
-  at: VerbatimValue["at"],
-): { value: unknown; holders: object[] } | undefined {
+/** The fields of a request, in each such API, whose values a provider renders into the prompt. */
+const PROMPT_FIELDS: Readonly<Record<VerbatimApi, ReadonlySet<string>>> = {
+  anthropic: new Set(["tools", "system", "messages"]),
+  "openai-chat": new Set(["tools", "messages"]),
+  "openai-responses": new Set(["tools", "input", "instructions"]),
+};
+
+/** The value of `root` at `at`, and the containers above it (`root` first); undefined if absent. */
+function resolve(root: object, at: VerbatimValue["at"]): { value: unknown; holders: object[] } | undefined {
   const holders: object[] = [];
-  let value: unknown = params;
+  let value: unknown = root;
   for (const step of at) {
     if (typeof value !== "object" || value === null) return undefined;
-    if (value !== params) holders.push(value);
+    holders.push(value);
     if (typeof step === "number" ? !Array.isArray(value) : Array.isArray(value)) return undefined;
     if (!Object.hasOwn(value, step)) return undefined;
     value = (value as Record<string | number, unknown>)[step];
@@ -53,39 +57,56 @@ function textIsValue(text: string, target: unknown): boolean {
 }
 
 /**
- * The innermost objects and arrays of `params`' prompt (tools, system, messages) holding a value whose
- * text in `requestText` (the body `params` was read from) a JavaScript reading would write
- * differently, with that text, for `ForkPrefix.verbatim`; one whose text does not read as the value
- * of `params` at its place is left out. A walk of the whole text (about 1.3 ms at 48k
- * tokens): check first that the text is not what JSON.stringify wrote (a JavaScript client's).
+ * The innermost objects and arrays of a request's prompt (`api`'s fields that reach it: a Messages
+ * request's tools, system and messages) holding a value whose text in `requestText` (the body
+ * `request` was read from) a JavaScript reading would write differently, with that text, for
+ * `ForkPrefix.verbatim` (or a native prefix's); one whose text does not read as the value of
+ * `request` at its place is left out. None at once for text JSON.stringify wrote (a JavaScript
+ * client's); another is walked whole (about 1.3 ms at 48k tokens).
  */
-export function verbatimValuesOf(params: CacheSafeParams, requestText: string): VerbatimValue[] {
-  return valuesJsonCannotKeep(requestText, (field) => PROMPT_FIELDS.has(field)).filter(({ at, text }) =>
-    textIsValue(text, resolve(params, at)?.value),
+export function verbatimValuesOf(
+  request: CacheSafeParams | Record<string, unknown>,
+  requestText: string,
+  api: VerbatimApi = "anthropic",
+): VerbatimValue[] {
+  if (JSON.stringify(request) === requestText) return [];
+  const fields = PROMPT_FIELDS[api];
+  return valuesJsonCannotKeep(requestText, (field) => fields.has(field)).filter(({ at, text }) =>
+    textIsValue(text, resolve(request, at)?.value),
   );
+}
+
+/** Checks each text against the value at its place in `root`; throws naming the first that is not. */
+function checkTexts(root: object, texts: readonly VerbatimValue[], where: (string | number)[]) {
+  return texts.map(({ at, text }) => {
+    const found = resolve(root, at);
+    if (found === undefined || !textIsValue(text, found.value)) {
+      throw new InvalidPrefixError(
+        `the verbatim text for ${[...where, ...at].join(".")} is not the value there: it must read as the same JSON`,
+        { path: [...where.slice(0, -1), "verbatim", ...at] },
+      );
+    }
+    return { ...found, text };
+  });
 }
 
 /**
  * Readies a prefix a daemon decoded for its children's requests: ties each of `prefix.verbatim`'s
- * texts to its object in `prefix.params` (see {@link stringifyWithVerbatim}), and seals the prefix
+ * texts to its object in `prefix.params`, and each of a native prefix's to its object in its
+ * `request` (see {@link stringifyWithVerbatim}), and seals the prefix
  * (`sealSharedPrefix`), since the request writer sends a text only in place of a sealed object.
  * A prefix without such texts is returned as it is; one already readied is not checked again.
  * @throws {@link InvalidPrefixError} when a text is not the value at its place: a prefix may come
  * from another parent, and a text standing in for a value must not say anything else.
  */
 export function tieVerbatimTexts(prefix: ForkPrefix): ForkPrefix {
-  if (prefix.verbatim === undefined || prefix.verbatim.length === 0 || tiedPrefixes.has(prefix))
-    return prefix;
-  const ties = prefix.verbatim.map(({ at, text }) => {
-    const found = resolve(prefix.params, at);
-    if (found === undefined || !textIsValue(text, found.value)) {
-      throw new InvalidPrefixError(
-        `the verbatim text for params.${at.join(".")} is not the value there: it must read as the same JSON`,
-        { path: ["verbatim", ...at] },
-      );
-    }
-    return { ...found, text };
-  });
+  const native = prefix.native;
+  const none = (prefix.verbatim ?? []).length === 0 && (native?.verbatim ?? []).length === 0;
+  if (none || tiedPrefixes.has(prefix)) return prefix;
+  const ties = [
+    ...checkTexts(prefix.params, prefix.verbatim ?? [], ["params"]),
+    ...(native === undefined ? [] : checkTexts(native.request, native.verbatim ?? [], ["native", "request"])),
+  ];
   // Only once every text is checked: a prefix refused for one ties none.
   for (const { value, holders, text } of ties) {
     verbatimTexts.set(value as object, text);

@@ -27,7 +27,7 @@ import { hasEscapedKey, parseJsonText } from "@forkd/protocol/internal";
 import { startAttempt } from "./attempt-control.js";
 import { toLlmError } from "./errors.js";
 import { sdkLogger } from "./logger.js";
-import { fetchBody, serialiseSealedBody } from "./request-body.js";
+import { spliceSealedBodies } from "./request-body.js";
 import {
   abortableSleep,
   compileRetryPolicy,
@@ -409,35 +409,6 @@ export class AnthropicLlmClient implements LlmClient {
       "llm call failed",
     );
   }
-}
-
-type BuildBody = (args: { options: { body?: unknown; headers?: unknown } }) => {
-  bodyHeaders: unknown;
-  body: unknown;
-};
-
-/**
- * Has the SDK write a body that holds a sealed shared prefix with that prefix's cached bytes (see
- * request-body.ts). The hook sits where the SDK turns its final body object (after its own changes:
- * `betas` moved to a header, `"stream": true` added) into bytes, so what it serialises is exactly
- * what the SDK would have; any other body, or an SDK without this method, is serialised by the SDK.
- */
-function spliceSealedBodies(sdk: Anthropic): void {
-  const target = sdk as unknown as { buildBody?: BuildBody };
-  const original = target.buildBody;
-  if (typeof original !== "function") return;
-  target.buildBody = function (this: unknown, args) {
-    const body = args.options.body;
-    const plain =
-      typeof body === "object" && body !== null && Object.getPrototypeOf(body) === Object.prototype;
-    const spliced = plain ? serialiseSealedBody(body as Record<string, unknown>) : undefined;
-    if (spliced === undefined) return original.call(this, args);
-    // The length is known, so the request is not chunked (a stream body goes with duplex "half").
-    return {
-      bodyHeaders: { "content-type": "application/json", "content-length": String(spliced.byteLength) },
-      body: fetchBody(spliced),
-    };
-  };
 }
 
 /** The response headers an SDK error carries, if any (for `retry-after`). */

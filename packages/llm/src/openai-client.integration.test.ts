@@ -2,7 +2,8 @@
 // calls, usage with cached tokens under OpenAI's rules (1,024-token minimum, 128-token steps, routing
 // by prompt start and prompt_cache_key), the API's refusals as typed errors, and aborts.
 import { forkPrefixFromNative, type LlmError, type LlmRequest, nativeMessageCount } from "@forkd/core";
-import { prepareForkRun } from "@forkd/core/internal";
+import { prepareForkRun, sealSharedPrefix, tieVerbatimTexts, verbatimValuesOf } from "@forkd/core/internal";
+import { memberTextOf, parseJsonText } from "@forkd/protocol/internal";
 import { ManualClock, type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type OpenAiApi, OpenAiLlmClient } from "./openai-client.js";
@@ -264,4 +265,40 @@ describe("a native Chat Completions parent", () => {
     expect(messages[4]).toMatchObject({ role: "user" });
     await llm.send(plan.request, { native: { prefix: prefix.native!, count: nativeMessageCount(prefix) } });
   });
+});
+
+describe("a native parent in Python", () => {
+  // The openai Python SDK's bytes: a pydantic default written 1.0, a large integer with all its digits.
+  const sent =
+    '{"messages":[{"role":"system","content":"' +
+    "You are a Python agent. ".repeat(300) +
+    '"},{"role":"user","content":"Audit.\\n@sim say ok"}],"model":"gpt-5","tools":[{"type":"function","function":{"name":"search","parameters":{"properties":{"min_score":{"default":1.0,"type":"number"},"since":{"default":12345678901234567890,"type":"integer"}},"type":"object"}}}]}';
+
+  it.each([true, false])(
+    "sends its values as it wrote them, sealed (%s) as a daemon seals a stored prefix",
+    async (stored) => {
+      const request = parseJsonText(sent) as Record<string, unknown>;
+      const verbatim = verbatimValuesOf(request, sent, "openai-chat");
+      expect(verbatim.map(({ at }) => at.join("."))).toEqual([
+        "tools.0.function.parameters.properties.min_score",
+        "tools.0.function.parameters.properties.since",
+      ]);
+      const reply = { role: "assistant", content: "ok" };
+      const built = forkPrefixFromNative({ api: "openai-chat", request, reply: [reply], verbatim });
+      const prefix = tieVerbatimTexts(stored ? sealSharedPrefix(built) : built);
+      const plan = prepareForkRun({
+        runId: "r-py",
+        prefix,
+        cacheShared: true,
+        directive: "Check.\n@sim say done",
+      });
+      await client("chat").send(plan.request, {
+        native: { prefix: prefix.native!, count: nativeMessageCount(prefix) },
+      });
+      const body = sim.requests().at(-1)!.body;
+      expect(body).toContain(`"tools":${memberTextOf(sent, "tools")}`);
+      // The parent's messages, byte for byte, then its reply and the child's own.
+      expect(body.startsWith(`{"messages":${memberTextOf(sent, "messages")!.slice(0, -1)},`)).toBe(true);
+    },
+  );
 });

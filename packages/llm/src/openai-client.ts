@@ -22,6 +22,7 @@ import { parseJsonText } from "@forkd/protocol/internal";
 import type OpenAI from "openai";
 import { observerEmitter, retryOrThrow, startAttempt } from "./attempt-control.js";
 import { errorCodeForStatus, toLlmError } from "./errors.js";
+import { spliceSealedBodies } from "./request-body.js";
 import { compileRetryPolicy, parseRetryAfter, type RetryOptions } from "./retry.js";
 
 /** The `openai` SDK's own default base URL. */
@@ -189,7 +190,13 @@ export class OpenAiLlmClient implements LlmClient {
   // The SDK is loaded at the first request: a daemon that never calls OpenAI does not hold it
   // (~12 MB of RSS per process, bench #8).
   #client(): Promise<OpenAI> {
-    this.#sdk ??= openAiSdk().then((sdk) => new sdk.default(this.#sdkOptions));
+    this.#sdk ??= openAiSdk().then((sdk) => {
+      const client = new sdk.default(this.#sdkOptions);
+      // A native parent's request is sealed in a daemon: its bytes are written once for all siblings,
+      // and the values its client wrote otherwise than JavaScript go out as it wrote them.
+      spliceSealedBodies(client);
+      return client;
+    });
     return this.#sdk;
   }
 

@@ -6,6 +6,7 @@ import { createForkPrefix } from "@forkd/core";
 import { prepareForkRun, sealSharedPrefix, tieVerbatimTexts } from "@forkd/core/internal";
 import type { AssistantMessage, CacheSafeParams, ForkPrefix } from "@forkd/protocol";
 import { memberTextOf, parseJsonText } from "@forkd/protocol/internal";
+import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
 import {
   bodyChunks,
@@ -141,6 +142,10 @@ describe("serialiseSealedBody", () => {
     // Without it the client still sends the right bytes, only serialised per child: this test is
     // what notices an SDK upgrade that renamed it.
     expect(typeof (Anthropic.prototype as unknown as { buildBody?: unknown }).buildBody).toBe("function");
+  });
+
+  it("hooks OpenAI's buildBody too", () => {
+    expect(typeof (OpenAI.prototype as unknown as { buildBody?: unknown }).buildBody).toBe("function");
   });
 });
 

@@ -232,3 +232,35 @@ export function serialisedBodyStream(body: SerialisedBody): ReadableStream<Uint8
     },
   });
 }
+
+type BuildBody = (args: { options: { body?: unknown; headers?: unknown } }) => {
+  bodyHeaders: unknown;
+  body: unknown;
+};
+
+/**
+ * Has an SDK client (Anthropic's or OpenAI's: both build a request's body in a `buildBody` method)
+ * write a body that holds a sealed shared prefix with that prefix's cached bytes, and the parent's
+ * own text for the values tied to one. The hook sits where the SDK turns its final body object (after
+ * its own changes: `betas` moved to a header, `"stream": true` added) into bytes, so what it
+ * serialises is exactly what the SDK would have; any other body, or an SDK without this method, is
+ * serialised by the SDK. The body is never re-sent by the SDK: forkd's clients retry themselves.
+ */
+export function spliceSealedBodies(sdk: object): void {
+  const target = sdk as { buildBody?: BuildBody };
+  const original = target.buildBody;
+  if (typeof original !== "function") return;
+  target.buildBody = function (this: unknown, args) {
+    const body = args.options.body;
+    const plain =
+      typeof body === "object" && body !== null && Object.getPrototypeOf(body) === Object.prototype;
+    const spliced = plain ? serialiseSealedBody(body as Record<string, unknown>) : undefined;
+    if (spliced === undefined) return original.call(this, args);
+    // The length is known, so the request is not chunked (a stream body goes with duplex "half").
+    return {
+      bodyHeaders: { "content-type": "application/json", "content-length": String(spliced.byteLength) },
+      body: fetchBody(spliced),
+      isStreamingBody: false,
+    };
+  };
+}

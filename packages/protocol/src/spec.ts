@@ -69,6 +69,26 @@ export const ProviderSpecSchema = z.object({
 });
 
 /**
+ * A value of the parent's request in its exact text, for one whose text a JavaScript reading would
+ * not write back as sent (`1.0`, an integer past 2^53, integer-like keys out of order): a parent in
+ * another language sends them, and a provider renders tools and tool inputs as sent. The child sends
+ * this text in place of writing the value again.
+ */
+export const VerbatimValueSchema = z.object({
+  at: z
+    .array(z.union([z.string(), z.number().int().nonnegative()]))
+    .min(1)
+    .max(MAX_JSON_DEPTH)
+    .describe(
+      "Where the value is in `params`: keys and array indexes from the top (the innermost object or array holding what JavaScript would write differently).",
+    ),
+  text: z
+    .string()
+    .min(1)
+    .describe("The value exactly as the parent's request had it; read as JSON, it is the value in `params`."),
+});
+
+/**
  * The parent's request as its own client sent it to a non-Anthropic API (an OpenAI Chat Completions
  * or Responses body, or a Gemini generateContent body with the model its URL named) and the reply
  * items it got. The child's request starts with these bytes; the
@@ -96,26 +116,12 @@ export const NativePrefixSchema = z.object({
     .describe(
       "The reply as the API accepts it back: for Chat Completions the assistant message, for Responses the output items, for Gemini the candidate's `model` content.",
     ),
-});
-
-/**
- * A value of the parent's request in its exact text, for one whose text a JavaScript reading would
- * not write back as sent (`1.0`, an integer past 2^53, integer-like keys out of order): a parent in
- * another language sends them, and a provider renders tools and tool inputs as sent. The child sends
- * this text in place of writing the value again.
- */
-export const VerbatimValueSchema = z.object({
-  at: z
-    .array(z.union([z.string(), z.number().int().nonnegative()]))
-    .min(1)
-    .max(MAX_JSON_DEPTH)
+  verbatim: z
+    .array(VerbatimValueSchema)
+    .optional()
     .describe(
-      "Where the value is in `params`: keys and array indexes from the top (the innermost object or array holding what JavaScript would write differently).",
+      "OpenAI: the exact text of each value of `request` that a JavaScript reading would write differently (a parent in another language sent it); the child sends these texts in their place. Paths are in `request`.",
     ),
-  text: z
-    .string()
-    .min(1)
-    .describe("The value exactly as the parent's request had it; read as JSON, it is the value in `params`."),
 });
 
 /**

@@ -301,13 +301,14 @@ describe("values a JavaScript reading writes differently", () => {
     ].join("");
   }
 
-  async function loggedProxy() {
+  async function loggedProxy(upstreams: { geminiUpstream?: string } = {}) {
     const warnings: Record<string, unknown>[] = [];
     const turns: { turn: ProxyTurn; text: string }[] = [];
     const ignore = () => {};
     const logged = await startProxy({
       upstream: sim.url,
       openaiUpstream: `${sim.url}/v1`,
+      ...upstreams,
       logger: { debug: ignore, info: ignore, error: ignore, warn: (fields) => warnings.push(fields) },
       onTurn: (turn, text) => {
         turns.push({ turn, text });
@@ -370,30 +371,43 @@ describe("values a JavaScript reading writes differently", () => {
     expect(warnings).toEqual([]);
   });
 
-  it("warns once per session of another API's turn, where a fork's prompt will differ", async () => {
-    const { logged, warnings, turns } = await loggedProxy();
+  it("keeps an OpenAI turn's values for its native prefix; warns once per session of a Gemini turn's", async () => {
+    const { logged, warnings, turns } = await loggedProxy({ geminiUpstream: sim.url });
     const chatBody = (weight: string) =>
       `{"model": "gpt-5", "tools": [{"type": "function", "function": {"name": "fork", "parameters": {"type": "object", "properties": {"w": {"type": "number", "default": ${weight}}}}}}], "messages": [{"role": "user", "content": "@sim say ok"}]}`;
+    const geminiBody = (weight: string) =>
+      `{"contents": [{"role": "user", "parts": [{"text": "@sim say ok"}]}], "tools": [{"functionDeclarations": [{"name": "f", "parametersJsonSchema": {"type": "object", "properties": {"w": {"default": ${weight}}}}}]}]}`;
     const openai = (session: string) => ({ authorization: `Bearer ${API_KEY}`, "session-id": session });
+    const gemini = { "x-goog-api-key": API_KEY };
+    const generate = "/gemini/v1beta/models/gemini-2.5-flash:generateContent";
     try {
       await send(logged.url, "/openai/chat/completions", openai("py"), chatBody("1.0"));
-      await send(logged.url, "/openai/chat/completions", openai("py"), chatBody("1.0"));
       await send(logged.url, "/openai/chat/completions", openai("kept"), chatBody("1.5"));
-      await expect.poll(() => turns).toHaveLength(3);
+      await send(logged.url, generate, gemini, geminiBody("1.0"));
+      await send(logged.url, generate, gemini, geminiBody("1.0"));
+      await expect.poll(() => turns).toHaveLength(4);
     } finally {
       await logged.close();
     }
+    const [chat, kept, geminiTurn] = turns.map(({ turn }) => turn);
+    const verbatim = [
+      {
+        at: ["tools", 0, "function", "parameters", "properties", "w"],
+        text: '{"type": "number", "default": 1.0}',
+      },
+    ];
+    expect(chat?.verbatim).toEqual(verbatim);
+    expect(forkPrefixOfTurn(chat!).native?.verbatim).toEqual(verbatim);
+    expect(kept).not.toHaveProperty("verbatim");
+    expect(geminiTurn).not.toHaveProperty("verbatim");
     expect(warnings).toEqual([
       {
-        session: "codex:py",
-        path: "tools.0.function.parameters.properties.w.default",
+        session: geminiTurn!.session,
+        path: "tools.0.functionDeclarations.0.parametersJsonSchema.properties.w.default",
         sent: "1.0",
         forked: "1",
       },
     ]);
-    expect(turns.map(({ turn }) => turn)).not.toContainEqual(
-      expect.objectContaining({ verbatim: expect.anything() }),
-    );
   });
 });
 

@@ -23,7 +23,7 @@ import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
 import { verbatimValuesOf } from "@forkd/core/internal";
-import type { CacheSafeParams, VerbatimValue } from "@forkd/protocol";
+import type { VerbatimValue } from "@forkd/protocol";
 import { firstValueJsonCannotKeep, parseJsonText } from "@forkd/protocol/internal";
 import { mcpInstancesOf } from "./session-key.js";
 import { type ToolCall, type TurnApi, type TurnApiModule, type TurnReply, turnApiOf } from "./turn-apis.js";
@@ -399,17 +399,18 @@ function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
 }
 
 /**
- * An Anthropic request's values that a JavaScript reading would write differently, in the agent's
- * text, for its forks (`ForkPrefix.verbatim`): none from an agent in JavaScript, whose body is what
- * JSON.stringify writes (checked first: the walk is for the others). Run once the reply has been read.
+ * An Anthropic or OpenAI request's values that a JavaScript reading would write differently, in the
+ * agent's text, for its forks (`verbatim` of the prefix, or of the native prefix): none from an agent
+ * in JavaScript, whose body is what JSON.stringify writes (checked first: the walk is for the others).
+ * Run once the reply has been read.
  */
 function verbatimOf(
   api: TurnApi,
   request: Record<string, unknown>,
   text: string,
 ): { verbatim?: VerbatimValue[] } {
-  if (api !== "anthropic" || JSON.stringify(request) === text) return {};
-  const verbatim = verbatimValuesOf(request as CacheSafeParams, text);
+  if (api === "gemini") return {};
+  const verbatim = verbatimValuesOf(request, text, api);
   return verbatim.length > 0 ? { verbatim } : {};
 }
 
@@ -512,9 +513,9 @@ function replyReader(
       requestBytes: bytes,
       ...verbatimOf(api.api, request, text),
     });
-    // A fork of an Anthropic turn keeps what JavaScript would write differently (above); a fork of
-    // another API's does not yet, and the agent is told.
-    if (api.api !== "anthropic") warnIfUnkept(context, session, text, request);
+    // A fork of an Anthropic or OpenAI turn keeps what JavaScript would write differently (above); a
+    // fork of a Gemini turn does not yet, and the agent is told.
+    if (api.api === "gemini") warnIfUnkept(context, session, text, request);
     if (context.onTurn !== undefined) {
       void Promise.resolve()
         .then(() => context.onTurn?.(turn, text))

@@ -15,7 +15,7 @@ export interface RecordedTurn {
   response: TurnReply;
   /** The `anthropic-beta` names the request carried (an Anthropic turn's only). */
   betas: readonly string[];
-  /** An Anthropic request's values in the agent's text, where JavaScript would write them differently. */
+  /** An Anthropic or OpenAI request's values in the agent's text, where JavaScript would write them differently. */
   verbatim?: readonly VerbatimValue[] | undefined;
 }
 
@@ -47,5 +47,6 @@ export function forkPrefixOfTurn(turn: RecordedTurn): ForkPrefix {
     api: turn.api,
     request: turn.request,
     reply: reply as Record<string, unknown>[],
+    ...(turn.verbatim === undefined || turn.verbatim.length === 0 ? {} : { verbatim: [...turn.verbatim] }),
   });
 }

@@ -30,8 +30,9 @@ export interface ProxyTurn {
   /** Size of the request body. @unit bytes */
   requestBytes: number;
   /**
-   * An Anthropic request's values that a JavaScript reading writes differently (from an agent in
-   * another language), in the agent's text: a fork sends them as sent (`ForkPrefix.verbatim`).
+   * An Anthropic or OpenAI request's values that a JavaScript reading writes differently (from an
+   * agent in another language), in the agent's text: a fork sends them as sent (the prefix's
+   * `verbatim`, or its native prefix's).
    */
   verbatim?: VerbatimValue[];
 }
