@@ -15,68 +15,21 @@ import {
   EPHEMERAL,
   type ExpectedUsage,
   forkChild,
+  javaScriptJson,
   loadFixture,
+  ordered,
   post,
+  pythonJson,
   text,
   tokensOf,
   tool,
   usageOf,
+  written,
 } from "./test-support.js";
 import type { CacheControl, MessageResponse, MessagesRequest } from "./types.js";
 
 const MODEL = "claude-sonnet-4-6"; // minimum cacheable prompt: 1024 tokens
 const SYSTEM = tokensOf(2000, "system");
-
-/** A value written exactly as given: a number's text as a client in another language writes it. */
-class Written {
-  constructor(readonly text: string) {}
-}
-/** An object whose keys stay in the given order (JavaScript lists integer-like keys first). */
-class Ordered {
-  constructor(readonly entries: ReadonlyArray<readonly [string, unknown]>) {}
-}
-const written = (number: string) => new Written(number);
-const ordered = (...entries: Array<readonly [string, unknown]>) => new Ordered(entries);
-
-interface Style {
-  /** Indent as `json.dumps(indent=n)`; none: one line with `", "` and `": "`. */
-  indent?: number;
-  /** `\uXXXX` for every non-ASCII character, as json.dumps does by default. @default true */
-  ensureAscii?: boolean;
-}
-
-/** `value` as Python's json.dumps writes it. */
-function pythonJson(value: unknown, style: Style = {}, depth = 0): string {
-  const { indent, ensureAscii = true } = style;
-  const container = (items: string[], open: string, close: string): string => {
-    if (items.length === 0) return open + close;
-    if (indent === undefined) return `${open}${items.join(", ")}${close}`;
-    const pad = `\n${" ".repeat(indent * (depth + 1))}`;
-    return `${open}${pad}${items.join(`,${pad}`)}\n${" ".repeat(indent * depth)}${close}`;
-  };
-  if (value instanceof Written) return value.text;
-  if (typeof value === "string") {
-    const quoted = JSON.stringify(value);
-    return ensureAscii
-      ? quoted.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
-      : quoted;
-  }
-  if (Array.isArray(value))
-    return container(
-      value.map((v) => pythonJson(v, style, depth + 1)),
-      "[",
-      "]",
-    );
-  if (value instanceof Ordered || (typeof value === "object" && value !== null)) {
-    const entries = value instanceof Ordered ? value.entries : Object.entries(value);
-    const members = entries.map(([k, v]) => `${pythonJson(k, style)}: ${pythonJson(v, style, depth + 1)}`);
-    return container(members, "{", "}");
-  }
-  return JSON.stringify(value);
-}
-
-/** The same body read by JavaScript and written again. */
-const javaScriptJson = (value: unknown): string => JSON.stringify(JSON.parse(pythonJson(value)));
 
 const usage = (input: number, read: number, write5m: number): ExpectedUsage => ({
   input,

@@ -1,8 +1,8 @@
 // One HTTP exchange of the simulator: its state, and the helpers that read its request and write
 // its response without touching the server's shared state.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { VerbatimPromptElement } from "@forkd/protocol/internal";
-import { promptElementsJsonCannotKeep } from "@forkd/protocol/internal";
+import type { UnkeptValueText, VerbatimPromptElement } from "@forkd/protocol/internal";
+import { promptElementsJsonCannotKeep, valuesJsonCannotKeep } from "@forkd/protocol/internal";
 import type { CachePlan } from "./cache.js";
 import { apiErrorBody, SimApiError } from "./errors.js";
 import { type Fidelity, parseJsonBytes } from "./json-bytes.js";
@@ -262,6 +262,31 @@ export function parseMessagesJson(body: RequestBody): MessagesBody {
   const value = parseBodyBytes(bytes, fidelity);
   // `bytes` may be the shared parse buffer: read it again before anything else parses.
   return { value, verbatim: fidelity.kept ? [] : promptElementsJsonCannotKeep(bytes.toString("utf8")) };
+}
+
+/** A request body read: its JSON value, and where it holds values JavaScript cannot keep. */
+export interface BodyWithUnkept {
+  value: unknown;
+  /**
+   * The innermost objects and arrays under the top-level keys asked for that hold a value a
+   * JavaScript reading would write differently, each with its exact text (`valuesJsonCannotKeep`);
+   * empty for every body JavaScript wrote.
+   */
+  unkept: UnkeptValueText[];
+}
+
+/**
+ * A request body as JSON ({@link parseJson}), with the values under a top-level key `inScope` accepts
+ * that the provider renders otherwise than JavaScript writes them (the OpenAI routes' `tools`,
+ * `messages`, `input`). As for {@link parseMessagesJson}, the walk that finds them runs only for a body
+ * that fails the test the parse makes on the way: never for one a JavaScript client sent.
+ */
+export function parseJsonWithUnkept(body: RequestBody, inScope: (topKey: string) => boolean): BodyWithUnkept {
+  const bytes = parseBytes(body);
+  const fidelity: Fidelity = { kept: true };
+  const value = parseBodyBytes(bytes, fidelity);
+  // `bytes` may be the shared parse buffer: read it again before anything else parses.
+  return { value, unkept: fidelity.kept ? [] : valuesJsonCannotKeep(bytes.toString("utf8"), inScope) };
 }
 
 /** The `anthropic-beta` list of the request (the header may repeat and holds comma-separated names); logged with it. */

@@ -34,6 +34,15 @@ describe("promptTextOfElement", () => {
     expect(promptTextOfElement("{ }")).toBe("{}");
   });
 
+  it("leaves out the member it is told to, or none", () => {
+    const part =
+      '{"type":"input_text","cache_control":1,"prompt_cache_breakpoint":{"mode":"explicit"},"n":2.0}';
+    expect(promptTextOfElement(part, "prompt_cache_breakpoint")).toBe(
+      '{"type":"input_text","cache_control":1,"n":2.0}',
+    );
+    expect(promptTextOfElement(part, null)).toBe(part);
+  });
+
   it("reads an element that is not an object as a value", () => {
     expect(promptTextOfElement('[ 1.0, {"a" : 2, "cache_control": 1} ]')).toBe(
       '[1.0,{"a":2,"cache_control":1}]',

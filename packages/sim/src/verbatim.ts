@@ -59,9 +59,12 @@ function stringEnd(text: string, at: number): number {
 /**
  * What of an element's JSON text (valid JSON, as a request body held it) reaches the prompt: the text
  * without whitespace outside strings, each string as JSON.stringify writes it, and without the
- * element's own top-level `cache_control` member. Numbers and key order stay as written.
+ * element's own top-level `cache_control` member (`omit`: the member left out, none for null;
+ * the OpenAI routes leave out a content part's `prompt_cache_breakpoint`). Numbers and key order stay
+ * as written.
  */
-export function promptTextOfElement(text: string): string {
+export function promptTextOfElement(text: string, omit: string | null = "cache_control"): string {
+  const omitted = omit === null ? undefined : JSON.stringify(omit);
   // Members of a top-level object are gathered one by one, so that one can be left out.
   let members = "";
   let member = "";
@@ -86,7 +89,7 @@ export function promptTextOfElement(text: string): string {
       // control characters in one, and UTF-8 decoding leaves no lone surrogate.
       if (string.includes("\\")) string = JSON.stringify(JSON.parse(string) as string);
       if (atKey) {
-        dropMember = string === '"cache_control"';
+        dropMember = string === omitted;
         atKey = false;
       }
       member += string;

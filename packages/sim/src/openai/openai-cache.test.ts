@@ -10,6 +10,7 @@ import {
   OPENAI_IDLE_TTL_MS,
   OPENAI_MAX_TTL_MS,
   OpenAiPromptCache,
+  type OpenAiPromptUnit,
   openAiRetentionOf,
 } from "./openai-cache.js";
 
@@ -216,5 +217,47 @@ describe("OpenAiPromptCache, GPT-5.6 on: breakpoints", () => {
     expect(cache.planBreakpoints("org", marked(1500, "c"), "key", "explicit").cachedTokens).toBe(1500);
     clock.advance(1);
     expect(cache.planBreakpoints("org", marked(1500, "d"), "key", "explicit").cachedTokens).toBe(0);
+  });
+});
+
+describe("OpenAiPromptCache: elements keyed on their text (values JavaScript cannot keep)", () => {
+  const mark = (at: number, identity: string) => [{ at, identity }];
+
+  it("keys every step that ends past a marked element's start on its identity, and no earlier one", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    warm(cache, prompt(2000));
+    // 4,608 characters: 9 steps end at or before it.
+    expect(cache.plan("org", prompt(2000), undefined, "in_memory", mark(4608, "a")).cachedTokens).toBe(1152);
+    expect(cache.plan("org", prompt(2000), undefined, "in_memory", mark(4607, "a")).cachedTokens).toBe(1024);
+    cache.commit(cache.plan("org", prompt(2000), undefined, "in_memory", mark(4608, "a")));
+    expect(cache.plan("org", prompt(2000), undefined, "in_memory", mark(4608, "a")).cachedTokens).toBe(1920);
+    expect(cache.plan("org", prompt(2000), undefined, "in_memory", mark(4608, "b")).cachedTokens).toBe(1152);
+    expect(cache.plan("org", prompt(2000), undefined).cachedTokens).toBe(1920);
+  });
+
+  it("routes by the identities of the elements that begin within the first 256 tokens", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    const machine = (marks: { at: number; identity: string }[]) =>
+      cache.plan("org", prompt(2000), "k", "in_memory", marks).machine;
+    const bare = machine([]);
+    expect(machine(mark(1024, "a"))).toBe(bare);
+    expect(machine(mark(1023, "a"))).not.toBe(bare);
+    expect(machine(mark(0, "a"))).toBe(machine(mark(1023, "a")));
+    expect(machine(mark(0, "b"))).not.toBe(machine(mark(0, "a")));
+  });
+
+  it("keys a breakpoint on the identities of the units up to it", () => {
+    const cache = new OpenAiPromptCache(new ManualClock());
+    warmBreakpoints(cache, marked(1500, "a"), "explicit");
+    const [head, bp, tail] = marked(1500, "b");
+    const read = (units: OpenAiPromptUnit[]) =>
+      cache.planBreakpoints("org", units, "key", "explicit").cachedTokens;
+    // After the breakpoint: its prefix still reads.
+    expect(read([head!, bp!, { ...tail!, identity: "x" }])).toBe(1500);
+    // At or before it: not the parent's prefix.
+    expect(read([head!, { ...bp!, identity: "x" }, tail!])).toBe(0);
+    cache.commit(cache.planBreakpoints("org", [{ ...head!, identity: "x" }, bp!, tail!], "key", "explicit"));
+    expect(read([{ ...head!, identity: "x" }, bp!, tail!])).toBe(1500);
+    expect(read([{ ...head!, identity: "y" }, bp!, tail!])).toBe(0);
   });
 });

@@ -23,6 +23,15 @@
 // one; a read does not extend it). Where the docs are silent the simulator is the stricter: a
 // breakpoint whose prefix is under 1,024 tokens is neither written nor read, and one at the very end
 // of the prompt is not read (the model computes at least one token).
+//
+// Both caches key a prefix on the prompt's text, which the route renders from the JavaScript reading
+// of the body. The provider renders an element the client wrote with a value JavaScript cannot keep
+// (`1.0`, digits past 2^53, integer-like keys after others: openai-verbatim.ts) as sent; so the key of
+// every prefix that reaches into such an element (and the routing hash, if the
+// element starts within the first 256 tokens) also takes in the identity of its text
+// ({@link OpenAiPromptMark}, {@link OpenAiPromptUnit.identity}): a request that differs from another
+// only there shares its entries up to the element before, in the steps or breakpoints that end before
+// the element begins.
 import { createHash } from "node:crypto";
 import type { Clock } from "../clock.js";
 import { CHARS_PER_TOKEN } from "../tokenizer.js";
@@ -59,6 +68,21 @@ export interface OpenAiPromptUnit {
   text: string;
   breakpoint: boolean;
   userOrTool: boolean;
+  /**
+   * The identity of the text of the values in this unit that a JavaScript reading would write
+   * differently from the client (openai-verbatim.ts); absent for all others.
+   */
+  identity?: string;
+}
+
+/**
+ * Where an element of the prompt whose text a JavaScript reading would write differently begins (a
+ * character offset in the rendered prompt), and the identity of that text: every prefix key that
+ * reaches past `at` takes it in.
+ */
+export interface OpenAiPromptMark {
+  at: number;
+  identity: string;
 }
 
 /** A prompt cache retention policy, as the OpenAI SDK's types name them (`prompt_cache_retention`). */
@@ -121,22 +145,29 @@ export class OpenAiPromptCache {
    * Plans one request: its machine (by scope, the first 256 tokens and the key, and the minute's
    * load), the longest cached step-aligned prefix there, and the prefixes it will write.
    * @param prompt the prompt as the model sees it, rendered by the route.
+   * @param marks the elements of the prompt rendered otherwise than from the JavaScript reading, in
+   *   the order they begin: each step that ends past one's start is keyed on its identity too.
    */
   plan(
     scope: string,
     prompt: string,
     promptCacheKey: string | undefined,
     retention: OpenAiCacheRetention = "in_memory",
+    marks: readonly OpenAiPromptMark[] = [],
   ): OpenAiCachePlan {
     const now = this.#clock.now();
-    const machine = this.#machineOf(scope, prompt, promptCacheKey, now);
+    const machine = this.#machineOf(scope, prompt, promptCacheKey, now, marks);
     const promptTokens = Math.ceil(prompt.length / CHARS_PER_TOKEN);
     const writes: string[] = [];
     if (promptTokens >= OPENAI_MIN_CACHED_TOKENS) {
       const hash = createHash("sha256");
+      let mark = 0;
       // The last token is never served from the cache: the model must compute at least one.
       for (let end = STEP_CHARS; end <= prompt.length - CHARS_PER_TOKEN; end += STEP_CHARS) {
         hash.update(prompt.slice(end - STEP_CHARS, end));
+        // An element that begins in this step: this prefix and every longer one hold its text.
+        for (; mark < marks.length && marks[mark]!.at < end; mark++)
+          hash.update(`\u0005${marks[mark]!.identity}`);
         writes.push(hash.copy().digest("hex"));
       }
     }
@@ -180,15 +211,24 @@ export class OpenAiPromptCache {
   ): OpenAiCachePlan {
     const now = this.#clock.now();
     const prompt = units.map((unit) => unit.text).join("\n");
-    const machine = this.#machineOf(scope, prompt, promptCacheKey, now);
-    const promptTokens = Math.ceil(prompt.length / CHARS_PER_TOKEN);
-    // Where each item ends in the prompt, in characters.
+    // Where each item ends in the prompt, in characters; the identities of the texts of the items up
+    // to each one that a JavaScript reading would write otherwise, and where those items begin.
     const ends: number[] = [];
+    const identities: string[] = [];
+    const marks: OpenAiPromptMark[] = [];
     let length = -1;
+    let identity = "";
     for (const unit of units) {
+      if (unit.identity !== undefined) {
+        identity += `\u0005${unit.identity}`;
+        marks.push({ at: length + 1, identity: unit.identity });
+      }
       length += unit.text.length + 1;
       ends.push(length);
+      identities.push(identity);
     }
+    const machine = this.#machineOf(scope, prompt, promptCacheKey, now, marks);
+    const promptTokens = Math.ceil(prompt.length / CHARS_PER_TOKEN);
     const explicit = units.flatMap((unit, i) => (unit.breakpoint ? [i] : []));
     let implicit: number | undefined;
     if (mode === "implicit")
@@ -202,7 +242,7 @@ export class OpenAiPromptCache {
     );
     const written = [...new Set([...explicitWritten, ...(implicit === undefined ? [] : [implicit])])];
     const tokensAt = (i: number) => Math.ceil(ends[i]! / CHARS_PER_TOKEN);
-    const keyAt = (i: number) => `bp:${sha(prompt.slice(0, ends[i]!))}`;
+    const keyAt = (i: number) => `bp:${sha(prompt.slice(0, ends[i]!) + identities[i]!)}`;
     const cacheable = (i: number) => tokensAt(i) >= OPENAI_MIN_CACHED_TOKENS;
     const entries = this.#machines.get(machine);
     let cachedTokens = 0;
@@ -234,11 +274,20 @@ export class OpenAiPromptCache {
   }
 
   /**
-   * The machine a request goes to: by scope, the prompt's first 256 tokens and the key; the first 15
-   * of a minute to the prefix's machine, each further 15 spilled to another.
+   * The machine a request goes to: by scope, the prompt's first 256 tokens (with the identities of
+   * the marked elements that begin within them) and the key; the first 15 of a minute to the prefix's
+   * machine, each further 15 spilled to another.
    */
-  #machineOf(scope: string, prompt: string, promptCacheKey: string | undefined, now: number): string {
-    const start = prompt.slice(0, OPENAI_ROUTING_TOKENS * CHARS_PER_TOKEN);
+  #machineOf(
+    scope: string,
+    prompt: string,
+    promptCacheKey: string | undefined,
+    now: number,
+    marks: readonly OpenAiPromptMark[],
+  ): string {
+    const startChars = OPENAI_ROUTING_TOKENS * CHARS_PER_TOKEN;
+    let start = prompt.slice(0, startChars);
+    for (const mark of marks) if (mark.at < startChars) start += `\u0005${mark.identity}`;
     const route = sha(`${scope}\u0000${promptCacheKey ?? ""}\u0000${start}`);
     const recent = (this.#arrivals.get(route) ?? []).filter((t) => now - t < 60_000);
     recent.push(now);

@@ -4,22 +4,35 @@
 // and streamed in the API's own event format.
 import { chatRequestToCanonical, responsesRequestToCanonical } from "@forkd/core";
 import { modelFacts } from "@forkd/protocol";
+import type { UnkeptValueText } from "@forkd/protocol/internal";
 import { acceptWithUsage, cacheScopeOf } from "../accept.js";
 import { SimApiError } from "../errors.js";
-import { type Exchange, parseJson, readBody, sleep } from "../exchange.js";
+import { type Exchange, parseJsonWithUnkept, readBody, sleep } from "../exchange.js";
 import { runScriptedModel } from "../model.js";
 import type { MessagesRouteContext } from "../routes/messages.js";
 import type { MessagesRequest } from "../types.js";
-import { type OpenAiPromptCache, type OpenAiPromptUnit, openAiRetentionOf } from "./openai-cache.js";
+import {
+  type OpenAiPromptCache,
+  type OpenAiPromptMark,
+  type OpenAiPromptUnit,
+  openAiRetentionOf,
+} from "./openai-cache.js";
 import { OpenAiApiError, sendOpenAiError } from "./openai-errors.js";
 import { validateChatRequest, validateResponsesRequest } from "./openai-validate.js";
+import {
+  identityOfSome,
+  type OpenAiApi,
+  type OpenAiVerbatim,
+  openAiVerbatimOf,
+  promptFieldOf,
+} from "./openai-verbatim.js";
 
 /** What the OpenAI routes need of the server. */
 export interface OpenAiRouteContext extends MessagesRouteContext {
   openAiCache: OpenAiPromptCache;
 }
 
-type Api = "chat" | "responses";
+type Api = OpenAiApi;
 
 /** The paths served here, and their API. */
 export function openAiApiOf(path: string): Api | undefined {
@@ -71,6 +84,53 @@ export function renderOpenAiPrompt(api: Api, body: Record<string, unknown>): str
     .join("\n");
 }
 
+/**
+ * {@link renderOpenAiPrompt}, with where each element of `verbatim` (the request's elements whose text
+ * a JavaScript reading writes otherwise, openai-verbatim.ts) begins in it and its identity, in order:
+ * a tool where it begins in the tools, a message or input item (its parts included) where it begins.
+ */
+export function renderOpenAiPromptMarked(
+  api: Api,
+  body: Record<string, unknown>,
+  verbatim: OpenAiVerbatim | undefined,
+): { prompt: string; marks: OpenAiPromptMark[] } {
+  if (verbatim === undefined) return { prompt: renderOpenAiPrompt(api, body), marks: [] };
+  const items = promptItems(api, body);
+  const first = firstItemOf(api);
+  const marks: OpenAiPromptMark[] = [];
+  const mark = (at: number, identity: string | undefined) => {
+    if (identity !== undefined) marks.push({ at, identity });
+  };
+  const texts: string[] = [];
+  let at = 0;
+  for (const [k, item] of items.entries()) {
+    let text: string;
+    if (k === first - 1 && Array.isArray(item) && verbatim.tools.size > 0) {
+      // The tools, written as JSON.stringify writes the array, tool by tool to know where each begins.
+      mark(at, identityOfSome(verbatim.tools.get(-1)));
+      text = "[";
+      for (const [i, tool] of item.entries()) {
+        if (i > 0) text += ",";
+        mark(at + text.length, identityOfSome(verbatim.tools.get(i)));
+        text += JSON.stringify(tool) ?? "null";
+      }
+      text += "]";
+    } else {
+      text = JSON.stringify(item) ?? "";
+      if (k === first) mark(at, identityOfSome(verbatim.items.get(-1)));
+      if (k >= first) mark(at, identityOfSome(verbatim.items.get(k - first)));
+    }
+    texts.push(text);
+    at += text.length + 1;
+  }
+  return { prompt: texts.join("\n"), marks };
+}
+
+/** Where the messages or input items begin among the prompt's items (the tools just before). */
+function firstItemOf(api: Api): number {
+  return api === "chat" ? 1 : 2;
+}
+
 /** The prompt's items in order: tools, then the instructions and messages or input items. */
 function promptItems(api: Api, body: Record<string, unknown>): unknown[] {
   const parts: unknown[] = [body.tools ?? null];
@@ -88,12 +148,21 @@ function promptItems(api: Api, body: Record<string, unknown>): unknown[] {
  * item whose content (or tool output) is a list of blocks is its other fields, then each block, one
  * JSON text each (a breakpoint ends a block, not an item); any other item is one JSON text. Breakpoint
  * markers are not rendered (they are no tokens). An item's last unit says whether it ends a user or
- * tool message, where the implicit breakpoint goes.
+ * tool message, where the implicit breakpoint goes. With `verbatim` (openai-verbatim.ts), a unit
+ * holding a value the client wrote otherwise than JavaScript writes it carries the identity of that
+ * text: the tools unit, an item's unit of its other fields, or one of its blocks.
  */
-export function openAiBreakpointUnits(api: Api, body: Record<string, unknown>): OpenAiPromptUnit[] {
+export function openAiBreakpointUnits(
+  api: Api,
+  body: Record<string, unknown>,
+  verbatim?: OpenAiVerbatim,
+): OpenAiPromptUnit[] {
   const render = (value: unknown) =>
     JSON.stringify(value, (key, v: unknown) => (key === "prompt_cache_breakpoint" ? undefined : v));
-  return promptItems(api, body).flatMap((part): OpenAiPromptUnit[] => {
+  const first = firstItemOf(api);
+  const withIdentity = (unit: OpenAiPromptUnit, identity: string | undefined): OpenAiPromptUnit =>
+    identity === undefined ? unit : { ...unit, identity };
+  return promptItems(api, body).flatMap((part, k): OpenAiPromptUnit[] => {
     const item = (part ?? {}) as Record<string, unknown>;
     const type = item.type ?? "message";
     const userOrTool =
@@ -101,17 +170,36 @@ export function openAiBreakpointUnits(api: Api, body: Record<string, unknown>): 
       type === "function_call_output" ||
       type === "custom_tool_call_output";
     const field = Array.isArray(item.content) ? "content" : Array.isArray(item.output) ? "output" : undefined;
-    if (field === undefined) return [{ text: render(part), breakpoint: false, userOrTool }];
+    // The holders of values JavaScript cannot keep in this item (the tools: all of them in one unit).
+    const holders =
+      verbatim === undefined || k < first - 1
+        ? undefined
+        : k === first - 1
+          ? [...verbatim.tools.values()].flat()
+          : [
+              ...(k === first ? (verbatim.items.get(-1) ?? []) : []),
+              ...(verbatim.items.get(k - first) ?? []),
+            ];
+    if (field === undefined)
+      return [withIdentity({ text: render(part), breakpoint: false, userOrTool }, identityOfSome(holders))];
     const { [field]: blocks, ...rest } = item;
     const list = blocks as Record<string, unknown>[];
     return [
-      { text: render(rest), breakpoint: false, userOrTool: userOrTool && list.length === 0 },
-      ...list.map((block, i) => ({
-        text: render(block),
-        breakpoint:
-          block !== null && typeof block === "object" && block.prompt_cache_breakpoint !== undefined,
-        userOrTool: userOrTool && i === list.length - 1,
-      })),
+      withIdentity(
+        { text: render(rest), breakpoint: false, userOrTool: userOrTool && list.length === 0 },
+        identityOfSome(holders, (h) => h.part?.field !== field),
+      ),
+      ...list.map((block, i) =>
+        withIdentity(
+          {
+            text: render(block),
+            breakpoint:
+              block !== null && typeof block === "object" && block.prompt_cache_breakpoint !== undefined,
+            userOrTool: userOrTool && i === list.length - 1,
+          },
+          identityOfSome(holders, (h) => h.part?.field === field && h.part.index === i),
+        ),
+      ),
     ];
   });
 }
@@ -122,8 +210,10 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const entry = ex.entry;
   const apiKey = context.authenticate(ex);
   let parsed: unknown;
+  // Where the body holds values JavaScript cannot keep: looked for only in a body JavaScript did not write.
+  let unkept: UnkeptValueText[];
   try {
-    parsed = parseJson(raw);
+    ({ value: parsed, unkept } = parseJsonWithUnkept(raw, promptFieldOf(api)));
   } catch {
     throw new OpenAiApiError(
       400,
@@ -132,6 +222,7 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
     );
   }
   const body = api === "chat" ? validateChatRequest(parsed) : validateResponsesRequest(parsed);
+  const verbatim = unkept.length === 0 ? undefined : openAiVerbatimOf(api, unkept);
   const model = String(body.model);
   entry.model = model;
   const stream = body.stream === true;
@@ -165,16 +256,11 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   const plan = breakpoints
     ? context.openAiCache.planBreakpoints(
         scope,
-        openAiBreakpointUnits(api, body),
+        openAiBreakpointUnits(api, body, verbatim),
         key,
         (body.prompt_cache_options as { mode?: "implicit" | "explicit" } | undefined)?.mode,
       )
-    : context.openAiCache.plan(
-        scope,
-        renderOpenAiPrompt(api, body),
-        key,
-        openAiRetentionOf(model, body.prompt_cache_retention),
-      );
+    : planPrefixes(context, scope, api, body, verbatim, key, model);
   acceptWithUsage(context, ex, { ...plan, outputTokens: reply.outputTokens, stream });
   // OpenAI names tool calls `call_…`; the scripted model's ids are Anthropic's `toolu_…`.
   const calls = reply.content.flatMap((b) => {
@@ -217,6 +303,26 @@ async function serve(context: OpenAiRouteContext, ex: Exchange, api: Api): Promi
   context.firstByte(ex, stream);
   entry.outputTokensSent = reply.outputTokens;
   res.end(payload);
+}
+
+/** The plan of a request to a model before the GPT-5.6 family: its prompt's step-aligned prefixes. */
+function planPrefixes(
+  context: OpenAiRouteContext,
+  scope: string,
+  api: Api,
+  body: Record<string, unknown>,
+  verbatim: OpenAiVerbatim | undefined,
+  key: string | undefined,
+  model: string,
+) {
+  const { prompt, marks } = renderOpenAiPromptMarked(api, body, verbatim);
+  return context.openAiCache.plan(
+    scope,
+    prompt,
+    key,
+    openAiRetentionOf(model, body.prompt_cache_retention),
+    marks,
+  );
 }
 
 /** A function tool of a Responses `namespace` tool, as the scripted model sees it. */
