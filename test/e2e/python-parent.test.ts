@@ -1,8 +1,9 @@
 // A parent agent in Python, through docs/any-agent.md's walkthrough: the bytes the Anthropic Python SDK
 // sent for a parent turn (test/fixtures/python-sdk/record.py: a pydantic tool whose defaults are `1.0`,
-// `1e-05` and an integer past 2^53, and a tool call whose argument is `2.0`) go through a real
-// `forkd capture DIR` to the strict simulator, and `forkd fork --from` the file it wrote runs three
-// children on daemon processes. JavaScript writes those values as `1`, `0.00001`, a rounded integer
+// `1e-05` and an integer past 2^53, and a tool call whose argument is `2.0`), and those the OpenAI
+// Python SDK sent for a Chat Completions turn (the same script), go through a real `forkd capture DIR`
+// to the strict simulator, and `forkd fork --from` the file it wrote runs three children on daemon
+// processes. JavaScript writes those values as `1`, `0.00001`, a rounded integer
 // and `2`; the provider renders tools and tool inputs as sent, so a child written that way would leave
 // the parent's prompt at its first tool and read nothing from the cache. The children must send the
 // parent's bytes and read its prefix.
@@ -15,10 +16,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { forkFromFileCli, proxyCliArgs, spawnCli } from "../cli/support.js";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
 import { useNatsServer } from "../harness/nats.js";
+import { expectParentCacheRead } from "../harness/openai-fork-checks.js";
 
 /** The key the daemon processes bill: the provider's cache is per organisation, so the parent's too. */
 const API_KEY = "sk-forkd-test";
 const PARENT = new URL("../fixtures/python-sdk/parent-request.json", import.meta.url);
+const OPENAI_PARENT = new URL("../fixtures/python-sdk/parent-request-openai.json", import.meta.url);
 
 const nats = useNatsServer();
 let sim: Sim;
@@ -30,7 +33,14 @@ beforeAll(async () => {
   workspace = await mkdtemp(join(tmpdir(), "forkd-python-parent-"));
   for (const n of [1, 2]) {
     daemons.push(
-      await spawnDaemon({ id: `python-parent-${n}`, natsUrls: [nats().url], simUrl: sim.url, workspace }),
+      await spawnDaemon({
+        id: `python-parent-${n}`,
+        natsUrls: [nats().url],
+        simUrl: sim.url,
+        workspace,
+        // The provider's cache is per organisation: the daemons bill the parent's.
+        extraEnv: { OPENAI_API_KEY: API_KEY },
+      }),
     );
   }
 });
@@ -41,7 +51,7 @@ afterAll(async () => {
   if (workspace) await rm(workspace, { recursive: true, force: true });
 });
 
-/** Posts `body` to the Messages API at `url` as the Python SDK does, and returns the logged entry. */
+/** Posts `body` to the Messages API at `url` as the Python SDK does. */
 async function sendAsPython(url: string, body: string, session: string): Promise<void> {
   const response = await fetch(`${url}/v1/messages`, {
     method: "POST",
@@ -55,6 +65,37 @@ async function sendAsPython(url: string, body: string, session: string): Promise
     body,
   });
   expect(response.status, await response.text()).toBe(200);
+}
+
+/** Posts `body` to the Chat Completions API at `url` (capture's `/openai`, or the API's `/v1`) as the OpenAI Python SDK does. */
+async function sendAsPythonOpenAi(url: string, body: string): Promise<void> {
+  const response = await fetch(`${url}/chat/completions`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      authorization: `Bearer ${API_KEY}`,
+      "user-agent": "OpenAI/Python 3.22.1",
+    },
+    body,
+  });
+  expect(response.status, await response.text()).toBe(200);
+}
+
+/** Runs a real `forkd capture` in front of the simulator, sends one turn through it, and returns the file it wrote. */
+async function captureOne(name: string, send: (url: string) => Promise<void>): Promise<string> {
+  const dir = join(workspace, name);
+  const capture = spawnCli([
+    "capture",
+    dir,
+    ...proxyCliArgs(sim.url, join(workspace, `${name}-state`, "capture.json")),
+  ]);
+  try {
+    const url = await capture.waitForLine((line) => line.startsWith("http://"));
+    await send(url);
+    return await capture.waitForLine((line) => line.endsWith(".json"));
+  } finally {
+    await capture.stop("SIGTERM");
+  }
 }
 
 function lastEntry(): RequestLogEntry {
@@ -72,22 +113,8 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
     expect(sent).toContain('"default":12345678901234567890');
     expect(sent).toContain('"min_score":2.0}');
 
-    const dir = join(workspace, "turns");
-    const capture = spawnCli([
-      "capture",
-      dir,
-      ...proxyCliArgs(sim.url, join(workspace, "state", "capture.json")),
-    ]);
-    let file: string;
-    let parent: RequestLogEntry;
-    try {
-      const url = await capture.waitForLine((line) => line.startsWith("http://"));
-      await sendAsPython(url, sent, "python-parent");
-      file = await capture.waitForLine((line) => line.endsWith(".json"));
-      parent = lastEntry();
-    } finally {
-      await capture.stop("SIGTERM");
-    }
+    const file = await captureOne("anthropic", (url) => sendAsPython(url, sent, "python-parent"));
+    const parent = lastEntry();
     // The provider got the agent's bytes, and the file holds them, byte for byte.
     expect(parent.body).toBe(sent);
     expect(parent.usage?.cache_creation_input_tokens).toBeGreaterThan(4000);
@@ -121,5 +148,44 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
     await sendAsPython(sim.url, javaScriptWritten, "javascript-written");
     const missed = lastEntry();
     expect(missed.usage?.cache_read_input_tokens).toBe(0);
+  });
+
+  it("on the OpenAI API too: its children send its tools and messages back as sent, and read its prefix", {
+    timeout: 120_000,
+  }, async () => {
+    const sent = await readFile(OPENAI_PARENT, "utf8");
+    expect(sent).toContain('"default":1.0');
+    expect(sent).toContain('"default":12345678901234567890');
+
+    const file = await captureOne("openai", (url) => sendAsPythonOpenAi(`${url}/openai`, sent));
+    const parent = lastEntry();
+    expect(parent.path).toBe("/v1/chat/completions");
+    expect(parent.body).toBe(sent);
+    expect(memberTextOf(await readFile(file, "utf8"), "request")).toBe(sent);
+
+    const directives = [1, 2, 3].map(
+      (i) => `[openai-python-${i}] Audit slice ${i}.\n@sim say child ${i} done`,
+    );
+    const since = lastEntry().seq;
+    const results = await forkFromFileCli(nats().url, file, directives);
+    expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
+
+    const tools = memberTextOf(sent, "tools")!;
+    const messages = memberTextOf(sent, "messages")!;
+    for (const i of [1, 2, 3]) {
+      const child = sim
+        .requests()
+        .find((entry) => entry.seq > since && entry.body.includes(`[openai-python-${i}]`));
+      expect(child?.status, child?.errorMessage ?? "").toBe(200);
+      // The parent's messages, its reply after them, then the child's own.
+      expect(child!.body.startsWith(`{"messages":${messages.slice(0, -1)},`), `child ${i}`).toBe(true);
+      expect(child!.body).toContain(`"tools":${tools}`);
+      expectParentCacheRead(parent, child!);
+    }
+
+    // Written by JavaScript, the same request leaves the parent's prompt at its tools: nothing is read.
+    const javaScriptWritten = JSON.stringify(JSON.parse(sent));
+    await sendAsPythonOpenAi(`${sim.url}/v1`, javaScriptWritten);
+    expect(lastEntry().usage?.cache_read_input_tokens ?? 0).toBe(0);
   });
 });
