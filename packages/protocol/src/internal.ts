@@ -27,5 +27,6 @@ export {
   type VerbatimPromptElement,
   valuesJsonCannotKeep,
 } from "./json-fidelity.js";
+export { keptByJavaScript } from "./json-kept.js";
 export { hasEscapedKey, parseJsonText } from "./json-text.js";
 export { longestPrefixLookup, normaliseModelId } from "./model-facts.js";

@@ -24,7 +24,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
 import { verbatimValuesOf } from "@forkd/core/internal";
 import type { VerbatimValue } from "@forkd/protocol";
-import { firstValueJsonCannotKeep, parseJsonText } from "@forkd/protocol/internal";
+import { firstValueJsonCannotKeep, keptByJavaScript, parseJsonText } from "@forkd/protocol/internal";
 import { mcpInstancesOf } from "./session-key.js";
 import { type ToolCall, type TurnApi, type TurnApiModule, type TurnReply, turnApiOf } from "./turn-apis.js";
 import { type ProxyTurn, type ToolCallQuery, TurnStore, type TurnStoreLimits } from "./turn-store.js";
@@ -418,16 +418,10 @@ function verbatimOf(
  * Says once per session when its request holds, where the prompt reads it, a value a fork will write
  * differently. Run once the reply has been read, so that it never delays the reply's first byte.
  */
-function warnIfUnkept(
-  context: ExchangeContext,
-  session: string,
-  text: string,
-  request: Record<string, unknown>,
-): void {
+function warnIfUnkept(context: ExchangeContext, session: string, text: string): void {
   if (context.sessionsToldUnkept.has(session)) return;
-  // A client in JavaScript sends exactly what JSON.stringify writes, and then nothing can change; the
-  // walk runs only for the others.
-  if (JSON.stringify(request) === text) return;
+  // A client in JavaScript sends nothing a JavaScript reading changes; the walk runs only for the others.
+  if (keptByJavaScript(text)) return;
   const unkept = firstValueJsonCannotKeep(text, (field) => PROMPT_FIELDS.has(field));
   if (unkept === undefined) return;
   if (context.sessionsToldUnkept.size >= MAX_SESSIONS_TOLD_UNKEPT) context.sessionsToldUnkept.clear();
@@ -515,7 +509,7 @@ function replyReader(
     });
     // A fork of an Anthropic or OpenAI turn keeps what JavaScript would write differently (above); a
     // fork of a Gemini turn does not yet, and the agent is told.
-    if (api.api === "gemini") warnIfUnkept(context, session, text, request);
+    if (api.api === "gemini") warnIfUnkept(context, session, text);
     if (context.onTurn !== undefined) {
       void Promise.resolve()
         .then(() => context.onTurn?.(turn, text))

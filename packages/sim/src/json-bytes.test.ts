@@ -1,3 +1,4 @@
+import { keptByJavaScript } from "@forkd/protocol/internal";
 import { describe, expect, it } from "vitest";
 import { mulberry32 } from "./faults.js";
 import {
@@ -12,7 +13,6 @@ import {
   parseJsonBytes,
   WHOLE_PARSE_BYTES,
 } from "./json-bytes.js";
-import { keptByJavaScript } from "./json-kept.js";
 import { forkChild, loadFixture } from "./test-support.js";
 
 /** What parsing gives: the value, or the error's class and message. */

@@ -29,8 +29,7 @@
 // nothing more, and a look at the key order of each object the cutter builds; a body parsed whole is
 // tested whole. Every body JSON.stringify wrote passes it.
 
-import { parseJsonText } from "@forkd/protocol/internal";
-import { keptByJavaScript } from "./json-kept.js";
+import { keptByJavaScript, parseJsonText } from "@forkd/protocol/internal";
 
 /** Bodies up to this size are parsed whole; so is every piece up to it. @unit bytes */
 export const WHOLE_PARSE_BYTES = 64 * 1024;

@@ -7,11 +7,10 @@
 // Arithmetic: the simulator's prompt is the body's items as JSON.stringify writes them, one a line, 4
 // characters a token; hits come in 128-token (512-character) steps. An element written otherwise is
 // keyed from the step where it begins, so the other writing reads the steps that end before it.
-import { parseJsonText, valuesJsonCannotKeep } from "@forkd/protocol/internal";
+import { keptByJavaScript, parseJsonText, valuesJsonCannotKeep } from "@forkd/protocol/internal";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../clock.js";
 import { WHOLE_PARSE_BYTES } from "../json-bytes.js";
-import { keptByJavaScript } from "../json-kept.js";
 import { type Sim, startSim } from "../server.js";
 import { javaScriptJson, ordered, post, pythonJson, tokensOf, written } from "../test-support.js";
 import { OPENAI_CACHE_STEP_TOKENS } from "./openai-cache.js";

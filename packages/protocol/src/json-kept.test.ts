@@ -1,8 +1,24 @@
-import { firstValueJsonCannotKeep } from "@forkd/protocol/internal";
+import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { firstValueJsonCannotKeep } from "./json-fidelity.js";
 import { keptByJavaScript } from "./json-kept.js";
-import { forkChild, loadFixture } from "./test-support.js";
+
+type Body = Record<string, unknown>;
+
+function loadFixture(name: string): { request: Body; response: Body } {
+  const url = new URL(`../../fixtures/turns/${name}.json`, import.meta.url);
+  return JSON.parse(readFileSync(url, "utf8")) as { request: Body; response: Body };
+}
+
+/** A fork child of the parent: its messages, its reply, then a user turn with the directive. */
+function forkChild(request: Body, reply: Body, directive: string): Body {
+  const messages = [...(request.messages as unknown[]), { role: "assistant", content: reply.content }];
+  return {
+    ...request,
+    messages: [...messages, { role: "user", content: [{ type: "text", text: directive }] }],
+  };
+}
 
 // Number texts as clients in other languages write them: most are not JavaScript's shortest form.
 const NUMBER_TEXTS = [
@@ -109,6 +125,19 @@ describe("keptByJavaScript", () => {
     ['{"1":0,"1":1}', false],
     ["1.0", false],
     ['"x"', true],
+    // At the exact edges: the largest array index, the digit 9, whitespace before a key's colon.
+    ['{"b":1,"4294967294":0}', false],
+    ['{"b":1,"4294967295":0}', true],
+    ['{"b":1,"9":0}', false],
+    ['{"a":9.0}', false],
+    ['{"a":[9,19,99]}', true],
+    ['{"b"\t:1,"2"\r:0}', false],
+    ['{"b" :1,"2"\n:0}', false],
+    // Numbers inside a string with escaped quotes stay inside it.
+    ['{"a":"x\\" 1.0 \\"y"}', true],
+    // Not JSON: cut short inside a string, a lone minus sign.
+    ['{"a":"x', false],
+    ["-", false],
   ])("%s: %s", (text, kept) => {
     expect(keptByJavaScript(text)).toBe(kept);
   });

@@ -1,7 +1,8 @@
-// Whether JSON text holds no value that a JavaScript reading would write differently: a cheap test
-// that tells the simulator it need not walk a request body for the prompt elements the provider
-// renders otherwise than JavaScript writes them (`promptElementsJsonCannotKeep`, about 1.3 ms at a
-// 48k-token body; verbatim.ts). Every body a JavaScript client wrote passes it.
+// Whether JSON text holds no value that a JavaScript reading would write differently: the cheap test
+// that says a request body need not be walked (json-fidelity.ts, about 1.3 ms at a 48k-token body)
+// for the values the provider renders otherwise than JavaScript writes them. The simulator runs it
+// on every body it parses; forkd's proxy and fork --from, on every request they keep a turn of.
+// Every body a JavaScript client wrote passes it.
 //
 // Comparing the text with JSON.stringify of its value would say the same of such bodies, but on
 // Node 20 JSON.stringify costs as much as JSON.parse (~0.5 ms at 190 kB). This looks only at what the
