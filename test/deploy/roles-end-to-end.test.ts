@@ -7,7 +7,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { NatsForkSubagent, readRetentionLease, serveTools } from "@forkd/client";
+import { bucketKeys, NatsForkSubagent, readRetentionLease, serveTools } from "@forkd/client";
 import { runsKeySubject } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { createDaemonLogger, loadDaemonConfig, type RunningDaemon, startDaemon } from "@forkd/daemon";
@@ -232,8 +232,10 @@ describe("forkd under deploy/nats/accounts.conf", () => {
       llm: new AnthropicLlmClient({ baseURL: sim.url, apiKey: "sk-deploy-roles", retry: { maxRetries: 0 } }),
     });
     const stored = async () => {
-      const keys: string[] = [];
-      for await (const key of await parent.resources.runs.keys()) keys.push(key);
+      // The registry's keys as `forkd ps` lists them: the stream's own list of subjects. Not
+      // `kv.keys()`, whose last-per-subject consumer on nats-server 2.9.10 was seen in CI to list keys
+      // that a get and the stream's per-subject count both said were gone.
+      const keys = await bucketKeys(parent.resources, "runs", ">");
       const prefixes: string[] = [];
       for await (const info of await parent.resources.prefixes.list()) prefixes.push(info.name);
       return { keys, prefixes };
