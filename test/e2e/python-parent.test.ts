@@ -6,7 +6,10 @@
 // processes. JavaScript writes those values as `1`, `0.00001`, a rounded integer
 // and `2`; the provider renders tools and tool inputs as sent, so a child written that way would leave
 // the parent's prompt at its first tool and read nothing from the cache. The children must send the
-// parent's bytes and read its prefix.
+// parent's bytes and read its prefix. A Gemini parent in Python (google-genai) needs no such texts: the
+// Gemini API parses a request into its protocol buffers, so `1.0` and `1` are one value to it. Its
+// children, written by JavaScript, must share one explicit cache of the parent's values, and `forkd
+// capture` must not warn of a miss that cannot happen.
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +18,7 @@ import { type RequestLogEntry, type Sim, startSim } from "@forkd/sim";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { forkFromFileCli, proxyCliArgs, spawnCli } from "../cli/support.js";
 import { type DaemonProcess, spawnDaemon } from "../harness/daemons.js";
+import { expectGeminiChildrenOnOneCache } from "../harness/gemini-fork-checks.js";
 import { useNatsServer } from "../harness/nats.js";
 import { expectParentCacheRead } from "../harness/openai-fork-checks.js";
 
@@ -22,6 +26,8 @@ import { expectParentCacheRead } from "../harness/openai-fork-checks.js";
 const API_KEY = "sk-forkd-test";
 const PARENT = new URL("../fixtures/python-sdk/parent-request.json", import.meta.url);
 const OPENAI_PARENT = new URL("../fixtures/python-sdk/parent-request-openai.json", import.meta.url);
+const GEMINI_PARENT = new URL("../fixtures/python-sdk/parent-request-gemini.json", import.meta.url);
+const GEMINI_MODEL = "gemini-2.5-flash";
 
 const nats = useNatsServer();
 let sim: Sim;
@@ -39,7 +45,7 @@ beforeAll(async () => {
         simUrl: sim.url,
         workspace,
         // The provider's cache is per organisation: the daemons bill the parent's.
-        extraEnv: { OPENAI_API_KEY: API_KEY },
+        extraEnv: { OPENAI_API_KEY: API_KEY, GEMINI_API_KEY: API_KEY },
       }),
     );
   }
@@ -81,8 +87,29 @@ async function sendAsPythonOpenAi(url: string, body: string): Promise<void> {
   expect(response.status, await response.text()).toBe(200);
 }
 
+/** Posts `body` to Gemini's `generateContent` at `url` (capture's `/gemini`, or the API's root) as google-genai does. */
+async function sendAsPythonGemini(url: string, body: string): Promise<void> {
+  const response = await fetch(`${url}/v1beta/models/${GEMINI_MODEL}:generateContent`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-goog-api-key": API_KEY,
+      "user-agent": "google-genai-sdk/2.25.0 gl-python/3.11.7",
+      "x-goog-api-client": "google-genai-sdk/2.25.0 gl-python/3.11.7",
+    },
+    body,
+  });
+  expect(response.status, await response.text()).toBe(200);
+}
+
+/** What a real `forkd capture` wrote for one turn: the file's path, and what the process logged. */
+interface Captured {
+  file: string;
+  log: string;
+}
+
 /** Runs a real `forkd capture` in front of the simulator, sends one turn through it, and returns the file it wrote. */
-async function captureOne(name: string, send: (url: string) => Promise<void>): Promise<string> {
+async function captureOne(name: string, send: (url: string) => Promise<void>): Promise<Captured> {
   const dir = join(workspace, name);
   const capture = spawnCli([
     "capture",
@@ -92,7 +119,8 @@ async function captureOne(name: string, send: (url: string) => Promise<void>): P
   try {
     const url = await capture.waitForLine((line) => line.startsWith("http://"));
     await send(url);
-    return await capture.waitForLine((line) => line.endsWith(".json"));
+    const file = await capture.waitForLine((line) => line.endsWith(".json"));
+    return { file, log: capture.stderr() };
   } finally {
     await capture.stop("SIGTERM");
   }
@@ -113,7 +141,7 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
     expect(sent).toContain('"default":12345678901234567890');
     expect(sent).toContain('"min_score":2.0}');
 
-    const file = await captureOne("anthropic", (url) => sendAsPython(url, sent, "python-parent"));
+    const { file } = await captureOne("anthropic", (url) => sendAsPython(url, sent, "python-parent"));
     const parent = lastEntry();
     // The provider got the agent's bytes, and the file holds them, byte for byte.
     expect(parent.body).toBe(sent);
@@ -157,7 +185,7 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
     expect(sent).toContain('"default":1.0');
     expect(sent).toContain('"default":12345678901234567890');
 
-    const file = await captureOne("openai", (url) => sendAsPythonOpenAi(`${url}/openai`, sent));
+    const { file } = await captureOne("openai", (url) => sendAsPythonOpenAi(`${url}/openai`, sent));
     const parent = lastEntry();
     expect(parent.path).toBe("/v1/chat/completions");
     expect(parent.body).toBe(sent);
@@ -187,5 +215,49 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
     const javaScriptWritten = JSON.stringify(JSON.parse(sent));
     await sendAsPythonOpenAi(`${sim.url}/v1`, javaScriptWritten);
     expect(lastEntry().usage?.cache_read_input_tokens ?? 0).toBe(0);
+  });
+
+  it("on Gemini its children share one cache of its values, which the API reads as it does its bytes", {
+    timeout: 120_000,
+  }, async () => {
+    const sent = await readFile(GEMINI_PARENT, "utf8");
+    expect(sent).toContain('"default": 1.0');
+    expect(sent).toContain('"default": 12345678901234567890');
+    expect(sent).toContain('"min_score": 2.0}');
+
+    const { file, log } = await captureOne("gemini", (url) => sendAsPythonGemini(`${url}/gemini`, sent));
+    const parent = lastEntry();
+    expect(parent.path).toBe(`/v1beta/models/${GEMINI_MODEL}:generateContent`);
+    expect(parent.body).toBe(sent);
+    const captured = await readFile(file, "utf8");
+    expect(memberTextOf(captured, "request")).toBe(sent);
+    // Nothing to warn of: the API parses the request, and a child's `1` is the parent's `1.0`.
+    expect(log).not.toContain("writes differently");
+
+    const directives = [1, 2, 3].map(
+      (i) => `[gemini-python-${i}] Audit slice ${i}.\n@sim say child ${i} done`,
+    );
+    const since = lastEntry().seq;
+    const results = await forkFromFileCli(nats().url, file, directives);
+    expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
+    await expectGeminiChildrenOnOneCache({
+      sim,
+      apiKey: API_KEY,
+      model: GEMINI_MODEL,
+      parentRaw: sent,
+      byValue: true,
+      reply: (JSON.parse(captured) as { response: Record<string, unknown> }).response,
+      since,
+      tag: "gemini-python",
+      count: 3,
+    });
+
+    // The Gemini API reads values, as the simulator does: the same request written by JavaScript
+    // reads the parent's prompt from its implicit cache up to its last content, unlike the Messages
+    // API's reading above.
+    const javaScriptWritten = JSON.stringify(JSON.parse(sent));
+    expect(javaScriptWritten).not.toBe(sent);
+    await sendAsPythonGemini(sim.url, javaScriptWritten);
+    expect(lastEntry().usage?.cache_read_input_tokens).toBeGreaterThan(4000);
   });
 });

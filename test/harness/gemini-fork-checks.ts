@@ -6,9 +6,14 @@ import { expect } from "vitest";
 
 type Body = Record<string, unknown>;
 
+/** `body[field]` as JavaScript writes it (what a fork writes of a Gemini parent's request). */
+function writtenField(raw: string, field: string): string {
+  return JSON.stringify((JSON.parse(raw) as Record<string, unknown>)[field]);
+}
+
 /** The raw JSON text of `body[field]` as it appears in `raw` (the serialiser's own bytes). */
 export function rawField(raw: string, field: string): string {
-  const value = JSON.stringify((JSON.parse(raw) as Record<string, unknown>)[field]);
+  const value = writtenField(raw, field);
   expect(raw).toContain(`"${field}":${value}`);
   return value;
 }
@@ -29,6 +34,12 @@ export interface GeminiChildrenOnOneCache {
   model: string;
   /** The parent's request as the simulator logged it. */
   parentRaw: string;
+  /**
+   * The parent's request was written by another JSON writer than JavaScript's (a Python SDK's
+   * `1.0`, `2.0`): the cache and the children hold its values as JavaScript writes them, which the
+   * Gemini API reads as the same values, rather than its bytes. @default false
+   */
+  byValue?: boolean;
   /** The parent's reply as the children carry it (`{ role: "model", parts }`), one function call in it. */
   reply: Record<string, unknown>;
   /** The simulator's log entries after this `seq` are the fan-out's. */
@@ -47,6 +58,7 @@ export interface GeminiChildrenOnOneCache {
  */
 export async function expectGeminiChildrenOnOneCache(check: GeminiChildrenOnOneCache): Promise<void> {
   const { sim, parentRaw, reply } = check;
+  const parentField = check.byValue === true ? writtenField : rawField;
   const accepted = sim
     .requests()
     .filter((entry) => entry.seq > check.since && entry.method === "POST" && entry.status === 200);
@@ -54,10 +66,10 @@ export async function expectGeminiChildrenOnOneCache(check: GeminiChildrenOnOneC
   const creations = accepted.filter((entry) => entry.path === "/v1beta/cachedContents");
   expect(creations).toHaveLength(1);
   const cacheRaw = creations[0]!.body;
-  const parentContents = rawField(parentRaw, "contents");
+  const parentContents = parentField(parentRaw, "contents");
   expect(cacheRaw).toContain(`"contents":${parentContents.slice(0, -1)},${JSON.stringify(reply)}]`);
-  expect(cacheRaw).toContain(`"systemInstruction":${rawField(parentRaw, "systemInstruction")}`);
-  expect(cacheRaw).toContain(`"tools":${rawField(parentRaw, "tools")}`);
+  expect(cacheRaw).toContain(`"systemInstruction":${parentField(parentRaw, "systemInstruction")}`);
+  expect(cacheRaw).toContain(`"tools":${parentField(parentRaw, "tools")}`);
   expect((JSON.parse(cacheRaw) as { model?: unknown }).model).toBe(`models/${check.model}`);
   const written = creations[0]!.usage?.cache_creation_input_tokens ?? 0;
   expect(written).toBeGreaterThan(1024);
@@ -77,7 +89,7 @@ export async function expectGeminiChildrenOnOneCache(check: GeminiChildrenOnOneC
     expect(body.systemInstruction).toBeUndefined();
     expect(body.tools).toBeUndefined();
     // The parent's other settings as it sent them.
-    expect(child.body).toContain(`"generationConfig":${rawField(parentRaw, "generationConfig")}`);
+    expect(child.body).toContain(`"generationConfig":${parentField(parentRaw, "generationConfig")}`);
     expect(body.contents).toHaveLength(1);
     const own = body.contents[0]!;
     expect(own.role).toBe("user");

@@ -24,7 +24,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { type Logger, silentLogger } from "@forkd/core";
 import { verbatimValuesOf } from "@forkd/core/internal";
 import type { VerbatimValue } from "@forkd/protocol";
-import { firstValueJsonCannotKeep, keptByJavaScript, parseJsonText } from "@forkd/protocol/internal";
+import { parseJsonText } from "@forkd/protocol/internal";
 import { mcpInstancesOf } from "./session-key.js";
 import { type ToolCall, type TurnApi, type TurnApiModule, type TurnReply, turnApiOf } from "./turn-apis.js";
 import { type ProxyTurn, type ToolCallQuery, TurnStore, type TurnStoreLimits } from "./turn-store.js";
@@ -131,7 +131,6 @@ export async function startProxy(options: ProxyOptions = {}): Promise<RunningPro
     turns,
     logger,
     onTurn: options.onTurn,
-    sessionsToldUnkept: new Set(),
   };
 
   const server: Server = createServer((req, res) => {
@@ -188,8 +187,6 @@ interface ExchangeContext {
   turns: TurnStore;
   logger: Logger;
   onTurn: ProxyOptions["onTurn"];
-  /** The sessions already warned that their requests hold a value forkd cannot write back as sent. */
-  sessionsToldUnkept: Set<string>;
 }
 
 /** The route of a request target, and the target relative to it. */
@@ -369,23 +366,6 @@ interface ExchangeRecord {
     | undefined;
 }
 
-/**
- * The top-level fields of a request that reach the prompt, in each API (a tool's schema, a call's
- * arguments): a value in them that forkd writes differently makes a fork's prompt differ there.
- */
-const PROMPT_FIELDS: ReadonlySet<string> = new Set([
-  "tools",
-  "system",
-  "messages",
-  "input",
-  "instructions",
-  "contents",
-  "systemInstruction",
-]);
-
-/** Sessions remembered as warned before the memory is cleared (each warning is one log line). */
-const MAX_SESSIONS_TOLD_UNKEPT = 1024;
-
 function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
   const raw = Buffer.concat(chunks);
   try {
@@ -402,7 +382,9 @@ function parseRequest(chunks: readonly Buffer[]): ExchangeRecord["request"] {
  * An Anthropic or OpenAI request's values that a JavaScript reading would write differently, in the
  * agent's text, for its forks (`verbatim` of the prefix, or of the native prefix): none from an agent
  * in JavaScript, whose body is what JSON.stringify writes (checked first: the walk is for the others).
- * Run once the reply has been read.
+ * None of a Gemini request: the Gemini API parses the body into its protocol buffers, so it reads
+ * `1.0` and `1` as one value, and a fork that writes the value as JavaScript does sends the same
+ * prompt (docs/fork-semantics.md). Run once the reply has been read.
  */
 function verbatimOf(
   api: TurnApi,
@@ -412,24 +394,6 @@ function verbatimOf(
   if (api === "gemini") return {};
   const verbatim = verbatimValuesOf(request, text, api);
   return verbatim.length > 0 ? { verbatim } : {};
-}
-
-/**
- * Says once per session when its request holds, where the prompt reads it, a value a fork will write
- * differently. Run once the reply has been read, so that it never delays the reply's first byte.
- */
-function warnIfUnkept(context: ExchangeContext, session: string, text: string): void {
-  if (context.sessionsToldUnkept.has(session)) return;
-  // A client in JavaScript sends nothing a JavaScript reading changes; the walk runs only for the others.
-  if (keptByJavaScript(text)) return;
-  const unkept = firstValueJsonCannotKeep(text, (field) => PROMPT_FIELDS.has(field));
-  if (unkept === undefined) return;
-  if (context.sessionsToldUnkept.size >= MAX_SESSIONS_TOLD_UNKEPT) context.sessionsToldUnkept.clear();
-  context.sessionsToldUnkept.add(session);
-  context.logger.warn(
-    { session, path: unkept.path, sent: unkept.sent, forked: unkept.written },
-    "the agent sent a value forkd writes differently: its forks will miss the prompt cache from there (docs/fork-semantics.md)",
-  );
 }
 
 interface ReplyReader {
@@ -507,9 +471,6 @@ function replyReader(
       requestBytes: bytes,
       ...verbatimOf(api.api, request, text),
     });
-    // A fork of an Anthropic or OpenAI turn keeps what JavaScript would write differently (above); a
-    // fork of a Gemini turn does not yet, and the agent is told.
-    if (api.api === "gemini") warnIfUnkept(context, session, text);
     if (context.onTurn !== undefined) {
       void Promise.resolve()
         .then(() => context.onTurn?.(turn, text))
