@@ -18,11 +18,9 @@ export {
 } from "./control-proof.js";
 export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
 export {
-  firstValueJsonCannotKeep,
   memberTextOf,
   type PromptElementPath,
   promptElementsJsonCannotKeep,
-  type UnkeptJsonValue,
   type UnkeptValueText,
   type VerbatimPromptElement,
   valuesJsonCannotKeep,

@@ -5,18 +5,8 @@
 // digits, `1e400` as `null`). A parent written in JavaScript never sends such text (its own SDK read
 // the model's reply the same way); one in another language can, and inside a tool's schema or a
 // tool call's input, which the provider renders as sent, the child's prompt then differs from the
-// parent's (docs/fork-semantics.md, "What a JavaScript reading of JSON cannot keep"). This finds the
-// first such value, so that the proxy can say so instead of letting the forks miss the cache unseen.
-
-/** A value whose text a JavaScript reading of the JSON would not write back as sent. */
-export interface UnkeptJsonValue {
-  /** Where: keys and indexes from the top, joined by dots (`tools.2.input_schema.properties.x.default`). */
-  path: string;
-  /** How the text has it: a number's text, or an object's keys in their order (`"b", "2"`). */
-  sent: string;
-  /** How JSON.stringify writes it back. */
-  written: string;
-}
+// parent's (docs/fork-semantics.md, "What a JavaScript reading of JSON cannot keep"). This finds
+// where such values are, with their exact text, so that a fork can send that text back as it came.
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -39,22 +29,11 @@ function javaScriptKeyOrder(keys: readonly string[]): string[] {
   return [...indexes, ...keys.filter((key) => !isArrayIndex(key))];
 }
 
-function quotedList(keys: readonly string[]): string {
-  return keys.map((key) => JSON.stringify(key)).join(", ");
-}
-
-/** Found: ends the walk at the first unkept value in scope. */
-class Found {
-  constructor(readonly value: UnkeptJsonValue) {}
-}
-
-/** Told of each unkept value, with its path from the top (the array is the walk's own: copy it to keep it). */
-type UnkeptListener = (
-  path: readonly (string | number)[],
-  sent: string,
-  written: string,
-  what: "number" | "keys",
-) => void;
+/**
+ * Told of each value a JavaScript reading would write differently (a number, or an object's keys) as
+ * the walk reaches it: a number while its own member is open, an object's keys while the object's is.
+ */
+type UnkeptListener = () => void;
 
 /** Told where each member's value starts and ends (`start` after whitespace, `end` just past it). */
 interface MemberSpans {
@@ -71,7 +50,7 @@ class FidelityWalk {
   constructor(
     private readonly text: string,
     private readonly onUnkept: UnkeptListener,
-    private readonly spans?: MemberSpans,
+    private readonly spans: MemberSpans,
   ) {}
 
   walk(): void {
@@ -83,10 +62,6 @@ class FidelityWalk {
 
   #skipWhitespace(): void {
     while (isJsonWhitespace(this.text.charCodeAt(this.#pos))) this.#pos++;
-  }
-
-  #report(sent: string, written: string, what: "number" | "keys"): void {
-    this.onUnkept(this.#path, sent, written, what);
   }
 
   #value(): void {
@@ -105,8 +80,7 @@ class FidelityWalk {
     const match = NUMBER.exec(this.text);
     if (match === null) throw new SyntaxError(`not JSON at position ${this.#pos}`);
     this.#pos += match[0].length;
-    const written = JSON.stringify(Number(match[0]));
-    if (written !== match[0]) this.#report(match[0], written, "number");
+    if (JSON.stringify(Number(match[0])) !== match[0]) this.onUnkept();
   }
 
   /** Skips a string; returns its value when `decode` asks for it. */
@@ -145,13 +119,10 @@ class FidelityWalk {
   /** Walks one member's value with its key or index on the path. */
   #member(at: string | number): void {
     this.#path.push(at);
-    if (this.spans === undefined) this.#value();
-    else {
-      this.#skipWhitespace();
-      this.spans.enter(this.#path, this.#pos);
-      this.#value();
-      this.spans.leave(this.#path, this.#pos);
-    }
+    this.#skipWhitespace();
+    this.spans.enter(this.#path, this.#pos);
+    this.#value();
+    this.spans.leave(this.#path, this.#pos);
     this.#path.pop();
   }
 
@@ -185,35 +156,7 @@ class FidelityWalk {
       this.#member(key);
     } while (this.#anotherMember());
     const order = javaScriptKeyOrder(keys);
-    if (order.some((key, i) => key !== keys[i])) this.#report(quotedList(keys), quotedList(order), "keys");
-  }
-}
-
-/**
- * The first value in `text` that JSON.stringify of its JavaScript reading would write differently:
- * a number not in its shortest form, or an object whose integer-like keys do not come first and in
- * ascending order. Only values under a key of the top-level object that `inScope` accepts are
- * reported (a request's `max_tokens: 32.0` does not reach the prompt). Undefined when there is none, and for text that is
- * not JSON or is nested too deep to walk. Whitespace and string escapes are not reported: a provider
- * parses the body, so they do not reach the prompt.
- *
- * Linear in the text, but a walk in JavaScript: check `text === JSON.stringify(JSON.parse(text))`
- * first, which holds for every body a JavaScript client wrote.
- */
-export function firstValueJsonCannotKeep(
-  text: string,
-  inScope: (topKey: string) => boolean = () => true,
-): UnkeptJsonValue | undefined {
-  const stopAtFirst: UnkeptListener = (path, sent, written) => {
-    const top = path[0];
-    if (typeof top === "string" && inScope(top)) throw new Found({ path: path.join("."), sent, written });
-  };
-  try {
-    new FidelityWalk(text, stopAtFirst).walk();
-    return undefined;
-  } catch (error) {
-    if (error instanceof Found) return error.value;
-    return undefined;
+    if (order.some((key, i) => key !== keys[i])) this.onUnkept();
   }
 }
 
@@ -302,11 +245,12 @@ export function valuesJsonCannotKeep(
   inScope: (topKey: string) => boolean = () => true,
 ): UnkeptValueText[] {
   const found: UnkeptValueText[] = [];
-  // Every open container (the top one included), with where it starts and whether it holds one.
-  const open: { start: number; unkept: boolean }[] = [{ start: 0, unkept: false }];
+  // Every open member, with where it starts, and for an object or an array whether it holds one.
+  const open: { start: number; container: boolean; unkept: boolean }[] = [];
   const spans: MemberSpans = {
     enter(_path, start) {
-      open.push({ start, unkept: false });
+      const code = text.charCodeAt(start);
+      open.push({ start, container: code === 0x7b /* { */ || code === 0x5b /* [ */, unkept: false });
     },
     leave(path, end) {
       const member = open.pop()!;
@@ -316,11 +260,11 @@ export function valuesJsonCannotKeep(
       }
     },
   };
-  // A number is reported while its own member is open: it marks the container above it. An object's
-  // keys are reported once its members are closed: they mark the object itself.
-  const mark: UnkeptListener = (_path, _sent, _written, what) => {
-    const container = open[what === "number" ? open.length - 2 : open.length - 1];
-    if (container !== undefined) container.unkept = true;
+  // The innermost open object or array holds what is reported: a number's container, or the object
+  // whose keys move. A number right under a top-level key has none to give.
+  const mark: UnkeptListener = () => {
+    const holder = open.findLast((member) => member.container);
+    if (holder !== undefined) holder.unkept = true;
   };
   try {
     new FidelityWalk(text, mark, spans).walk();
