@@ -1,7 +1,7 @@
 // `forkd proxy` and `forkd capture` as processes in front of the simulator: the URL on the first line,
 // the state file only its user can read (and gone after SIGTERM), and capture's parent-turn files
 // that `forkd fork --from` reads.
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
@@ -28,7 +28,10 @@ afterAll(async () => {
 describe("forkd proxy", () => {
   it("prints its URL, writes its control token to a 0600 state file, and removes it on SIGTERM", async () => {
     const state = join(dir, "state", "proxy.json");
-    const proxy = spawnCli(["proxy", "--listen", "127.0.0.1:0", "--upstream", sim.url, "--state", state]);
+    const proxy = spawnCli([
+      "proxy",
+      ...["--listen", "127.0.0.1:0", "--upstream", sim.url, "--state", state, "--log-level", "info"],
+    ]);
     const url = await proxy.waitForLine((line) => line.startsWith("http://127.0.0.1:"));
     const endpoint = await readProxyState(state);
     expect(endpoint?.url).toBe(url);
@@ -45,6 +48,14 @@ describe("forkd proxy", () => {
     });
     expect(reply.content).toEqual([{ type: "text", text: "Hello." }]);
     expect(sim.requests().at(-1)?.keyId).toMatch(/^key_/);
+    // At info, one JSON line (stderr is no terminal) per proxied call: what and how long, no header.
+    const proxied = await proxy.waitForLine((line) => line.includes('"msg":"proxied"'), { stream: "stderr" });
+    expect(JSON.parse(proxied)).toMatchObject({
+      command: "proxy",
+      method: "POST",
+      path: "/v1/messages",
+      status: 200,
+    });
 
     expect((await proxy.stop("SIGTERM")).code).toBe(0);
     expect(await readProxyState(state)).toBeUndefined();
@@ -69,6 +80,25 @@ describe("forkd proxy", () => {
   });
 
   // (Only the address check: the tests listen on loopback and nowhere else.)
+  it("refuses a log level or format it does not know, naming the flag", async () => {
+    for (const [flag, value] of [
+      ["--log-level", "loud"],
+      ["--log-format", "xml"],
+    ] as const) {
+      const result = await runCli([
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        flag,
+        value,
+        "--state",
+        join(dir, "x.json"),
+      ]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`${flag}: expected one of`);
+    }
+  });
+
   it("tells loopback listen addresses from others, and parses --listen", () => {
     for (const host of ["127.0.0.1", "127.3.2.1", "::1", "localhost"]) expect(isLoopback(host)).toBe(true);
     for (const host of ["0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "example.com"])
@@ -118,6 +148,38 @@ describe("forkd capture", () => {
       (final.content[0] as { id: string }).id,
     ]);
     expect(turn.prefix.betas).toEqual(["interleaved-thinking-2025-05-14"]);
+    await capture.stop("SIGTERM");
+  });
+
+  it("says on stderr, by default, that it could not write a turn's file, and still answers the agent", async () => {
+    // A directory that cannot be made: a file stands where it would be.
+    const blocked = join(dir, "a-file");
+    await writeFile(blocked, "");
+    const capture = spawnCli([
+      "capture",
+      join(blocked, "turns"),
+      ...proxyCliArgs(sim.url, join(dir, "c2.json")),
+    ]);
+    const url = await capture.waitForLine((line) => line.startsWith("http://"));
+    const anthropic = new Anthropic({ apiKey: "sk-capture", baseURL: url, maxRetries: 0 });
+    const reply = await anthropic.messages.create(
+      {
+        model: "claude-sonnet-5-5",
+        max_tokens: 64,
+        messages: [{ role: "user", content: "Hi.\n@sim say Hello." }],
+      },
+      { headers: { "x-claude-code-session-id": "capture-2" } },
+    );
+    expect(reply.content).toEqual([{ type: "text", text: "Hello." }]);
+    const line = await capture.waitForLine((text) => text.includes("ENOTDIR"), { stream: "stderr" });
+    expect(JSON.parse(line)).toMatchObject({
+      level: 50,
+      command: "capture",
+      session: "cc:capture-2",
+      seq: 1,
+    });
+    // Quiet otherwise: no line per proxied call at the default level.
+    expect(capture.stderr()).not.toContain('"msg":"proxied"');
     await capture.stop("SIGTERM");
   });
 });

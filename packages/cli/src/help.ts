@@ -349,6 +349,11 @@ Options:
   --state FILE         where to write the URL and control token  env FORKD_PROXY_STATE;
                        default $XDG_STATE_HOME/forkd/proxy.json (~/.local/state/forkd/proxy.json)
   --keep-turns N       turns kept per session (default 8)
+  --log-level LEVEL    trace … fatal, silent (default warn: an upstream it could not
+                       reach, a turn it could not record or write; info adds a line
+                       per proxied call)                        FORKD_LOG_LEVEL
+  --log-format FORMAT  json, pretty or auto (default auto: pretty when stderr is a
+                       terminal)                                FORKD_LOG_FORMAT
   --json               print {url, upstream, openaiUpstream, geminiUpstream, state} as JSON
 ${COMMON}
 
@@ -370,7 +375,8 @@ the conversation) and prints each path: an Anthropic turn as { request, response
 or Gemini turn as { api, path, request, response }. Try forkd on a real session of your own:
 capture a turn, then \`forkd fork --from DIR/<session>/<n>.json --directive "…"\`.
 
-Options: as forkd proxy (--upstream, --openai-upstream, --gemini-upstream, --listen, --state, --keep-turns, --json).
+Options: as forkd proxy (--upstream, --openai-upstream, --gemini-upstream, --listen, --state, --keep-turns,
+--log-level, --log-format, --json). A turn whose file cannot be written is logged on stderr.
 
 Examples:
   forkd capture ./turns --upstream https://api.anthropic.com

@@ -6,6 +6,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ForkdError, MAX_PREFIX_BYTES } from "@forkd/protocol";
 import { z } from "zod";
+import { LOG_LEVELS } from "./logger.js";
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -154,7 +155,7 @@ export const DaemonConfigSchema = z.object({
   /** Prometheus `/metrics` port; 0 picks a free one; absent disables it. */
   metricsPort: z.coerce.number().int().nonnegative().optional(),
   metricsHost: z.string().default("127.0.0.1"),
-  logLevel: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  logLevel: z.enum(LOG_LEVELS).default("info"),
   /** `pretty` on a terminal, `json` otherwise, unless set. */
   logFormat: z.enum(["json", "pretty", "auto"]).default("auto"),
 });

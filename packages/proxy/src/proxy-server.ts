@@ -474,7 +474,9 @@ function replyReader(
     if (context.onTurn !== undefined) {
       void Promise.resolve()
         .then(() => context.onTurn?.(turn, text))
-        .catch((error: unknown) => context.logger.error({ err: error }, "onTurn failed"));
+        .catch((error: unknown) =>
+          context.logger.error({ err: error, session: turn.session, seq: turn.seq }, "onTurn failed"),
+        );
     }
   };
 

@@ -2,6 +2,7 @@
 // `forkd capture DIR` is the same proxy writing each turn as a parent-turn file. The first stdout
 // line is the proxy's URL; the control token goes only to the state file (mode 0600).
 import { isIP } from "node:net";
+import { createProcessLogger, LOG_LEVELS, type LogFormat } from "@forkd/daemon";
 import {
   DEFAULT_GEMINI_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
@@ -29,8 +30,30 @@ const OPTIONS = {
   listen: { type: "string" },
   state: { type: "string" },
   "keep-turns": { type: "string" },
+  "log-level": { type: "string" },
+  "log-format": { type: "string" },
   json: { type: "boolean" },
 } as const;
+
+/**
+ * What the proxy logs unless told otherwise: what went wrong (an upstream it could not reach, a turn
+ * it could not record, a capture file it could not write). stdout is for its URL and captured paths.
+ */
+const DEFAULT_PROXY_LOG_LEVEL = "warn";
+
+const LOG_FORMATS: readonly LogFormat[] = ["json", "pretty", "auto"];
+
+/** `flag`'s value (or `env`'s, or `fallback`) when it is one of `allowed`. @throws {@link UsageError} */
+function oneOf<T extends string>(
+  flag: string,
+  value: string | undefined,
+  allowed: readonly T[],
+  fallback: T,
+): T {
+  if (value === undefined || value === "") return fallback;
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`--${flag}: expected one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
+}
 
 /** The port `forkd proxy` listens on when `--listen` does not say. */
 export const DEFAULT_PROXY_PORT = 4080;
@@ -82,9 +105,25 @@ export async function serveProxy(
     );
   }
   const statePath = values.state ?? proxyStatePath(context.io.env);
+  const env = context.io.env;
+  const level = oneOf(
+    "log-level",
+    values["log-level"] ?? env.FORKD_LOG_LEVEL,
+    LOG_LEVELS,
+    DEFAULT_PROXY_LOG_LEVEL,
+  );
+  const format = oneOf("log-format", values["log-format"] ?? env.FORKD_LOG_FORMAT, LOG_FORMATS, "auto");
+  const logger = createProcessLogger({
+    level,
+    format,
+    bindings: { command },
+    // pino-pretty writes to the process's stderr itself; any other stream gets JSON lines.
+    destination: err === process.stderr ? undefined : err,
+  });
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
+      logger,
       upstream,
       openaiUpstream,
       geminiUpstream,
