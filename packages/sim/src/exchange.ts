@@ -1,8 +1,8 @@
 // One HTTP exchange of the simulator: its state, and the helpers that read its request and write
 // its response without touching the server's shared state.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { UnkeptValueText, VerbatimPromptElement } from "@forkd/protocol/internal";
-import { promptElementsJsonCannotKeep, valuesJsonCannotKeep } from "@forkd/protocol/internal";
+import type { UnkeptValueText } from "@forkd/protocol/internal";
+import { valuesJsonCannotKeep } from "@forkd/protocol/internal";
 import type { CachePlan } from "./cache.js";
 import { apiErrorBody, SimApiError } from "./errors.js";
 import { type Fidelity, parseJsonBytes } from "./json-bytes.js";
@@ -240,30 +240,6 @@ function parseBodyBytes(bytes: Buffer, fidelity?: Fidelity): unknown {
   }
 }
 
-/** A Messages request body read: its JSON value and its verbatim prompt elements. */
-export interface MessagesBody {
-  value: unknown;
-  /**
-   * The prompt elements whose text a JavaScript reading would not write back as sent, each with its
-   * text (`promptElementsJsonCannotKeep`); empty for every body JavaScript wrote.
-   */
-  verbatim: VerbatimPromptElement[];
-}
-
-/**
- * A Messages request body as JSON ({@link parseJson}), with the prompt elements the provider renders
- * otherwise than JavaScript writes them. The walk that finds them (~1.3 ms at 190 kB, and a string of
- * the whole body) runs only for a body that fails the test the parse makes on the way (json-bytes.ts,
- * `Fidelity`): never for one a JavaScript client sent.
- */
-export function parseMessagesJson(body: RequestBody): MessagesBody {
-  const bytes = parseBytes(body);
-  const fidelity: Fidelity = { kept: true };
-  const value = parseBodyBytes(bytes, fidelity);
-  // `bytes` may be the shared parse buffer: read it again before anything else parses.
-  return { value, verbatim: fidelity.kept ? [] : promptElementsJsonCannotKeep(bytes.toString("utf8")) };
-}
-
 /** A request body read: its JSON value, and where it holds values JavaScript cannot keep. */
 export interface BodyWithUnkept {
   value: unknown;
@@ -277,9 +253,10 @@ export interface BodyWithUnkept {
 
 /**
  * A request body as JSON ({@link parseJson}), with the values under a top-level key `inScope` accepts
- * that the provider renders otherwise than JavaScript writes them (the OpenAI routes' `tools`,
- * `messages`, `input`). As for {@link parseMessagesJson}, the walk that finds them runs only for a body
- * that fails the test the parse makes on the way: never for one a JavaScript client sent.
+ * that the provider renders otherwise than JavaScript writes them (the Messages route's `tools`,
+ * `system` and `messages`; the OpenAI routes' `tools`, `messages`, `input`). The walk that finds them
+ * (~1.3 ms at 190 kB, and a string of the whole body) runs only for a body that fails the test the
+ * parse makes on the way (json-bytes.ts, `Fidelity`): never for one a JavaScript client sent.
  */
 export function parseJsonWithUnkept(body: RequestBody, inScope: (topKey: string) => boolean): BodyWithUnkept {
   const bytes = parseBytes(body);

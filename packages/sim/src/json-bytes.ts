@@ -60,7 +60,7 @@ export const MEMO_PER_LENGTH = 8;
 
 /**
  * Whether a parsed body's values are all as a JavaScript reading keeps them ({@link keptByJavaScript}):
- * `kept: true` says that `promptElementsJsonCannotKeep` of the body finds nothing; `kept: false` only
+ * `kept: true` says that `valuesJsonCannotKeep` of the body finds nothing; `kept: false` only
  * that it may find something.
  */
 export interface Fidelity {

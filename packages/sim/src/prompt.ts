@@ -4,7 +4,7 @@
  * `cache_control`. A string `system` or message `content` is the same as one text block.
  */
 
-import type { VerbatimPromptElement } from "@forkd/protocol/internal";
+import type { UnkeptValueText } from "@forkd/protocol/internal";
 import {
   blockTokens,
   MESSAGE_OVERHEAD_TOKENS,
@@ -99,15 +99,12 @@ function withIdentity(header: string, identity: string | undefined): string {
 }
 
 /**
- * Lays a validated request out as blocks. `verbatim`: the request body's elements whose text a
- * JavaScript reading would not write back as sent (`promptElementsJsonCannotKeep` of its text); each
- * such element's block is told apart by that text, as the provider renders it as sent. A message's
- * own element marks its first block.
+ * Lays a validated request out as blocks. `verbatim`: where the request body holds values a
+ * JavaScript reading would not write back as sent (`valuesJsonCannotKeep` of its text, verbatim.ts);
+ * the block of each element holding one is told apart by their text, as the provider renders it as
+ * sent. A message's own holders mark its first block.
  */
-export function layoutPrompt(
-  req: MessagesRequest,
-  verbatim: readonly VerbatimPromptElement[] = [],
-): PromptLayout {
+export function layoutPrompt(req: MessagesRequest, verbatim: readonly UnkeptValueText[] = []): PromptLayout {
   const identities = verbatim.length === 0 ? undefined : verbatimIdentities(verbatim);
   const blocks: PromptBlock[] = [];
   let total = REQUEST_OVERHEAD_TOKENS;

@@ -11,6 +11,7 @@ import { type Exchange, parseJsonWithUnkept, readBody, sleep } from "../exchange
 import { runScriptedModel } from "../model.js";
 import type { MessagesRouteContext } from "../routes/messages.js";
 import type { MessagesRequest } from "../types.js";
+import { identityOfSome } from "../verbatim.js";
 import {
   type OpenAiPromptCache,
   type OpenAiPromptMark,
@@ -19,13 +20,7 @@ import {
 } from "./openai-cache.js";
 import { OpenAiApiError, sendOpenAiError } from "./openai-errors.js";
 import { validateChatRequest, validateResponsesRequest } from "./openai-validate.js";
-import {
-  identityOfSome,
-  type OpenAiApi,
-  type OpenAiVerbatim,
-  openAiVerbatimOf,
-  promptFieldOf,
-} from "./openai-verbatim.js";
+import { type OpenAiApi, type OpenAiVerbatim, openAiVerbatimOf, promptFieldOf } from "./openai-verbatim.js";
 
 /** What the OpenAI routes need of the server. */
 export interface OpenAiRouteContext extends MessagesRouteContext {

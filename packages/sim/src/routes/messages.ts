@@ -11,7 +11,7 @@ import {
   betasOf,
   type Exchange,
   parseJson,
-  parseMessagesJson,
+  parseJsonWithUnkept,
   type RequestBody,
   readBody,
   sendError,
@@ -26,6 +26,7 @@ import { messageFrames } from "../sse.js";
 import { streamFrames } from "../stream-response.js";
 import type { MessageResponse } from "../types.js";
 import { validateRequest } from "../validate.js";
+import { inMessagesPrompt } from "../verbatim.js";
 
 /** What every route needs of the server. */
 export interface RouteContext {
@@ -124,13 +125,13 @@ export async function messagesRoute(context: MessagesRouteContext, ex: Exchange)
   const entry = ex.entry;
   const apiKey = context.authenticate(ex);
   const betas = betasOf(ex);
-  const { value: raw, verbatim } = parseMessagesJson(body);
+  const { value: raw, unkept } = parseJsonWithUnkept(body, inMessagesPrompt);
   const request = validateRequest(raw, "messages", betas);
   const diagnosticsParam = diagnosticsParamOf(raw);
   entry.model = request.model;
   const stream = request.stream === true;
   entry.stream = stream;
-  const layout = layoutPrompt(request, verbatim);
+  const layout = layoutPrompt(request, unkept);
   // The API refuses a prompt longer than the model's window (the 1M window only with its beta).
   const window = contextWindowTokens(request.model, betas);
   if (layout.totalTokens > window) {
