@@ -19,10 +19,7 @@ export {
 export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
 export {
   memberTextOf,
-  type PromptElementPath,
-  promptElementsJsonCannotKeep,
   type UnkeptValueText,
-  type VerbatimPromptElement,
   valuesJsonCannotKeep,
 } from "./json-fidelity.js";
 export { keptByJavaScript } from "./json-kept.js";

@@ -2,7 +2,7 @@
 // and nothing reported for text JSON.stringify wrote.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { memberTextOf, promptElementsJsonCannotKeep, valuesJsonCannotKeep } from "./json-fidelity.js";
+import { memberTextOf, valuesJsonCannotKeep } from "./json-fidelity.js";
 
 // Text as another language's serialiser writes it: keys in any order, numbers in other forms.
 const numberText = fc.constantFrom("1", "1.0", "2.5", "1e3", "-0", "0", "12", "9007199254740993", "1e400");
@@ -124,57 +124,6 @@ describe("valuesJsonCannotKeep", () => {
       }),
       { numRuns: 2000 },
     );
-  });
-});
-
-describe("promptElementsJsonCannotKeep", () => {
-  it("names the content block, else the message, tool or system block holding the value", () => {
-    const text = JSON.stringify({
-      messages: [
-        { role: "user", content: "h" },
-        { role: "assistant", content: [{ type: "text" }, { type: "tool_use", input: "@@" }] },
-        { role: "user", content: [{ type: "tool_result" }], z: "@@" },
-      ],
-      tools: [{ name: "a" }, { name: "b", input_schema: { default: "@@" } }],
-      system: [{ type: "text", text: "s" }],
-      temperature: "@@",
-    }).replaceAll('"@@"', "1.0");
-    expect(promptElementsJsonCannotKeep(text)).toEqual([
-      { at: ["messages", 1, "content", 1], text: '{"type":"tool_use","input":1.0}' },
-      { at: ["messages", 2], text: '{"role":"user","content":[{"type":"tool_result"}],"z":1.0}' },
-      { at: ["tools", 1], text: '{"name":"b","input_schema":{"default":1.0}}' },
-    ]);
-  });
-
-  it("names a system block, and nothing for JavaScript's text or text that is not JSON", () => {
-    expect(promptElementsJsonCannotKeep('{"system": [{"type": "text", "n": 1e2}]}')).toEqual([
-      { at: ["system", 0], text: '{"type": "text", "n": 1e2}' },
-    ]);
-    expect(promptElementsJsonCannotKeep('{"system": [{"n": 100}], "tools": []}')).toEqual([]);
-    expect(promptElementsJsonCannotKeep('{"system": [{"n": 1.0}')).toEqual([]);
-  });
-
-  it("names only the elements of those arrays, at those depths", () => {
-    // Not an array of tools; not a prompt field.
-    expect(promptElementsJsonCannotKeep('{"tools": {"a": {"n": 1.0}}}')).toEqual([]);
-    expect(promptElementsJsonCannotKeep('{"other": [{"n": 1.0}]}')).toEqual([]);
-    // An array inside a tool, a message, a block: the element holding it.
-    expect(promptElementsJsonCannotKeep('{"tools":[{"x":[{"n":1.0}]}]}')).toEqual([
-      { at: ["tools", 0], text: '{"x":[{"n":1.0}]}' },
-    ]);
-    expect(promptElementsJsonCannotKeep('{"messages":[{"meta":[{"n":1.0}]}]}')).toEqual([
-      { at: ["messages", 0], text: '{"meta":[{"n":1.0}]}' },
-    ]);
-    // A tool's own "content", and a message's content that is no array of blocks.
-    expect(promptElementsJsonCannotKeep('{"tools":[{"content":[{"n":1.0}]}]}')).toEqual([
-      { at: ["tools", 0], text: '{"content":[{"n":1.0}]}' },
-    ]);
-    expect(promptElementsJsonCannotKeep('{"messages":[{"content":{"x":{"n":1.0}}}]}')).toEqual([
-      { at: ["messages", 0], text: '{"content":{"x":{"n":1.0}}}' },
-    ]);
-    expect(promptElementsJsonCannotKeep('{"messages":[{"content":[{"input":[{"n":1.0}]}]}]}')).toEqual([
-      { at: ["messages", 0, "content", 0], text: '{"input":[{"n":1.0}]}' },
-    ]);
   });
 });
 

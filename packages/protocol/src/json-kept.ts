@@ -43,8 +43,7 @@ function isEscapedAt(text: string, at: number): boolean {
  * Whether a JavaScript reading of `text` (valid JSON) keeps every value as written: each number
  * outside strings is as JSON.stringify writes it, and each object's array-index keys (`"0"`, `"42"`)
  * come before its other keys and in ascending order, as JavaScript lists them. That is what the walk
- * of `valuesJsonCannotKeep` looks for, anywhere in the text: true means it finds nothing, so neither
- * does `promptElementsJsonCannotKeep`. Whitespace and string escapes are not looked at (a provider
+ * of `valuesJsonCannotKeep` looks for, anywhere in the text: true means it finds nothing. Whitespace and string escapes are not looked at (a provider
  * parses them away). A key repeated is taken as one that may move, the only way this errs, and the safe
  * one: JSON.stringify never repeats a key.
  */
