@@ -1,7 +1,7 @@
 // A parent agent in Python, through docs/any-agent.md's walkthrough: the bytes the Anthropic Python SDK
 // sent for a parent turn (test/fixtures/python-sdk/record.py: a pydantic tool whose defaults are `1.0`,
 // `1e-05` and an integer past 2^53, and a tool call whose argument is `2.0`), and those the OpenAI
-// Python SDK sent for a Chat Completions turn (the same script), go through a real `forkd capture DIR`
+// Python SDK sent for a Chat Completions and a Responses turn (the same script), go through a real `forkd capture DIR`
 // to the strict simulator, and `forkd fork --from` the file it wrote runs three children on daemon
 // processes. JavaScript writes those values as `1`, `0.00001`, a rounded integer
 // and `2`; the provider renders tools and tool inputs as sent, so a child written that way would leave
@@ -26,6 +26,7 @@ import { expectParentCacheRead } from "../harness/openai-fork-checks.js";
 const API_KEY = "sk-forkd-test";
 const PARENT = new URL("../fixtures/python-sdk/parent-request.json", import.meta.url);
 const OPENAI_PARENT = new URL("../fixtures/python-sdk/parent-request-openai.json", import.meta.url);
+const RESPONSES_PARENT = new URL("../fixtures/python-sdk/parent-request-responses.json", import.meta.url);
 const GEMINI_PARENT = new URL("../fixtures/python-sdk/parent-request-gemini.json", import.meta.url);
 const GEMINI_MODEL = "gemini-2.5-flash";
 
@@ -73,9 +74,16 @@ async function sendAsPython(url: string, body: string, session: string): Promise
   expect(response.status, await response.text()).toBe(200);
 }
 
-/** Posts `body` to the Chat Completions API at `url` (capture's `/openai`, or the API's `/v1`) as the OpenAI Python SDK does. */
-async function sendAsPythonOpenAi(url: string, body: string): Promise<void> {
-  const response = await fetch(`${url}/chat/completions`, {
+/**
+ * Posts `body` to an OpenAI API at `url` (capture's `/openai`, or the API's `/v1`) as the OpenAI Python
+ * SDK does: Chat Completions unless told Responses.
+ */
+async function sendAsPythonOpenAi(
+  url: string,
+  body: string,
+  api: "chat" | "responses" = "chat",
+): Promise<void> {
+  const response = await fetch(`${url}/${api === "chat" ? "chat/completions" : "responses"}`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -215,6 +223,56 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
     const javaScriptWritten = JSON.stringify(JSON.parse(sent));
     await sendAsPythonOpenAi(`${sim.url}/v1`, javaScriptWritten);
     expect(lastEntry().usage?.cache_read_input_tokens ?? 0).toBe(0);
+  });
+
+  it("on the Responses API too: its children send its tools and input items back as sent, and read its prefix", {
+    timeout: 120_000,
+  }, async () => {
+    const sent = await readFile(RESPONSES_PARENT, "utf8");
+    expect(sent).toContain('"default":1.0');
+    expect(sent).toContain('"default":12345678901234567890');
+    expect(sent).toContain('\\"min_score\\": 2.0}');
+
+    const { file } = await captureOne("responses", (url) =>
+      sendAsPythonOpenAi(`${url}/openai`, sent, "responses"),
+    );
+    const parent = lastEntry();
+    expect(parent.path).toBe("/v1/responses");
+    expect(parent.body).toBe(sent);
+    expect(memberTextOf(await readFile(file, "utf8"), "request")).toBe(sent);
+
+    const directives = [1, 2, 3].map(
+      (i) => `[responses-python-${i}] Audit slice ${i}.\n@sim say child ${i} done`,
+    );
+    const since = lastEntry().seq;
+    const results = await forkFromFileCli(nats().url, file, directives);
+    expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
+
+    const tools = memberTextOf(sent, "tools")!;
+    const input = memberTextOf(sent, "input")!;
+    for (const i of [1, 2, 3]) {
+      const child = sim
+        .requests()
+        .find((entry) => entry.seq > since && entry.body.includes(`[responses-python-${i}]`));
+      expect(child?.status, child?.errorMessage ?? "").toBe(200);
+      // The parent's input items as sent, its reply after them, then the child's own.
+      expect(child!.body.startsWith(`{"input":${input.slice(0, -1)},`), `child ${i}`).toBe(true);
+      expect(child!.body).toContain(`"tools":${tools}`);
+      expectParentCacheRead(parent, child!);
+    }
+
+    // Written by JavaScript, the same request leaves the parent's prompt at its tools, which follow
+    // its instructions: it reads what a request of those instructions alone reads, and no more.
+    const { instructions } = JSON.parse(sent) as { instructions: string };
+    await sendAsPythonOpenAi(
+      `${sim.url}/v1`,
+      JSON.stringify({ model: "gpt-5", instructions, input: "x" }),
+      "responses",
+    );
+    const instructionsRead = lastEntry().usage?.cache_read_input_tokens ?? 0;
+    expect(instructionsRead).toBeGreaterThan(0);
+    await sendAsPythonOpenAi(`${sim.url}/v1`, JSON.stringify(JSON.parse(sent)), "responses");
+    expect(lastEntry().usage?.cache_read_input_tokens ?? 0).toBe(instructionsRead);
   });
 
   it("on Gemini its children share one cache of its values, which the API reads as it does its bytes", {
