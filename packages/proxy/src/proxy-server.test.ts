@@ -40,6 +40,21 @@ const READ_TOOL = {
   input_schema: { type: "object" as const, properties: { file_path: { type: "string" } } },
 };
 
+/** A logger that keeps what it is told at warn and debug, with the message and its fields. */
+function recordingLogger() {
+  type Line = { message: string | undefined; fields: Record<string, unknown> };
+  const warnings: Line[] = [];
+  const debugs: Line[] = [];
+  const ignore = () => {};
+  const logger = {
+    info: ignore,
+    error: ignore,
+    warn: (fields: Record<string, unknown>, message?: string) => warnings.push({ message, fields }),
+    debug: (fields: Record<string, unknown>, message?: string) => debugs.push({ message, fields }),
+  };
+  return { logger, warnings, debugs };
+}
+
 describe("forwarding", () => {
   it("streams a reply through unchanged and remembers the turn as the SDK assembled it", async () => {
     const body = {
@@ -182,8 +197,9 @@ describe("forwarding", () => {
     expect(entry.outputTokensSent).toBeLessThan(2000);
   });
 
-  it("answers 502 with an API-shaped error when the upstream cannot be reached", async () => {
-    const dead = await startProxy({ upstream: "http://127.0.0.1:9" });
+  it("answers 502 with an API-shaped error when the upstream cannot be reached, and warns", async () => {
+    const { logger, warnings } = recordingLogger();
+    const dead = await startProxy({ upstream: "http://127.0.0.1:9", logger });
     try {
       const response = await fetch(`${dead.url}/v1/messages`, { method: "POST", body: "{}" });
       expect(response.status).toBe(502);
@@ -191,6 +207,41 @@ describe("forwarding", () => {
     } finally {
       await dead.close();
     }
+    expect(warnings).toEqual([
+      {
+        message: "upstream request failed",
+        fields: { path: "/v1/messages", err: expect.stringMatching(/ECONNREFUSED/) },
+      },
+    ]);
+  });
+
+  it("warns of nothing when the agent hangs up before the reply comes (Esc while the model thinks)", async () => {
+    const { logger, warnings, debugs } = recordingLogger();
+    const quiet = await startProxy({ upstream: sim.url, logger });
+    const controller = new AbortController();
+    try {
+      const accepted = sim.next("accepted");
+      const logged = sim.next("request");
+      const call = new Anthropic({ apiKey: API_KEY, baseURL: quiet.url, maxRetries: 0 }).messages.create(
+        {
+          model: "claude-sonnet-5-5",
+          max_tokens: 64,
+          stream: true,
+          messages: [{ role: "user", content: "Think.\n@sim ttft 30000\n@sim say late" }],
+        },
+        { signal: controller.signal },
+      );
+      await accepted;
+      controller.abort();
+      await expect(call).rejects.toThrow(/abort/i);
+      expect((await logged).disconnected).toBe(true);
+      await expect
+        .poll(() => debugs.map(({ message }) => message))
+        .toContain("the agent hung up; upstream call abandoned");
+    } finally {
+      await quiet.close();
+    }
+    expect(warnings).toEqual([]);
   });
 });
 

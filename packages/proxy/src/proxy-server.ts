@@ -280,11 +280,19 @@ function forward(req: IncomingMessage, res: ServerResponse, context: ExchangeCon
     headers: forwardedHeaders(req.headers, target, recording),
   });
   let finished = false;
+  let agentHungUp = false;
   // The agent hung up (Esc in Claude Code, a client timeout): the upstream call is abandoned too.
   res.on("close", () => {
-    if (!finished) upstreamRequest.destroy();
+    if (finished) return;
+    agentHungUp = true;
+    upstreamRequest.destroy();
   });
   upstreamRequest.on("error", (error) => {
+    // Abandoning the call fails it ("socket hang up"): the agent's doing, nothing went wrong.
+    if (agentHungUp) {
+      context.logger.debug({ path: target.pathname }, "the agent hung up; upstream call abandoned");
+      return;
+    }
     context.logger.warn({ path: target.pathname, err: error.message }, "upstream request failed");
     if (!res.headersSent) {
       sendJson(
