@@ -108,6 +108,8 @@ describe("forkd's fork tools", () => {
     const answer = await tools.fork({ directive: "A directive no reply holds." });
     expect(answer.isError).toBe(true);
     expect(answer.text).toMatch(/forkd did not see the reply that made this call.*forkd proxy/s);
+    // Where to look next: the proxy logs why it recorded no turn.
+    expect(answer.text).toContain("the proxy's stderr says why");
   });
 
   it("does not fork the same call twice: a replayed fork call finds no unanswered call", async () => {

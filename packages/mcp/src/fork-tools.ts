@@ -115,7 +115,8 @@ export class ForkTools {
       if (match === undefined) {
         throw new ToolInputError(
           "forkd did not see the reply that made this call, so it cannot fork this conversation. " +
-            `The agent must reach the model through \`forkd proxy\` (${BASE_URL_SETTINGS}), and the proxy must be the one this server was given.`,
+            `The agent must reach the model through \`forkd proxy\` (${BASE_URL_SETTINGS}), and the proxy must be the one this server was given. ` +
+            "If it does, the proxy's stderr says why it recorded no turn (a reply it could not read back, an upstream it could not reach).",
         );
       }
       this.#answered.add(match.toolUse.id);
