@@ -236,6 +236,8 @@ async function captureAgent(agent: Agent): Promise<CapturedCall[]> {
     const names = (await readdir(folder)).sort();
     expect(names).toEqual(logged.map((_, i) => `${String(i + 1).padStart(6, "0")}.json`));
     expect([...printed].sort()).toEqual(names.map((name) => join(folder, name)));
+    // Nothing to warn of (capture logs on stderr, at warn by default): every call read back and recorded.
+    expect(capture.stderr()).not.toMatch(/"level":(40|50|60)/);
 
     return await Promise.all(
       names.map(async (name, i): Promise<CapturedCall> => {

@@ -294,6 +294,9 @@ async function forkCapturedSession(client: Client, name: string): Promise<Reply[
     expect(agentTurns).toHaveLength(1);
     const children = await forkFromFile(agentTurns[0]!.path);
     expectFaithfulChildren(agentTurns[0]!, children);
+    // A real session gives capture nothing to warn of (its log is on stderr, at warn by default):
+    // every call read back and recorded, every file written.
+    expect(capture.cli.stderr()).not.toMatch(/"level":(40|50|60)/);
     return sessionCalls.map((call) => call.file.response);
   } finally {
     await capture.cli.stop("SIGTERM");
