@@ -99,6 +99,22 @@ export function parseInteger(flag: string, text: string, range: { min?: number; 
 }
 
 /**
+ * A flag's value (given on the command line or by its environment variable) when it is one of
+ * `allowed`; `fallback` when none was given.
+ * @throws {@link UsageError} for any other value.
+ */
+export function parseChoice<T extends string>(
+  flag: string,
+  text: string | undefined,
+  allowed: readonly T[],
+  fallback: T,
+): T {
+  if (text === undefined || text === "") return fallback;
+  if ((allowed as readonly string[]).includes(text)) return text as T;
+  throw new UsageError(`--${flag}: expected one of ${allowed.join(", ")}, got ${JSON.stringify(text)}`);
+}
+
+/**
  * Parses a non-negative number flag (e.g. tokens per second).
  * @throws {@link UsageError} for anything else.
  */

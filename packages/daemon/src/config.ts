@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ForkdError, MAX_PREFIX_BYTES } from "@forkd/protocol";
 import { z } from "zod";
-import { LOG_LEVELS } from "./logger.js";
+import { LOG_FORMATS, LOG_LEVELS } from "./logger.js";
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -157,7 +157,7 @@ export const DaemonConfigSchema = z.object({
   metricsHost: z.string().default("127.0.0.1"),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   /** `pretty` on a terminal, `json` otherwise, unless set. */
-  logFormat: z.enum(["json", "pretty", "auto"]).default("auto"),
+  logFormat: z.enum(LOG_FORMATS).default("auto"),
 });
 
 export type DaemonConfig = z.infer<typeof DaemonConfigSchema>;

@@ -19,7 +19,13 @@ export { ForkDaemon } from "./daemon.js";
 export type { DaemonErrorCode } from "./errors.js";
 export { DaemonError } from "./errors.js";
 export type { DaemonLogger } from "./logger.js";
-export { createDaemonLogger, createProcessLogger, LOG_LEVELS, type LogFormat } from "./logger.js";
+export {
+  createDaemonLogger,
+  createProcessLogger,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type LogFormat,
+} from "./logger.js";
 export type { DaemonMetrics } from "./metrics.js";
 export { createDaemonMetrics, serveMetrics } from "./metrics.js";
 export { connectNats, natsConnectionOptions } from "./nats-connection.js";

@@ -13,11 +13,14 @@ export interface DaemonLogger extends Logger {
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
 /** How a forkd process writes its log: JSON lines, pino-pretty, or pretty only on a terminal. */
-export type LogFormat = "json" | "pretty" | "auto";
+export const LOG_FORMATS = ["json", "pretty", "auto"] as const;
+
+/** One of {@link LOG_FORMATS}. */
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /**
  * Creates a forkd process's pino logger, each line bound to `bindings` (`{ daemon: id }`,
- * `{ proxy: url }`). `pretty` uses pino-pretty when it is installed (the CLI has it) and falls back
+ * `{ command: "proxy" }`). `pretty` uses pino-pretty when it is installed (the CLI has it) and falls back
  * to JSON otherwise; `auto` is pretty when stderr is a terminal and no `destination` is given.
  */
 export function createProcessLogger(options: {

@@ -2,7 +2,7 @@
 // `forkd capture DIR` is the same proxy writing each turn as a parent-turn file. The first stdout
 // line is the proxy's URL; the control token goes only to the state file (mode 0600).
 import { isIP } from "node:net";
-import { createProcessLogger, LOG_LEVELS, type LogFormat } from "@forkd/daemon";
+import { createProcessLogger, LOG_FORMATS, LOG_LEVELS } from "@forkd/daemon";
 import {
   DEFAULT_GEMINI_UPSTREAM,
   DEFAULT_OPENAI_UPSTREAM,
@@ -20,7 +20,7 @@ import type { CommandContext } from "../context.js";
 import { UsageError } from "../errors.js";
 import { whenAborted } from "../interrupt.js";
 import { writeLine } from "../io.js";
-import { COMMON_FLAGS, expectPositionals, parseCommandLine, parseInteger } from "../options.js";
+import { COMMON_FLAGS, expectPositionals, parseChoice, parseCommandLine, parseInteger } from "../options.js";
 
 const OPTIONS = {
   ...COMMON_FLAGS,
@@ -40,20 +40,6 @@ const OPTIONS = {
  * it could not record, a capture file it could not write). stdout is for its URL and captured paths.
  */
 const DEFAULT_PROXY_LOG_LEVEL = "warn";
-
-const LOG_FORMATS: readonly LogFormat[] = ["json", "pretty", "auto"];
-
-/** `flag`'s value (or `env`'s, or `fallback`) when it is one of `allowed`. @throws {@link UsageError} */
-function oneOf<T extends string>(
-  flag: string,
-  value: string | undefined,
-  allowed: readonly T[],
-  fallback: T,
-): T {
-  if (value === undefined || value === "") return fallback;
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new UsageError(`--${flag}: expected one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
-}
 
 /** The port `forkd proxy` listens on when `--listen` does not say. */
 export const DEFAULT_PROXY_PORT = 4080;
@@ -106,13 +92,13 @@ export async function serveProxy(
   }
   const statePath = values.state ?? proxyStatePath(context.io.env);
   const env = context.io.env;
-  const level = oneOf(
+  const level = parseChoice(
     "log-level",
     values["log-level"] ?? env.FORKD_LOG_LEVEL,
     LOG_LEVELS,
     DEFAULT_PROXY_LOG_LEVEL,
   );
-  const format = oneOf("log-format", values["log-format"] ?? env.FORKD_LOG_FORMAT, LOG_FORMATS, "auto");
+  const format = parseChoice("log-format", values["log-format"] ?? env.FORKD_LOG_FORMAT, LOG_FORMATS, "auto");
   const logger = createProcessLogger({
     level,
     format,
