@@ -140,6 +140,43 @@ function lastEntry(): RequestLogEntry {
   return entry;
 }
 
+/**
+ * The OpenAI Python SDK's parent turn in `fixture`, through a real `forkd capture` to the simulator's
+ * `api`, then `forkd fork --from` its file with three directives: the file must hold the parent's
+ * bytes, and each child must send the parent's messages (or input items) and tools as sent, then its
+ * own, and read the parent's prefix from the cache. Returns the parent's bytes.
+ */
+async function forkOpenAiParent(api: "chat" | "responses", fixture: URL): Promise<string> {
+  const sent = await readFile(fixture, "utf8");
+  expect(sent).toContain('"default":1.0');
+  expect(sent).toContain('"default":12345678901234567890');
+
+  const { file } = await captureOne(api, (url) => sendAsPythonOpenAi(`${url}/openai`, sent, api));
+  const parent = lastEntry();
+  expect(parent.path).toBe(api === "chat" ? "/v1/chat/completions" : "/v1/responses");
+  expect(parent.body).toBe(sent);
+  expect(memberTextOf(await readFile(file, "utf8"), "request")).toBe(sent);
+
+  const tag = api === "chat" ? "openai-python" : "responses-python";
+  const directives = [1, 2, 3].map((i) => `[${tag}-${i}] Audit slice ${i}.\n@sim say child ${i} done`);
+  const since = lastEntry().seq;
+  const results = await forkFromFileCli(nats().url, file, directives);
+  expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
+
+  const tools = memberTextOf(sent, "tools")!;
+  const itemsField = api === "chat" ? "messages" : "input";
+  const items = memberTextOf(sent, itemsField)!;
+  for (const i of [1, 2, 3]) {
+    const child = sim.requests().find((entry) => entry.seq > since && entry.body.includes(`[${tag}-${i}]`));
+    expect(child?.status, child?.errorMessage ?? "").toBe(200);
+    // The parent's messages (or input items) as sent, its reply after them, then the child's own.
+    expect(child!.body.startsWith(`{"${itemsField}":${items.slice(0, -1)},`), `child ${i}`).toBe(true);
+    expect(child!.body).toContain(`"tools":${tools}`);
+    expectParentCacheRead(parent, child!);
+  }
+  return sent;
+}
+
 describe("a parent in Python, forked from the file `forkd capture` wrote", () => {
   it("its children send its bytes back, `1.0` and all, and read its prefix from the cache", {
     timeout: 120_000,
@@ -189,35 +226,7 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
   it("on the OpenAI API too: its children send its tools and messages back as sent, and read its prefix", {
     timeout: 120_000,
   }, async () => {
-    const sent = await readFile(OPENAI_PARENT, "utf8");
-    expect(sent).toContain('"default":1.0');
-    expect(sent).toContain('"default":12345678901234567890');
-
-    const { file } = await captureOne("openai", (url) => sendAsPythonOpenAi(`${url}/openai`, sent));
-    const parent = lastEntry();
-    expect(parent.path).toBe("/v1/chat/completions");
-    expect(parent.body).toBe(sent);
-    expect(memberTextOf(await readFile(file, "utf8"), "request")).toBe(sent);
-
-    const directives = [1, 2, 3].map(
-      (i) => `[openai-python-${i}] Audit slice ${i}.\n@sim say child ${i} done`,
-    );
-    const since = lastEntry().seq;
-    const results = await forkFromFileCli(nats().url, file, directives);
-    expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
-
-    const tools = memberTextOf(sent, "tools")!;
-    const messages = memberTextOf(sent, "messages")!;
-    for (const i of [1, 2, 3]) {
-      const child = sim
-        .requests()
-        .find((entry) => entry.seq > since && entry.body.includes(`[openai-python-${i}]`));
-      expect(child?.status, child?.errorMessage ?? "").toBe(200);
-      // The parent's messages, its reply after them, then the child's own.
-      expect(child!.body.startsWith(`{"messages":${messages.slice(0, -1)},`), `child ${i}`).toBe(true);
-      expect(child!.body).toContain(`"tools":${tools}`);
-      expectParentCacheRead(parent, child!);
-    }
+    const sent = await forkOpenAiParent("chat", OPENAI_PARENT);
 
     // Written by JavaScript, the same request leaves the parent's prompt at its tools: nothing is read.
     const javaScriptWritten = JSON.stringify(JSON.parse(sent));
@@ -228,38 +237,8 @@ describe("a parent in Python, forked from the file `forkd capture` wrote", () =>
   it("on the Responses API too: its children send its tools and input items back as sent, and read its prefix", {
     timeout: 120_000,
   }, async () => {
-    const sent = await readFile(RESPONSES_PARENT, "utf8");
-    expect(sent).toContain('"default":1.0');
-    expect(sent).toContain('"default":12345678901234567890');
+    const sent = await forkOpenAiParent("responses", RESPONSES_PARENT);
     expect(sent).toContain('\\"min_score\\": 2.0}');
-
-    const { file } = await captureOne("responses", (url) =>
-      sendAsPythonOpenAi(`${url}/openai`, sent, "responses"),
-    );
-    const parent = lastEntry();
-    expect(parent.path).toBe("/v1/responses");
-    expect(parent.body).toBe(sent);
-    expect(memberTextOf(await readFile(file, "utf8"), "request")).toBe(sent);
-
-    const directives = [1, 2, 3].map(
-      (i) => `[responses-python-${i}] Audit slice ${i}.\n@sim say child ${i} done`,
-    );
-    const since = lastEntry().seq;
-    const results = await forkFromFileCli(nats().url, file, directives);
-    expect(results.map((line) => line.status)).toEqual(["completed", "completed", "completed"]);
-
-    const tools = memberTextOf(sent, "tools")!;
-    const input = memberTextOf(sent, "input")!;
-    for (const i of [1, 2, 3]) {
-      const child = sim
-        .requests()
-        .find((entry) => entry.seq > since && entry.body.includes(`[responses-python-${i}]`));
-      expect(child?.status, child?.errorMessage ?? "").toBe(200);
-      // The parent's input items as sent, its reply after them, then the child's own.
-      expect(child!.body.startsWith(`{"input":${input.slice(0, -1)},`), `child ${i}`).toBe(true);
-      expect(child!.body).toContain(`"tools":${tools}`);
-      expectParentCacheRead(parent, child!);
-    }
 
     // Written by JavaScript, the same request leaves the parent's prompt at its tools, which follow
     // its instructions: it reads what a request of those instructions alone reads, and no more.
