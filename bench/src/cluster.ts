@@ -83,13 +83,17 @@ export function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
 /**
  * The same cluster with the simulator in a process of its own (bench/src/sim-process.ts), so that
  * the provider's CPU is not spent on the measured process's event loop; `simEvents` are the
- * simulator events the benchmark listens to (each costs an IPC message).
+ * simulator events the benchmark listens to (each costs an IPC message), and `simNiceness` the
+ * simulator process's niceness (see `SimProcess.start`).
  */
 export function startClusterWithSimProcess(
-  options: Omit<ClusterOptions, "simLogLimit"> & { simEvents?: (keyof SimProcessEvents)[] },
+  options: Omit<ClusterOptions, "simLogLimit"> & {
+    simEvents?: (keyof SimProcessEvents)[];
+    simNiceness?: number;
+  },
 ): Promise<Cluster<SimProcess>> {
   return buildCluster(options, () =>
-    SimProcess.start({ latency: options.latency, events: options.simEvents ?? [] }),
+    SimProcess.start({ latency: options.latency, events: options.simEvents ?? [] }, options.simNiceness),
   );
 }
 

@@ -2,7 +2,7 @@
 // (#2, #3, #6, #8): the provider is remote in the real world, and its per-request work grows with
 // the prefix (~1.6 ms more per request at 48k than at 4k), which in the benchmark's own process
 // would be counted against forkd and the in-process baseline alike.
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, fork, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { LatencyOptions } from "@forkd/sim";
 import { now } from "./stats.js";
@@ -73,11 +73,23 @@ export class SimProcess {
     child.on("message", (message: SimHostMessage) => this.#receive(message));
   }
 
-  /** Starts the host process and measures its clock's offset. */
-  static async start(config: SimHostConfig): Promise<SimProcess> {
+  /**
+   * Starts the host process and measures its clock's offset. With `niceness` (1 to 19), the host runs
+   * under `nice`, every thread of it: a benchmark about forkd's CPU lets the provider's stand-in take
+   * only the cores that forkd leaves idle, as a remote provider would.
+   */
+  static async start(config: SimHostConfig, niceness?: number): Promise<SimProcess> {
     // The benchmark's own profiling flags (--cpu-prof…) stay with the benchmark's process.
     const execArgv = process.execArgv.filter((arg) => !/^--(cpu|heap)-prof/.test(arg));
-    const child = fork(HOST, [JSON.stringify(config)], { execArgv, stdio: "inherit" });
+    const args = [HOST, JSON.stringify(config)];
+    // `nice` execs node in its own place (the same pid), before any of node's threads exist; setting the
+    // priority afterwards would reach only the main thread (Linux's niceness is per thread).
+    const child =
+      niceness === undefined
+        ? fork(HOST, args.slice(1), { execArgv, stdio: "inherit" })
+        : spawn("nice", ["-n", String(niceness), process.execPath, ...execArgv, ...args], {
+            stdio: ["inherit", "inherit", "inherit", "ipc"],
+          });
     const url = await new Promise<string>((resolve, reject) => {
       const onMessage = (message: SimHostMessage) => {
         if (message.type !== "ready") return;
