@@ -19,11 +19,25 @@ export function processCpuMs(pid: number): number {
   }
 }
 
+/** A thread's time on a CPU and its time runnable but waiting for one, from /proc; null when unreadable. @unit ms */
+export function threadScheduleMs(pid: number, tid = pid): { running: number; waiting: number } | null {
+  try {
+    // schedstat: nanoseconds on a CPU, nanoseconds on a run queue, time slices.
+    const [running, waiting] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8")
+      .split(" ")
+      .map(Number);
+    return { running: running! / 1e6, waiting: waiting! / 1e6 };
+  } catch {
+    return null;
+  }
+}
+
 /** Measures CPU use over an interval: this process, its event loop, and the given other processes. */
 export class CpuMeter {
   readonly #startCpu = process.cpuUsage();
   readonly #startElu = performance.eventLoopUtilization();
   readonly #startWall = performance.now();
+  readonly #startMainThread = threadScheduleMs(process.pid);
   readonly #others: Map<string, { pid: number; start: number }>;
 
   constructor(others: Record<string, number | undefined> = {}) {
@@ -42,7 +56,12 @@ export class CpuMeter {
     return result;
   }
 
-  /** Cores used (CPU time / wall time) by this process and each other process, and this event loop's utilisation. */
+  /**
+   * Cores used (CPU time / wall time) by this process and each other process, this event loop's
+   * utilisation, and the share of the wall time this process's main thread spent on a CPU and waiting
+   * for one (`this_main_thread_running`, `this_main_thread_waiting`; absent where /proc has no
+   * schedstat): a saturated event loop whose thread waits is short of cores, not of work.
+   */
   read(): Record<string, number> {
     const wall = performance.now() - this.#startWall;
     const cpu = process.cpuUsage(this.#startCpu);
@@ -51,6 +70,11 @@ export class CpuMeter {
       this_process_cores: round3((cpu.user + cpu.system) / 1000 / wall),
       this_event_loop_utilisation: round3(performance.eventLoopUtilization(this.#startElu).utilization),
     };
+    const mainThread = threadScheduleMs(process.pid);
+    if (mainThread && this.#startMainThread) {
+      result.this_main_thread_running = round3((mainThread.running - this.#startMainThread.running) / wall);
+      result.this_main_thread_waiting = round3((mainThread.waiting - this.#startMainThread.waiting) / wall);
+    }
     for (const [name, { pid, start }] of this.#others) {
       result[`${name}_cores`] = round3((processCpuMs(pid) - start) / wall);
     }
