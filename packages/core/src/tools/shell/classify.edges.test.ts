@@ -44,6 +44,20 @@ describe("classifyShellCommand: edges mutation testing found unguarded", () => {
     accepted("echo $'\\cA\\t\\e\\q\\U00110000'");
   });
 
+  it("refuses a redirection whose target becomes /dev/tcp or /dev/udp only after quote removal", () => {
+    // The line never reads "/dev/tcp", so only the redirection's own check sees it (bash connects).
+    refused(
+      'cat <"/dev/"tcp/127.0.0.1/80',
+      'the redirection <"/dev/"tcp/127.0.0.1/80 opens a network connection',
+    );
+    refused(
+      "echo x >/dev/\\udp/127.0.0.1/53",
+      "the redirection >/dev/\\udp/127.0.0.1/53 opens a network connection",
+    );
+    // Extra slashes are refused too, whether or not this bash would connect through them.
+    refused('cat <"/dev//"tcp/127.0.0.1/80', "opens a network connection");
+  });
+
   it("says which redirection it refused, descriptor included", () => {
     refused("ls 2>out", "the output redirection 2>out writes to a file");
     refused("cat < ~/x", "the input redirection <~/x has a target known only at run time");

@@ -40,6 +40,9 @@ export const HOSTILE_SHELL_CORPUS: readonly HostileShellClass[] = [
       writes("printf -v 'x[$(touch pwned)]' %s y"),
       writes("test -v 'x[`touch pwned`]'"),
       writes("test -v $'x[\\x24(touch pwned)]'"),
+      // The same `$` in the other escapes bash decodes in `$'…'`: octal and \u.
+      writes("test -v $'x[\\044(touch pwned)]'"),
+      writes("test -v $'x[\\u0024(touch pwned)]'"),
     ],
   },
   {
@@ -83,6 +86,10 @@ export const HOSTILE_SHELL_CORPUS: readonly HostileShellClass[] = [
       connects("ls >&/dev/tcp/127.0.0.1/PORT"),
       connects("for p in PORT; do echo x >/dev/tcp/127.0.0.1/$p; done"),
       connects("for a in tc; do cat </dev/${a}p/127.0.0.1/PORT; done"),
+      // Quote removal makes the path: the command line never reads "/dev/tcp", the target's value does.
+      connects('cat <"/dev/"tcp/127.0.0.1/PORT'),
+      connects("cat </dev/\\tcp/127.0.0.1/PORT"),
+      connects("ls >&'/dev/'tcp/127.0.0.1/PORT"),
     ],
   },
   {
