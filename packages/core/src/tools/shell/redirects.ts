@@ -28,8 +28,6 @@ export function checkRedirect(redirect: Redirect): string | undefined {
     case ">&":
       if (!target.dynamic && DESCRIPTOR.test(target.value)) return undefined;
       break;
-    default:
-      break;
   }
   if (!target.dynamic && target.value === "/dev/null") return undefined;
   return `the output redirection ${shown} writes to a file (only /dev/null and duplications like 2>&1 are allowed)`;

@@ -15,14 +15,14 @@ const TESTABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\])?$/;
  * evaluate arithmetic (only `[[ … ]]`'s do, and it is refused).
  */
 export const testValidator: Validator = (name, args) => {
-  const operands =
-    name === "[" && args.at(-1)?.value === "]" && !args.at(-1)!.dynamic ? args.slice(0, -1) : args;
-  for (let i = 0; i < operands.length; i++) {
-    const word = operands[i]!;
+  // `[`'s closing `]` is checked as the arguments before it are: a literal `]` neither expands nor
+  // holds a subscript, so it passes whatever precedes it.
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i]!;
     if (word.fields) {
       return `${name} ${word.raw} may expand to several arguments or none, so which of them bash reads as -v (which evaluates code in an array subscript) is decided at run time`;
     }
-    const previous = operands[i - 1];
+    const previous = args[i - 1];
     if (previous === undefined) continue;
     const mayName = previous.dynamic || previous.value === "-v" || previous.value === "-R";
     if (mayName && (word.dynamic || (word.value.includes("[") && !TESTABLE_NAME.test(word.value)))) {
