@@ -58,6 +58,12 @@ describe("classifyShellCommand: edges mutation testing found unguarded", () => {
     refused('cat <"/dev//"tcp/127.0.0.1/80', "opens a network connection");
   });
 
+  it("refuses a known command run by its path, saying so", () => {
+    // /bin/cat may be anything on the executor's file system, whatever its name.
+    refused("/bin/cat f", '"/bin/cat" is run by path');
+    refused("./ls", '"./ls" is run by path');
+  });
+
   it("says which redirection it refused, descriptor included", () => {
     refused("ls 2>out", "the output redirection 2>out writes to a file");
     refused("cat < ~/x", "the input redirection <~/x has a target known only at run time");

@@ -20,5 +20,7 @@ describe("rg and ag", () => {
     accepted("rg --pre-glob '*.gz' x");
     accepted("rg --pretty --hidden -n x");
     accepted("ag --hidden x");
+    accepted("rg -n -- --pre x");
+    accepted("ag -- --pager x");
   });
 });

@@ -14,6 +14,14 @@ describe("sort", () => {
     ]) {
       refused(command, "sort");
     }
+    refused("sort --output=out in", "sort --output writes its output to a file");
+    refused("sort --o=out in", "sort --output writes its output to a file");
+  });
+
+  it("reads the argument of --key and --field-separator as theirs, as getopt_long does", () => {
+    // sort takes "-o" as a key or a separator here (and refuses it as one), so nothing is written.
+    accepted("sort --key -o f");
+    accepted("sort --field-separator -o f");
   });
 
   it("refuses temporary files and compression programs, and keeps reading options", () => {
