@@ -23,8 +23,9 @@ export const envValidator: Validator = (name, args, depth, check) => {
   if (start > 0) {
     return `${name} with options or assignments changes the environment of ${args[start]!.value} (PAGER, GIT_*, LD_PRELOAD …)`;
   }
-  const problem = check(args.slice(start), depth + 1);
+  // No option and no assignment: the command starts at the first argument.
+  const problem = check(args, depth + 1);
   return problem === undefined
     ? undefined
-    : `${name} runs ${args[start]!.value}, which is not read-only: ${problem}`;
+    : `${name} runs ${args[0]!.value}, which is not read-only: ${problem}`;
 };

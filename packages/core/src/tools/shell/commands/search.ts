@@ -9,7 +9,7 @@ export const rgValidator: Validator = (_name, args) => {
   const { parsed } = parseOptions(args, {});
   for (const arg of parsed) {
     if (arg.kind !== "long" || arg.name === "") continue;
-    const option = longOptionIs(arg.name, ["pre", "hostname-bin"], ["pre-glob"]);
+    const option = longOptionIs(arg.name, ["pre", "hostname-bin"]);
     if (option !== undefined) return `rg --${option} runs a program`;
   }
   return undefined;
