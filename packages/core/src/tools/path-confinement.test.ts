@@ -149,6 +149,65 @@ describe("resolveConfinedPath", () => {
     expectRefused(await resolveConfinedPath(mem, "notes.md/x", mem), "invalid_path");
   });
 
+  it("refuses what is not a string, naming which input", async () => {
+    const refusedAs = async (root: unknown, candidate: unknown, cwd: unknown, reason: string) => {
+      const result = await resolveConfinedPath(root as string, candidate as string, cwd as string);
+      expect(result).toEqual({ ok: false, code: "invalid_path", reason });
+    };
+    await refusedAs(mem, 5, mem, "the path is empty");
+    await refusedAs(undefined, "x", mem, "the root is empty");
+    await refusedAs(mem, "x", "", "the cwd is empty");
+    await refusedAs(mem, "x", `${mem}\0`, "the cwd contains a NUL byte");
+  });
+
+  it("says when the root itself cannot be resolved", async () => {
+    const result = await resolveConfinedPath(join(mem, "notes.md", "root"), "x", mem);
+    expect(result).toEqual({
+      ok: false,
+      code: "invalid_path",
+      reason: `the root ${join(mem, "notes.md", "root")}: ${join(mem, "notes.md")} is not a directory`,
+    });
+  });
+
+  it("refuses a path that resolves as written but not once normalised", async () => {
+    // deep/.. is a/b for the kernel, where notes.md does not exist; normalised, notes.md is a file.
+    expect(await resolveConfinedPath(mem, "deep/../notes.md/x", mem)).toEqual({
+      ok: false,
+      code: "invalid_path",
+      reason: `${join(mem, "notes.md")} is not a directory`,
+    });
+  });
+
+  it("reports a component the kernel refuses to look up as unreadable, not as missing", async () => {
+    const long = "n".repeat(300);
+    const result = await resolveConfinedPath(mem, `${long}/x`, mem);
+    expect(result).toEqual({
+      ok: false,
+      code: "unreadable",
+      reason: `cannot inspect ${join(mem, long)} (ENAMETOOLONG)`,
+    });
+  });
+
+  it("follows exactly maxSymlinks symlinks, and refuses one more", async () => {
+    // to-sub/x follows one symlink: within a limit of 1, over a limit of 0.
+    expectInside(await resolveConfinedPath(mem, "to-sub/x", mem, { maxSymlinks: 1 }), join(mem, "sub", "x"));
+    const refused = await resolveConfinedPath(mem, "to-sub/x", mem, { maxSymlinks: 0 });
+    expect(refused).toEqual({
+      ok: false,
+      code: "symlink_loop",
+      reason: `too many symlinks (a loop?) resolving ${join(mem, "to-sub", "x")}`,
+    });
+  });
+
+  it("names where an outside path resolves to, when that differs from what was written", async () => {
+    const direct = await resolveConfinedPath(mem, join(outside, "x"), mem);
+    expect(direct.ok ? "" : direct.reason).toBe(`${join(outside, "x")} is outside ${mem}`);
+    const linked = await resolveConfinedPath(mem, "to-outside/x", mem);
+    expect(linked.ok ? "" : linked.reason).toBe(
+      `to-outside/x is outside ${mem} (it resolves to ${join(outside, "x")})`,
+    );
+  });
+
   it("treats / as a root that contains everything", async () => {
     expectInside(await resolveConfinedPath("/", join(mem, "notes.md"), base), join(mem, "notes.md"));
   });
