@@ -95,7 +95,8 @@ describe("allowListTools", () => {
   });
 
   it("refuses everything when the list is empty", async () => {
-    await expectDenied(allowListTools([]), call("Read", {}), "tool_not_allowed");
+    const denial = await expectDenied(allowListTools([]), call("Read", {}), "tool_not_allowed");
+    expect(denial.reason).toBe(`the tool "Read" is not among this fork's allowed tools (none)`);
   });
 });
 
@@ -238,10 +239,32 @@ describe("memoryToolFilter", () => {
     );
   });
 
+  it("refuses a .git directory reached through a symlink, or named on the way and left by ..", async () => {
+    // The path as written names no .git; the path the kernel writes does.
+    await mkdir(join(memory, "repo", ".git"), { recursive: true });
+    await symlink(".git", join(memory, "repo", "cfg"));
+    const throughLink = await expectDenied(
+      filter(),
+      call("Write", { file_path: "memory/repo/cfg/config", content: "[core]\n\tfsmonitor = sh" }),
+      "path_outside_memory_dir",
+    );
+    expect(throughLink.reason).toContain(join(memory, "repo", ".git", "config"));
+    // The other way round: the kernel writes memory/repo/x.md, but the path as written passes through .git,
+    // which a symlink could make anything; refused as written.
+    await expectDenied(
+      filter(),
+      call("Write", { file_path: "memory/repo/.git/../x.md", content: "" }),
+      "path_outside_memory_dir",
+    );
+  });
+
   it("refuses every other tool", async () => {
     for (const name of ["WebFetch", "Task", "mcp__github__create_issue", "bash", "write"]) {
       const denial = await expectDenied(filter(), call(name, {}), "tool_not_allowed");
-      expect(denial.reason).toContain(name);
+      expect(denial.reason).toBe(
+        `the tool "${name}" is not available to a read-only fork (allowed: Read, Glob, Grep, LS, NotebookRead, ` +
+          `read-only Bash commands, and Write, Edit, MultiEdit, NotebookEdit inside ${memory})`,
+      );
     }
   });
 
@@ -282,6 +305,83 @@ describe("memoryToolFilter", () => {
       ["Write", { file_path: "x\0y" }],
     ];
     for (const [name, input] of invalid) await expectDenied(filter(), call(name, input), "invalid_arguments");
+  });
+
+  it("says what is wrong with the arguments, in the model's terms", async () => {
+    const reasons: [string, unknown, ToolDenialCode, string][] = [
+      [
+        "Write",
+        "{}",
+        "argument_envelope",
+        "Write: the arguments are a string (JSON text?) instead of an object",
+      ],
+      ["Write", 5, "invalid_arguments", "Write: the arguments must be an object, got a number"],
+      ["Write", null, "invalid_arguments", "Write: the arguments must be an object, got null"],
+      ["Write", { input: {} }, "argument_envelope", 'Write: the arguments are wrapped in "input"'],
+      ["Write", { call: "[1]" }, "argument_envelope", 'Write: the arguments are wrapped in "call"'],
+      // The field itself holds an object: mistyped, not wrapped (the field is there).
+      [
+        "Write",
+        { file_path: { path: "x" } },
+        "invalid_arguments",
+        'Write: "file_path" must be a non-empty string, got an object',
+      ],
+      [
+        "Write",
+        { file_path: '"x"' },
+        "argument_envelope",
+        'Write: "file_path" holds JSON text instead of a plain value',
+      ],
+      // Blanks around JSON text do not hide it.
+      [
+        "Write",
+        { file_path: ' \n{"file_path":"/etc/passwd"} ' },
+        "argument_envelope",
+        'Write: "file_path" holds JSON text instead of a plain value',
+      ],
+      ["Write", [memory], "invalid_arguments", "Write: the arguments must be an object, got an array"],
+      ["Write", {}, "invalid_arguments", 'Write: "file_path" must be a non-empty string, got nothing'],
+      [
+        "Write",
+        { file_path: "" },
+        "invalid_arguments",
+        'Write: "file_path" must be a non-empty string, got a string',
+      ],
+      // A lone other key is a wrapper only when it holds an object or JSON text; with the field
+      // missing among several keys, the call is incomplete, not wrapped.
+      [
+        "Write",
+        { path: 5 },
+        "invalid_arguments",
+        'Write: "file_path" must be a non-empty string, got nothing',
+      ],
+      [
+        "Write",
+        { path: null },
+        "invalid_arguments",
+        'Write: "file_path" must be a non-empty string, got nothing',
+      ],
+      [
+        "Write",
+        { a: {}, b: 1 },
+        "invalid_arguments",
+        'Write: "file_path" must be a non-empty string, got nothing',
+      ],
+    ];
+    for (const [name, input, code, reason] of reasons) {
+      const denial = await expectDenied(filter(), call(name, input), code);
+      expect(denial.reason, JSON.stringify(input)).toBe(reason);
+    }
+  });
+
+  it("takes braces and quotes in a file name for what they are when the name is not JSON", async () => {
+    for (const name of ["{draft}.md", "[1] notes.md", '"quoted".md', "{"]) {
+      await expectAllowed(filter(), call("Write", { file_path: join(memory, name), content: "" }));
+      await expectAllowed(filter(), call("Write", { file_path: `memory/${name}`, content: "" }));
+    }
+    // JSON text of a number, a boolean or null is an ordinary file name.
+    for (const name of ["{x}", "2024", "true", "null"])
+      await expectAllowed(filter(), call("Write", { file_path: name, content: "" }), { cwd: memory });
   });
 
   it("rejects when the signal aborts a check that touches the file system", async () => {

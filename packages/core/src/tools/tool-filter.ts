@@ -234,8 +234,9 @@ function isJsonText(value: string): boolean {
   const text = value.trim();
   if (!/^[{["]/.test(text)) return false;
   try {
-    const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "string" || (parsed !== null && typeof parsed === "object");
+    // Text that starts with {, [ or " and parses is an object, an array or a string.
+    JSON.parse(text);
+    return true;
   } catch {
     return false;
   }
@@ -245,7 +246,7 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (value === undefined) return "nothing";
-  return `a ${typeof value}`;
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 /**
