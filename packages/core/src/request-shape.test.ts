@@ -48,6 +48,23 @@ describe("findRequestProblems", () => {
     ]);
   });
 
+  it("refuses empty content written as a string, and text blocks with no text", () => {
+    expect(
+      check([
+        { role: "user", content: "" },
+        { role: "assistant", content: "ok" },
+        {
+          role: "user",
+          content: [{ type: "text" }, { type: "text", text: 5 }, { type: "text", text: "x" }] as never,
+        },
+      ]),
+    ).toEqual([
+      "messages[0] has empty content",
+      "messages[2].content[0] is an empty text block",
+      "messages[2].content[1] is an empty text block",
+    ]);
+  });
+
   it("checks the breakpoint count and TTL order", () => {
     const marked = (ttl?: "1h") => ({
       type: "text",
@@ -62,6 +79,10 @@ describe("findRequestProblems", () => {
       "the request has 5 cache breakpoints; at most 4 are allowed",
       "a 1h cache breakpoint follows a 5m one",
     ]);
+    // 1h ones first, then 5m ones: the order the API asks for.
+    expect(
+      findRequestProblems({ messages: [{ role: "user", content: [marked("1h"), marked("1h"), marked()] }] }),
+    ).toEqual([]);
   });
 
   it("counts a top-level cache_control as a breakpoint on the last block, unless that block has one", () => {

@@ -43,7 +43,8 @@ export function findRequestProblems(
     if (previous !== undefined && previous.role === message.role && !afterSystem.has(message)) {
       problems.push(`${where} has the same role (${message.role}) as the message before it`);
     }
-    if (typeof message.content === "string" ? message.content === "" : message.content.length === 0) {
+    // An empty string and an empty list of blocks alike.
+    if (message.content.length === 0) {
       problems.push(`${where} has empty content`);
     }
     blocksOf(message).forEach((block, blockIndex) => {
