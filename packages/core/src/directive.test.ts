@@ -55,7 +55,32 @@ describe("renderDirectiveBlock", () => {
 
   it("refuses a bad run id or an empty directive", () => {
     expect(() => renderDirectiveBlock({ runId: 'a" b', directive: "d" })).toThrow(InvalidForkParamsError);
+    expect(() => renderDirectiveBlock({ runId: 'a" b', directive: "d" })).toThrow(
+      'run id "a\\" b" is not a valid run id',
+    );
     expect(() => renderDirectiveBlock({ runId: "r", directive: "  " })).toThrow(InvalidForkParamsError);
+    expect(() => renderDirectiveBlock({ runId: "r", directive: "  " })).toThrow("the directive is empty");
+  });
+
+  it("names the child's fork call without a description when it has none", () => {
+    const block = renderDirectiveBlock({
+      runId: "run-1",
+      directive: "d",
+      forkCall: { tool_use_id: "toolu_9" },
+    });
+    expect(block.text).toContain('\n\nYour fork call: tool_use_id="toolu_9".\n\nYour directive:\nd');
+  });
+});
+
+describe("renderWorktreeNotice", () => {
+  it("tells the child where it works and how to translate the parent's paths, trailing slashes dropped", () => {
+    expect(renderWorktreeNotice({ parentCwd: "/repo//", worktreePath: "/tmp/wt/run-1///" })).toBe(
+      [
+        "You are working in a git worktree of your own at /tmp/wt/run-1, not in your parent's working directory /repo.",
+        "Paths in the conversation above are your parent's: translate them (/repo/src/a.ts is /tmp/wt/run-1/src/a.ts)",
+        "and read and write only under /tmp/wt/run-1. Commit your changes in this worktree; your parent merges them.",
+      ].join("\n"),
+    );
   });
 });
 
@@ -70,5 +95,7 @@ describe("parseDirectiveBlock", () => {
     expect(parseDirectiveBlock(text.replace('run="run-1"', 'run="run-2"'))).toBeNull();
     expect(parseDirectiveBlock(text.replace('v="1"', 'v="2"'))).toBeNull();
     expect(parseDirectiveBlock("<fork-boilerplate>\nYou are a fork\n</fork-boilerplate>")).toBeNull();
+    // The cheap prefix test passes, the full opening tag does not.
+    expect(parseDirectiveBlock('<fork-boilerplate v="1" run="run 1" sig="0123456789abcdef">x')).toBeNull();
   });
 });

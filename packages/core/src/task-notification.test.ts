@@ -28,7 +28,7 @@ describe("task notifications", () => {
     expect(text).toContain(
       "<usage>total_tokens: 48123; tool_uses: 7; duration_ms: 5321; cost_usd: 0.0123</usage>",
     );
-    expect(parseTaskNotification(`Some text before\n${text}\nafter`)).toEqual(notification);
+    expect(parseTaskNotification(`Some text before\n${text}\nafter`)).toStrictEqual(notification);
   });
 
   it("renders every status, and an unknown cost", () => {
@@ -39,8 +39,37 @@ describe("task notifications", () => {
         summary: "s",
         usage: { totalTokens: 1, toolUses: 0, durationMs: 2, costUsd: null },
       };
-      expect(parseTaskNotification(renderTaskNotification(notification))).toEqual(notification);
+      expect(renderTaskNotification(notification)).toContain("cost_usd: unknown");
+      expect(parseTaskNotification(renderTaskNotification(notification))).toStrictEqual(notification);
     }
+  });
+
+  it("renders only the fields a notification has, one per line, and parses back no others", () => {
+    const minimal: TaskNotification = { taskId: "r", status: "failed", summary: "s" };
+    const text = renderTaskNotification(minimal);
+    expect(text).toBe(
+      "<task-notification>\n<task-id>r</task-id>\n<status>failed</status>\n<summary>s</summary>\n</task-notification>",
+    );
+    expect(parseTaskNotification(text)).toStrictEqual(minimal);
+    const costless: TaskNotification = {
+      ...minimal,
+      usage: { totalTokens: 3, toolUses: 1, durationMs: 2.6 },
+    };
+    expect(renderTaskNotification(costless)).toContain(
+      "<usage>total_tokens: 3; tool_uses: 1; duration_ms: 3</usage>",
+    );
+    expect(parseTaskNotification(renderTaskNotification(costless))).toStrictEqual({
+      ...minimal,
+      usage: { totalTokens: 3, toolUses: 1, durationMs: 3 },
+    });
+  });
+
+  it("reads a usage line loosely: any case, commas or newlines between parts, colons in a value", () => {
+    const parsed = parseTaskNotification(
+      "<task-notification><task-id>r</task-id><status>completed</status><summary>s</summary>" +
+        "<usage>TOTAL_TOKENS: 5, tool_uses: x\nduration_ms: 7; note: a:b; cost_usd: n/a; junk</usage></task-notification>",
+    );
+    expect(parsed.usage).toStrictEqual({ totalTokens: 5, toolUses: 0, durationMs: 7, costUsd: null });
   });
 
   it("refuses text that is not a notification", () => {
@@ -53,6 +82,16 @@ describe("task notifications", () => {
     expect(() =>
       parseTaskNotification("<task-notification><status>failed</status></task-notification>"),
     ).toThrow(/task-id/);
+    expect(() =>
+      parseTaskNotification(
+        "<task-notification><task-id>r</task-id><status>failed</status></task-notification>",
+      ),
+    ).toThrow("the <task-notification> lacks its <task-id> or <summary>");
+    expect(() =>
+      parseTaskNotification(
+        "<task-notification><status>failed</status><summary>s</summary></task-notification>",
+      ),
+    ).toThrow("the <task-notification> lacks its <task-id> or <summary>");
   });
 
   it("is built from an outcome with the real tool-use count and duration", () => {
@@ -92,10 +131,12 @@ describe("task notifications", () => {
       },
       { toolUses: 2, durationMs: 10 },
     );
-    expect(failed).toMatchObject({
+    expect(failed).toStrictEqual({
+      taskId: "run-2",
       status: "timeout",
       summary: 'Fork "run-2" timed out',
-      usage: { toolUses: 2, durationMs: 10 },
+      result: "Error timeout: run exceeded its time limit of 10 ms",
+      usage: { totalTokens: 0, toolUses: 2, durationMs: 10, costUsd: emptyUsageTotals().cost_usd },
     });
     const killed = taskNotificationFromOutcome({
       status: "killed",
