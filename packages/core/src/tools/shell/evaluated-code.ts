@@ -12,7 +12,7 @@
 export function evaluatedCode(text: string): string | undefined {
   // `$'…'` strings are checked as bash decodes them (`$'\x24(id)'` is `$(id)`).
   const decoded = text.replace(/\$'((?:[^'\\]|\\.)*)'/gs, (_match, body: string) => decodeAnsiC(body));
-  for (const candidate of [text, decoded]) {
+  for (const candidate of decoded === text ? [text] : [text, decoded]) {
     if (/\$\(|`|<\(|>\(|\$\[/.test(candidate)) {
       return "it contains a command substitution, process substitution or arithmetic that bash may evaluate even inside quotes (array subscripts of test -v, printf -v, …)";
     }
