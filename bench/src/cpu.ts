@@ -19,11 +19,11 @@ export function processCpuMs(pid: number): number {
   }
 }
 
-/** A thread's time on a CPU and its time runnable but waiting for one, from /proc; null when unreadable. @unit ms */
-export function threadScheduleMs(pid: number, tid = pid): { running: number; waiting: number } | null {
+/** `pid`'s main thread's time on a CPU and its time runnable but waiting for one, from /proc; null when unreadable. @unit ms */
+export function mainThreadScheduleMs(pid: number): { running: number; waiting: number } | null {
   try {
     // schedstat: nanoseconds on a CPU, nanoseconds on a run queue, time slices.
-    const [running, waiting] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8")
+    const [running, waiting] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8")
       .split(" ")
       .map(Number);
     return { running: running! / 1e6, waiting: waiting! / 1e6 };
@@ -37,7 +37,7 @@ export class CpuMeter {
   readonly #startCpu = process.cpuUsage();
   readonly #startElu = performance.eventLoopUtilization();
   readonly #startWall = performance.now();
-  readonly #startMainThread = threadScheduleMs(process.pid);
+  readonly #startMainThread = mainThreadScheduleMs(process.pid);
   readonly #others: Map<string, { pid: number; start: number }>;
 
   constructor(others: Record<string, number | undefined> = {}) {
@@ -70,7 +70,7 @@ export class CpuMeter {
       this_process_cores: round3((cpu.user + cpu.system) / 1000 / wall),
       this_event_loop_utilisation: round3(performance.eventLoopUtilization(this.#startElu).utilization),
     };
-    const mainThread = threadScheduleMs(process.pid);
+    const mainThread = mainThreadScheduleMs(process.pid);
     if (mainThread && this.#startMainThread) {
       result.this_main_thread_running = round3((mainThread.running - this.#startMainThread.running) / wall);
       result.this_main_thread_waiting = round3((mainThread.waiting - this.#startMainThread.waiting) / wall);

@@ -81,13 +81,13 @@ export class SimProcess {
   static async start(config: SimHostConfig, niceness?: number): Promise<SimProcess> {
     // The benchmark's own profiling flags (--cpu-prof…) stay with the benchmark's process.
     const execArgv = process.execArgv.filter((arg) => !/^--(cpu|heap)-prof/.test(arg));
-    const args = [HOST, JSON.stringify(config)];
+    const configArg = JSON.stringify(config);
     // `nice` execs node in its own place (the same pid), before any of node's threads exist; setting the
     // priority afterwards would reach only the main thread (Linux's niceness is per thread).
     const child =
       niceness === undefined
-        ? fork(HOST, args.slice(1), { execArgv, stdio: "inherit" })
-        : spawn("nice", ["-n", String(niceness), process.execPath, ...execArgv, ...args], {
+        ? fork(HOST, [configArg], { execArgv, stdio: "inherit" })
+        : spawn("nice", ["-n", String(niceness), process.execPath, ...execArgv, HOST, configArg], {
             stdio: ["inherit", "inherit", "inherit", "ipc"],
           });
     const url = await new Promise<string>((resolve, reject) => {
