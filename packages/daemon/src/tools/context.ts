@@ -63,7 +63,15 @@ export function fail(content: string): ToolOutcome {
 export const ABORTED: ToolOutcome = fail("Aborted: the tool call was cancelled before it finished.");
 
 /** A path resolved into the workspace, or the outcome that tells the model why it was refused. */
-export type Confined = { ok: true; path: string } | { ok: false; outcome: ToolOutcome };
+export type Confined =
+  | {
+      ok: true;
+      /** The physical path: no symlinks, no `..`. */
+      path: string;
+      /** The workspace's physical path, which {@link path} lies in. */
+      root: string;
+    }
+  | { ok: false; outcome: ToolOutcome };
 
 /**
  * Resolves `candidate` (absolute, or relative to the run's cwd) into the workspace, following `..`
@@ -84,7 +92,7 @@ export async function confine(run: ToolRun, candidate: string): Promise<Confined
         ),
       };
     }
-    return { ok: true, path: result.path };
+    return { ok: true, path: result.path, root: result.root };
   }
   return {
     ok: false,

@@ -1,6 +1,5 @@
 // Grep: a regular-expression search over the workspace's files, in JavaScript (no ripgrep needed),
 // with ripgrep's output shapes: matching files (newest first), counts, or lines with context.
-import { readFile, stat } from "node:fs/promises";
 import { basename } from "node:path";
 import type { ToolOutcome } from "@forkd/core";
 import {
@@ -22,6 +21,7 @@ import {
   withoutCarriageReturn,
 } from "./line-match.js";
 import { GREP_MATCH_TIME_LIMIT_MS, MatchTimeLimitError, OffThreadMatcher } from "./off-thread-matcher.js";
+import { openConfinedForRead, readOpenedFile } from "./open-confined.js";
 import { capOutput } from "./output.js";
 import { MAX_LINE_CHARS } from "./read.js";
 import { walkFiles } from "./walk.js";
@@ -134,6 +134,8 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
   const held = { chars: 0 };
   let stopped = false;
   let tooBig = 0;
+  /** Files that changed into a symlink (or under a swapped directory) while Grep opened them. */
+  let changed = 0;
   let matcher: OffThreadMatcher | undefined;
   const operation: MatchOperation = spec.multiline
     ? "multiline"
@@ -173,14 +175,25 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
       // A symlink is followed only when its target is inside the workspace.
       const path = entry.kind === "symlink" ? await confinedTarget(run, entry.path) : entry.path;
       if (path === undefined) continue;
-      const info = await stat(path).catch(() => undefined);
-      // The daemon's credential files are never searched: a match or none is an oracle on their value.
-      if (info === undefined || !info.isFile() || run.hidden?.has(info) === true) continue;
-      if (info.size > MAX_GREP_FILE_BYTES) {
-        tooBig++;
+      // The daemon's credential files are never searched (a match or none is an oracle on their
+      // value), nor a file swapped for a symlink after the walk or the check saw it.
+      const opened = await openConfinedForRead(run, path).catch(() => undefined);
+      if (opened === undefined) continue;
+      if (!opened.ok) {
+        if (opened.problem === "changed") changed++;
         continue;
       }
-      const data = await readFile(path, { signal: run.signal }).catch(() => undefined);
+      const { info } = opened;
+      let data: Buffer | undefined;
+      try {
+        if (info.size > MAX_GREP_FILE_BYTES) {
+          tooBig++;
+          continue;
+        }
+        data = await readOpenedFile(opened.handle, info.size, run.signal).catch(() => undefined);
+      } finally {
+        await opened.handle.close();
+      }
       if (data === undefined || looksBinary(data.subarray(0, BINARY_SNIFF_BYTES))) continue;
       const text = data.toString("utf8");
       batch.push({ path: entry.path, mtimeMs: info.mtimeMs, text });
@@ -225,6 +238,11 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
   if (tooBig > 0) {
     notes.push(
       `(${tooBig} file${tooBig === 1 ? "" : "s"} over ${MAX_GREP_FILE_BYTES / 1024 / 1024} MiB not searched)`,
+    );
+  }
+  if (changed > 0) {
+    notes.push(
+      `(${changed} file${changed === 1 ? "" : "s"} changed while being opened and ${changed === 1 ? "was" : "were"} not searched)`,
     );
   }
   const body = summarize(mode, hits, shown);

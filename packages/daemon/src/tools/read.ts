@@ -1,6 +1,6 @@
 // Read: a text file as numbered lines (`cat -n` style), a window of it at a time, read in chunks so a
 // huge file or a huge line costs no more memory than the window shown.
-import { type FileHandle, open, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import type { ToolOutcome } from "@forkd/core";
 import {
@@ -14,6 +14,7 @@ import {
   ok,
   type ToolRun,
 } from "./context.js";
+import { type OpenedFile, openConfinedForRead, openProblemText } from "./open-confined.js";
 
 /** Lines shown when the model gives no `limit`. */
 export const DEFAULT_READ_LIMIT = 2000;
@@ -38,27 +39,29 @@ export async function readTool(input: ReadInput, run: ToolRun): Promise<ToolOutc
   const target = await confine(run, input.file_path);
   if (!target.ok) return target.outcome;
   const path = target.path;
-  let size: number;
-  try {
-    const info = await stat(path);
-    if (info.isDirectory()) {
-      return fail(`${path} is a directory, not a file. Use Glob to list its files.`);
-    }
-    if (!info.isFile()) return fail(`${path} is not a regular file.`);
-    size = info.size;
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") {
-      return fail(`File does not exist: ${path}. Check the path, or use Glob to find the file.`);
-    }
-    return fail(`Cannot read ${path}: ${describeError(error)}`);
-  }
-  if (size === 0) return ok(`(${path} is empty)`);
-
   const first = Math.max(1, input.offset ?? 1);
   const limit = input.limit ?? DEFAULT_READ_LIMIT;
   let handle: FileHandle | undefined;
   try {
-    handle = await open(path, "r");
+    let opened: OpenedFile;
+    try {
+      opened = await openConfinedForRead(run, path);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") {
+        return fail(`File does not exist: ${path}. Check the path, or use Glob to find the file.`);
+      }
+      throw error;
+    }
+    if (!opened.ok) {
+      return opened.problem === "directory"
+        ? fail(`${path} is a directory, not a file. Use Glob to list its files.`)
+        : fail(openProblemText(path, opened.problem));
+    }
+    handle = opened.handle;
+    // What the file held when opened: one that another run's command keeps appending to is not
+    // read for as long as it grows.
+    const size = opened.info.size;
+    if (size === 0) return ok(`(${path} is empty)`);
     const sniff = Buffer.alloc(Math.min(BINARY_SNIFF_BYTES, size));
     const { bytesRead } = await handle.read(sniff, 0, sniff.length, 0);
     if (looksBinary(sniff.subarray(0, bytesRead))) {
@@ -90,7 +93,7 @@ async function renderWindow(handle: FileHandle, w: Window): Promise<string> {
   let lineNumber = 0;
   let consumed = 0; // bytes of the file up to the end of the last line shown
   let capped = false;
-  for await (const line of readLines(handle, w.run.signal)) {
+  for await (const line of readLines(handle, w.size, w.run.signal)) {
     lineNumber++;
     if (lineNumber < w.first) {
       consumed += line.bytes;
@@ -132,8 +135,11 @@ interface Line {
   truncated: boolean;
 }
 
-/** The file's lines, in order, each cut at {@link MAX_LINE_CHARS}; checks the signal between chunks. */
-async function* readLines(handle: FileHandle, signal: AbortSignal): AsyncGenerator<Line> {
+/**
+ * The lines of the file's first `size` bytes, in order, each cut at {@link MAX_LINE_CHARS}; checks
+ * the signal between chunks.
+ */
+async function* readLines(handle: FileHandle, size: number, signal: AbortSignal): AsyncGenerator<Line> {
   const decoder = new StringDecoder("utf8");
   const buffer = Buffer.alloc(CHUNK_BYTES);
   let position = 0;
@@ -158,7 +164,7 @@ async function* readLines(handle: FileHandle, signal: AbortSignal): AsyncGenerat
   };
   for (;;) {
     signal.throwIfAborted();
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - position), position);
     if (bytesRead === 0) break;
     position += bytesRead;
     const chunk = decoder.write(buffer.subarray(0, bytesRead));

@@ -1,7 +1,5 @@
 // Write and Edit: the two tools that change files, confined to the workspace like every path.
-import { constants } from "node:fs";
-import { type FileHandle, mkdir, open, stat } from "node:fs/promises";
-import { dirname } from "node:path";
+import { stat } from "node:fs/promises";
 import type { ToolOutcome } from "@forkd/core";
 import {
   ABORTED,
@@ -15,6 +13,12 @@ import {
   ok,
   type ToolRun,
 } from "./context.js";
+import {
+  openConfinedForRead,
+  openConfinedForWrite,
+  openProblemText,
+  readOpenedFile,
+} from "./open-confined.js";
 import { capOutput } from "./output.js";
 import { numberedLine } from "./read.js";
 
@@ -62,67 +66,35 @@ async function writablePath(run: ToolRun, candidate: string): Promise<Confined> 
   return gitProblem === undefined ? target : { ok: false, outcome: fail(gitProblem) };
 }
 
-/** A file opened by {@link openRegularFile}, or the outcome that refuses it. */
-type Opened = { ok: true; handle: FileHandle; size: number } | { ok: false; outcome: ToolOutcome };
+/** What Write and Edit answer for a file they may not open. */
+function refusal(
+  path: string,
+  problem: "directory" | "special" | "hidden" | "changed",
+  tool: string,
+): ToolOutcome {
+  return problem === "directory"
+    ? fail(`${path} is a directory; give ${tool} the path of a file.`)
+    : fail(openProblemText(path, problem));
+}
 
 /**
- * Opens `path` for Write or Edit, refusing anything but a regular file (or a directory, with the
- * answer the tools give for one). `O_NONBLOCK`: opening a FIFO otherwise blocks until its other end
- * is opened, in a libuv thread-pool thread no abort reaches — a model that makes a FIFO with Bash
- * and Writes to it four times stops every file-system call of the daemon. The type is checked on
- * the opened descriptor (`fstat`), so nothing can be swapped in between; a FIFO with no reader
- * fails the open at once (`ENXIO`), one with a reader is opened and refused.
+ * Replaces the content of the regular file at the confined `path` (created if missing, with its
+ * directories). Opened without blocking and checked on the descriptor: a FIFO a model made with
+ * Bash fails the open at once (`ENXIO`) or is refused, where a blocking open held a libuv
+ * thread-pool thread for ever; and a path swapped for a symlink after the check is refused, not
+ * followed out of the workspace (see `open-confined.ts`).
  */
-async function openRegularFile(path: string, mode: "read" | "write"): Promise<Opened> {
-  const flags =
-    mode === "read"
-      ? constants.O_RDONLY | constants.O_NONBLOCK
-      : constants.O_WRONLY | constants.O_CREAT | constants.O_NONBLOCK;
-  let handle: FileHandle;
-  try {
-    handle = await open(path, flags, 0o666);
-  } catch (error) {
-    if (errnoCode(error) === "ENXIO") return notRegular(path);
-    throw error;
-  }
-  try {
-    const info = await handle.stat();
-    if (info.isDirectory()) {
-      await handle.close();
-      const tool = mode === "read" ? "Edit" : "Write";
-      return { ok: false, outcome: fail(`${path} is a directory; give ${tool} the path of a file.`) };
-    }
-    if (!info.isFile()) {
-      await handle.close();
-      return notRegular(path);
-    }
-    return { ok: true, handle, size: info.size };
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
-}
-
-function notRegular(path: string): Opened {
-  return {
-    ok: false,
-    outcome: fail(
-      `${path} is not a regular file (a FIFO, socket or device); Write and Edit change files only.`,
-    ),
-  };
-}
-
-/** Replaces the content of the regular file at `path` (created if missing). */
 async function writeRegularFile(
-  path: string,
+  run: ToolRun,
+  target: { path: string; root: string },
   content: string,
-  signal: AbortSignal,
+  tool: string,
 ): Promise<ToolOutcome | undefined> {
-  const opened = await openRegularFile(path, "write");
-  if (!opened.ok) return opened.outcome;
+  const opened = await openConfinedForWrite(run, target.root, target.path);
+  if (!opened.ok) return refusal(target.path, opened.problem, tool);
   try {
     await opened.handle.truncate(0);
-    await opened.handle.writeFile(content, { signal });
+    await opened.handle.writeFile(content, { signal: run.signal });
   } finally {
     await opened.handle.close();
   }
@@ -137,8 +109,7 @@ export async function writeTool(input: WriteInput, run: ToolRun): Promise<ToolOu
     const existing = await stat(path).catch(() => undefined);
     if (existing?.isDirectory()) return fail(`${path} is a directory; give Write the path of a file.`);
     run.signal.throwIfAborted();
-    await mkdir(dirname(path), { recursive: true });
-    const refused = await writeRegularFile(path, input.content, run.signal);
+    const refused = await writeRegularFile(run, target, input.content, "Write");
     if (refused !== undefined) return refused;
     const bytes = Buffer.byteLength(input.content);
     return ok(`${existing === undefined ? "Created" : "Overwrote"} ${path} (${bytes} bytes).`);
@@ -158,16 +129,16 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
   try {
     let text: string;
     try {
-      const opened = await openRegularFile(path, "read");
-      if (!opened.ok) return opened.outcome;
+      const opened = await openConfinedForRead(run, path);
+      if (!opened.ok) return refusal(path, opened.problem, "Edit");
       let data: Buffer;
       try {
-        if (opened.size > MAX_EDIT_FILE_BYTES) {
+        if (opened.info.size > MAX_EDIT_FILE_BYTES) {
           return fail(
-            `${path} is too large for Edit (${opened.size} bytes; at most ${MAX_EDIT_FILE_BYTES}). Change it with Bash (sed, a script) where allowed.`,
+            `${path} is too large for Edit (${opened.info.size} bytes; at most ${MAX_EDIT_FILE_BYTES}). Change it with Bash (sed, a script) where allowed.`,
           );
         }
-        data = await opened.handle.readFile({ signal: run.signal });
+        data = await readOpenedFile(opened.handle, opened.info.size, run.signal);
       } finally {
         await opened.handle.close();
       }
@@ -196,7 +167,7 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
           `old_string is empty but ${path} is not: give the exact text to replace (Read the file first), or use Write to replace the whole file.`,
         );
       }
-      const refused = await writeRegularFile(path, input.new_string, run.signal);
+      const refused = await writeRegularFile(run, target, input.new_string, "Edit");
       if (refused !== undefined) return refused;
       return ok(
         `Edited ${path}: wrote its first content.\n${snippet(input.new_string, 0, input.new_string)}`,
@@ -239,7 +210,7 @@ export async function editTool(input: EditInput, run: ToolRun): Promise<ToolOutc
         ? text.split(oldString).join(newString)
         : text.slice(0, at) + newString + text.slice(at + oldString.length);
     run.signal.throwIfAborted();
-    const refused = await writeRegularFile(path, updated, run.signal);
+    const refused = await writeRegularFile(run, target, updated, "Edit");
     if (refused !== undefined) return refused;
     const what = count === 1 ? "1 occurrence" : `${count} occurrences`;
     const shown = snippet(updated, at, newString);
