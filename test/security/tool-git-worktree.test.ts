@@ -7,9 +7,18 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSyn
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createBuiltinToolDispatcher, probeSandbox, type Sandbox } from "@forkd/daemon";
-import { createRunWorktree } from "@forkd/daemon/internal";
+import {
+  createBuiltinToolDispatcher,
+  createDaemonLogger,
+  loadDaemonConfig,
+  probeSandbox,
+  type Sandbox,
+} from "@forkd/daemon";
+import { createRunWorktree, daemonRunTools } from "@forkd/daemon/internal";
+import { type ForkSpec, forkSubjects } from "@forkd/protocol";
+import { connect } from "@nats-io/transport-node";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { useNatsServer } from "../harness/nats.js";
 
 const SECRET_VARIABLE = "FORKD_WORKTREE_TEST_TOKEN";
 let sandbox: Sandbox;
@@ -113,5 +122,52 @@ describe("the sandbox of a worktree run (policy full)", () => {
     expect(out.content).toContain("committed");
     expect(readFileSync(join(worktree.path, ".git"), "utf8")).not.toContain("evil");
     expect(readFileSync(join(admin, "commondir"), "utf8").trim()).toBe("../..");
+  });
+});
+
+describe("a worktree run's sandbox, as the daemon makes it (policy full)", () => {
+  const nats = useNatsServer();
+
+  it("leaves the shared checkout alone: only the worktree and the repository's git directory are visible", async () => {
+    const nc = await connect({ servers: nats().url });
+    try {
+      const config = loadDaemonConfig({
+        env: { FORKD_WORKSPACE: repo, NATS_URL: nats().url, FORKD_BASH_POLICY: "full" },
+      });
+      const factory = daemonRunTools({
+        config,
+        nc,
+        subjects: forkSubjects("agent"),
+        logger: createDaemonLogger({ level: "silent", format: "json", daemonId: "worktree-checkout" }),
+        sandbox,
+      });
+      const runId = "0197a3c0-0000-7000-8000-00000000d00d";
+      const spec = { run_id: runId, isolation: { worktree: true } } as ForkSpec;
+      const tools = await factory({ spec, signal: new AbortController().signal });
+      try {
+        const out = await tools.dispatcher.execute(
+          {
+            id: "toolu_checkout",
+            name: "Bash",
+            input: {
+              command: `echo hostile > ${repo}/README.md; echo planted > ${repo}/planted.txt; echo '[core] fsmonitor = touch /tmp/x' >> ${repo}/.git/config; echo written > ok.txt && git add ok.txt && git -c user.name=t -c user.email=t@example.com commit -qm model && echo committed`,
+            },
+          },
+          { runId, turn: 1, cwd: tools.cwd, signal: new AbortController().signal },
+        );
+        // The parent's checkout, with whatever uncommitted work it holds, is not the run's to change.
+        expect(readFileSync(join(repo, "README.md"), "utf8")).toBe("parent\n");
+        expect(existsSync(join(repo, "planted.txt"))).toBe(false);
+        // The repository's git directory is visible for git's sake, its config still read-only.
+        expect(readFileSync(join(repo, ".git", "config"), "utf8")).not.toContain("fsmonitor");
+        // git in the worktree still reads and writes the repository it belongs to.
+        expect(out.content).toContain("committed");
+        expect(git(repo, "show", `forkd/${runId}:ok.txt`)).toBe("written");
+      } finally {
+        await tools.worktree?.dispose();
+      }
+    } finally {
+      await nc.close();
+    }
   });
 });

@@ -87,8 +87,9 @@ export function daemonRunTools(options: {
       dispatcher: createBuiltinToolDispatcher({
         ...base,
         workspace: worktree.path,
-        // git in a worktree reads and writes the repository's .git too.
-        sandboxVisible: [config.workspace],
+        // git in a worktree reads and writes the repository's git directory too; not the shared
+        // checkout, whose files (the parent's uncommitted work among them) are no run's to change.
+        sandboxVisible: [worktree.commonDir],
         pathAliases: [worktree.pathAlias],
       }),
       worktree: {

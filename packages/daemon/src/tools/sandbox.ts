@@ -100,8 +100,14 @@ function gitConfigBinds(visible: readonly string[]): string[] {
   const readOnly = (paths: readonly string[]) =>
     paths.filter((path) => existsSync(path)).flatMap((path) => ["--ro-bind", path, path]);
   return visible.flatMap((dir) => {
-    const gitDir = join(dir, ".git");
-    if (!existsSync(gitDir)) return [];
+    // A visible directory is a checkout (with a `.git`) or, for a worktree run, a repository's git
+    // directory itself (with its `HEAD`).
+    const gitDir = existsSync(join(dir, ".git"))
+      ? join(dir, ".git")
+      : existsSync(join(dir, "HEAD"))
+        ? dir
+        : undefined;
+    if (gitDir === undefined) return [];
     if (!statSync(gitDir).isDirectory()) return readOnly([gitDir]);
     const worktrees = join(gitDir, "worktrees");
     const admins = existsSync(worktrees) ? readdirSync(worktrees).map((name) => join(worktrees, name)) : [];

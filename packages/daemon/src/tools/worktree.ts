@@ -57,6 +57,11 @@ export interface RunWorktree {
   branch: string;
   /** Top-level directory of the repository it was made from. */
   repoDir: string;
+  /**
+   * The repository's git directory (objects, refs, this worktree's admin files), which git in the
+   * worktree reads and writes: what a sandboxed command needs of the repository, and no more.
+   */
+  commonDir: string;
   /** The commit the branch started from (for a resumed run: `baseRef` as it resolves now). */
   baseSha: string;
   /** True when the branch or the worktree already existed (a run resumed after a crash keeps its work). */
@@ -181,6 +186,7 @@ function handle(w: {
     path: w.path,
     branch: w.branch,
     repoDir: w.repoDir,
+    commonDir: w.pinned.commonDir,
     baseSha: w.baseSha,
     resumed: w.resumed,
     pathAlias: { from: w.repoDir, to: w.path },
