@@ -179,3 +179,22 @@ describe("a directory on the way swapped for a symlink while a file tool opens a
     expect(writeHit?.content).toMatch(/changed while/);
   });
 });
+
+describe("a directory swapped for a symlink while Glob or Grep walks into it", () => {
+  it("Glob lists no name outside the workspace", async () => {
+    const target = join(outside, "listed");
+    mkdirSync(target);
+    writeFileSync(join(target, "name-outside-the-workspace.txt"), "");
+    mkdirSync(join(workspace, "walked"));
+    writeFileSync(join(workspace, "walked", "inside.txt"), "");
+    await startSwapping("walked", target, SWAP_DIRECTORY);
+    const call = runB();
+    let noted: ToolOutcome | undefined;
+    for (let i = 0; i < MAX_ATTEMPTS && noted === undefined; i++) {
+      const glob = await call("Glob", { pattern: "walked*/**" });
+      expect(glob.content, "Glob listed a directory outside the workspace").not.toContain("name-outside");
+      if (glob.content.includes("changed into a symlink")) noted = glob;
+    }
+    expect(noted, "the swap never landed between the walk's look and its open").toBeDefined();
+  });
+});

@@ -60,6 +60,7 @@ export async function globTool(
     // Only the newest MAX_GLOB_RESULTS are kept: a walk of a million matching names held them all,
     // about 100 MB, then sorted them in one turn of the event loop.
     const newest = new NewestFiles(MAX_GLOB_RESULTS);
+    let swapped = 0;
     if (rest === "") {
       const info = await lstat(start.path).catch(() => undefined);
       if (info !== undefined && !info.isDirectory()) newest.add({ path: start.path, mtimeMs: info.mtimeMs });
@@ -69,6 +70,7 @@ export async function globTool(
         signal: run.signal,
         skipDirs: skipDirsFor(rest, skipDirs),
         maxDepth: maxGlobDepth(rest),
+        onSwapped: () => swapped++,
       });
       for await (const entry of walk) {
         if (!regex.test(entry.relative)) continue;
@@ -76,18 +78,26 @@ export async function globTool(
         if (info !== undefined) newest.add({ path: entry.path, mtimeMs: info.mtimeMs });
       }
     }
-    if (newest.seen === 0) return ok("No files found");
+    const note = swapped === 0 ? [] : [swappedNote(swapped)];
+    if (newest.seen === 0) return ok(["No files found", ...note].join("\n"));
     const shown = newest.files.map((f) => f.path);
     if (newest.seen > MAX_GLOB_RESULTS) {
       shown.push(
         `(Results are truncated: ${MAX_GLOB_RESULTS} of ${newest.seen} files shown. Use a more specific path or pattern.)`,
       );
     }
-    return ok(capOutput(shown.join("\n"), run.outputCapBytes, "use a more specific path or pattern"));
+    return ok(
+      capOutput([...shown, ...note].join("\n"), run.outputCapBytes, "use a more specific path or pattern"),
+    );
   } catch (error) {
     if (run.signal.aborted) return ABORTED;
     return fail(`Glob failed: ${describeError(error)}`);
   }
+}
+
+/** Tells the model about directories a walk passed over because they were swapped as it opened them. */
+export function swappedNote(count: number): string {
+  return `(${count} director${count === 1 ? "y" : "ies"} changed into a symlink while being opened and ${count === 1 ? "was" : "were"} not searched)`;
 }
 
 type FileTime = { path: string; mtimeMs: number };

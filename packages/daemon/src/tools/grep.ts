@@ -12,7 +12,7 @@ import {
   ok,
   type ToolRun,
 } from "./context.js";
-import { resolveSearchRoot, skipDirsFor, sortNewestFirst } from "./glob.js";
+import { resolveSearchRoot, skipDirsFor, sortNewestFirst, swappedNote } from "./glob.js";
 import { globToRegExp } from "./glob-pattern.js";
 import {
   compilePattern,
@@ -136,6 +136,8 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
   let tooBig = 0;
   /** Files that changed into a symlink (or under a swapped directory) while Grep opened them. */
   let changed = 0;
+  /** Directories the walk passed over for the same reason. */
+  let swappedDirectories = 0;
   let matcher: OffThreadMatcher | undefined;
   const operation: MatchOperation = spec.multiline
     ? "multiline"
@@ -168,7 +170,11 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
   };
   try {
     const candidates = root.isDirectory
-      ? walkFiles(root.path, { signal: run.signal, skipDirs: skipDirsFor(input.glob ?? "", skipDirs) })
+      ? walkFiles(root.path, {
+          signal: run.signal,
+          skipDirs: skipDirsFor(input.glob ?? "", skipDirs),
+          onSwapped: () => swappedDirectories++,
+        })
       : single(root.path);
     for await (const entry of candidates) {
       if (entry.kind === "other" || !filter.accepts(entry.relative)) continue;
@@ -245,6 +251,7 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
       `(${changed} file${changed === 1 ? "" : "s"} changed while being opened and ${changed === 1 ? "was" : "were"} not searched)`,
     );
   }
+  if (swappedDirectories > 0) notes.push(swappedNote(swappedDirectories));
   const body = summarize(mode, hits, shown);
   const text = notes.length === 0 ? body : `${body}\n${notes.join("\n")}`;
   return ok(capOutput(text, run.outputCapBytes, "narrow the search with path, glob or head_limit"));

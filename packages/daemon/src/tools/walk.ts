@@ -1,6 +1,7 @@
 // A directory walk for Glob and Grep: depth first, names sorted, symlinked directories not followed
 // (no loops, no escapes), `.git` and `node_modules` skipped unless asked for.
-import { opendir } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, opendir, readlink } from "node:fs/promises";
 import { join } from "node:path";
 
 /** Directory names a walk does not descend into by default. */
@@ -27,6 +28,8 @@ export interface WalkOptions {
   skipDirs: ReadonlySet<string>;
   /** Entries deeper than this many segments below the root are not visited. @default Infinity */
   maxDepth?: number;
+  /** Called for each directory passed over because it was swapped for a symlink as it was opened. */
+  onSwapped?: () => void;
 }
 
 /**
@@ -40,7 +43,7 @@ export async function* walkFiles(root: string, options: WalkOptions): AsyncGener
   while (stack.length > 0) {
     options.signal.throwIfAborted();
     const { dir, relative, depth } = stack.pop()!;
-    const entries = await readDirSorted(dir);
+    const entries = await readDirSorted(dir, options.onSwapped);
     const subdirs: typeof stack = [];
     for (const entry of entries) {
       const childRelative = relative === "" ? entry.name : `${relative}/${entry.name}`;
@@ -66,9 +69,22 @@ export async function* walkFiles(root: string, options: WalkOptions): AsyncGener
   }
 }
 
-async function readDirSorted(dir: string) {
+/**
+ * The entries of `dir`, sorted by name when there are few enough. The directory is opened with
+ * O_NOFOLLOW and listed through its descriptor, which must still be at `dir`: another run's command
+ * can swap a directory the walk saw for a symlink to one outside the workspace before it is opened,
+ * and `opendir` by name follows it.
+ */
+async function readDirSorted(dir: string, onSwapped: (() => void) | undefined) {
+  let descriptor: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    const handle = await opendir(dir);
+    descriptor = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    const fdPath = `/proc/self/fd/${descriptor.fd}`;
+    if ((await readlink(fdPath)) !== dir) {
+      onSwapped?.();
+      return [];
+    }
+    const handle = await opendir(fdPath);
     const entries = [];
     for await (const entry of handle) entries.push(entry);
     // Name order makes a walk's order the same on every machine; a directory too large to sort
@@ -77,7 +93,10 @@ async function readDirSorted(dir: string) {
       entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     }
     return entries;
-  } catch {
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ELOOP") onSwapped?.();
     return [];
+  } finally {
+    await descriptor?.close();
   }
 }
