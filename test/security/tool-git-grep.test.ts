@@ -85,6 +85,48 @@ describe("git's config under the full policy", () => {
   });
 });
 
+describe("git's hooks and info under the full policy, in a repository made without them", () => {
+  it("stay unplantable: a hook written where none was would run on the next commit outside the sandbox", async () => {
+    // Repositories made by other tools (or with an empty template) have no .git/hooks or .git/info:
+    // what is missing when the sandbox starts could not be mounted read-only.
+    const repo = join(workspace, "bare-template");
+    mkdirSync(repo);
+    execFileSync("git", ["init", "-q", "--template=", repo]);
+    expect(existsSync(join(repo, ".git/hooks"))).toBe(false);
+    const full = createBuiltinToolDispatcher({ workspace: repo, bashPolicy: "full", sandbox, secrets: [] });
+    const planted = await full.execute(
+      {
+        id: "toolu_h",
+        name: "Bash",
+        input: {
+          command:
+            "mkdir -p .git/hooks .git/info; printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit; " +
+            "chmod +x .git/hooks/pre-commit; echo '* diff=x' > .git/info/attributes; echo done",
+        },
+      },
+      { runId: "run-1", turn: 1, cwd: repo, signal: new AbortController().signal },
+    );
+    expect(planted.content).toMatch(/Read-only file system/);
+    expect(existsSync(join(repo, ".git/hooks/pre-commit"))).toBe(false);
+    expect(existsSync(join(repo, ".git/info/attributes"))).toBe(false);
+    // The operator's own commit, outside the sandbox, runs no hook of the model's.
+    writeFileSync(join(repo, "f"), "f\n");
+    execFileSync("git", ["-C", repo, "add", "f"]);
+    execFileSync("git", [
+      "-C",
+      repo,
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@example.com",
+      "commit",
+      "-qm",
+      "x",
+    ]);
+    expect(existsSync(join(repo, "pwned"))).toBe(false);
+  });
+});
+
 describe("Grep", () => {
   it("answers a catastrophic backtracking pattern at once (RE2: linear time)", async () => {
     // With a backtracking engine this is 2^40 steps: the test would hang, not fail quietly.

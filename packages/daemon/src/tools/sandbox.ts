@@ -5,7 +5,7 @@
 // secrets (its environment, its files, its /proc) or outlive the call.
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, readdirSync, statSync } from "node:fs";
-import { delimiter, join, resolve } from "node:path";
+import { basename, delimiter, join, resolve } from "node:path";
 
 /** How Bash commands are contained. `bwrap`: bubblewrap; `off`: the operator turned it off. */
 export type SandboxMode = "bwrap" | "off";
@@ -95,10 +95,21 @@ function systemBinds(): string[] {
  */
 const GIT_PROGRAM_FILES = ["config", "config.worktree", "hooks", "info"];
 const WORKTREE_ADMIN_FILES = ["commondir", "gitdir", "config.worktree"];
+/**
+ * Those that are directories. One missing when the sandbox starts (a repository made with an empty
+ * template has no `hooks` or `info`) is covered by an empty read-only one (bwrap leaves the empty
+ * directory it mounted on): left out, a command could make it and plant a hook that the operator's
+ * next commit, outside the sandbox, runs. A missing `config.worktree` is read only where the
+ * repository's read-only config turns `extensions.worktreeConfig` on.
+ */
+const GIT_PROGRAM_DIRS = new Set(["hooks", "info"]);
 
 function gitConfigBinds(visible: readonly string[]): string[] {
   const readOnly = (paths: readonly string[]) =>
-    paths.filter((path) => existsSync(path)).flatMap((path) => ["--ro-bind", path, path]);
+    paths.flatMap((path) => {
+      if (existsSync(path)) return ["--ro-bind", path, path];
+      return GIT_PROGRAM_DIRS.has(basename(path)) ? ["--tmpfs", path, "--remount-ro", path] : [];
+    });
   return visible.flatMap((dir) => {
     // A visible directory is a checkout (with a `.git`) or, for a worktree run, a repository's git
     // directory itself (with its `HEAD`).
@@ -108,7 +119,7 @@ function gitConfigBinds(visible: readonly string[]): string[] {
         ? dir
         : undefined;
     if (gitDir === undefined) return [];
-    if (!statSync(gitDir).isDirectory()) return readOnly([gitDir]);
+    if (!statSync(gitDir).isDirectory()) return ["--ro-bind", gitDir, gitDir];
     const worktrees = join(gitDir, "worktrees");
     const admins = existsSync(worktrees) ? readdirSync(worktrees).map((name) => join(worktrees, name)) : [];
     return readOnly([
