@@ -127,6 +127,48 @@ describe("git's hooks and info under the full policy, in a repository made witho
   });
 });
 
+describe("a submodule's git directory under the full policy", () => {
+  it("keeps its config and hooks read-only: the operator's git status in the superproject reads them", async () => {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd });
+    const lib = join(workspace, "lib");
+    mkdirSync(lib);
+    git(lib, "init", "-q");
+    writeFileSync(join(lib, "x"), "x\n");
+    git(lib, "add", "x");
+    git(lib, "commit", "-qm", "lib");
+    const superproject = join(workspace, "superproject");
+    mkdirSync(superproject);
+    git(superproject, "init", "-q");
+    git(superproject, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub");
+    git(superproject, "commit", "-qm", "with sub");
+    const marker = join(superproject, "pwned");
+    const full = createBuiltinToolDispatcher({
+      workspace: superproject,
+      bashPolicy: "full",
+      sandbox,
+      secrets: [],
+    });
+    const planted = await full.execute(
+      {
+        id: "toolu_m",
+        name: "Bash",
+        input: {
+          command:
+            `printf '[core]\\n\\tfsmonitor = touch ${marker}\\n' >> .git/modules/sub/config; ` +
+            `printf '#!/bin/sh\\ntouch ${marker}\\n' > .git/modules/sub/hooks/pre-commit; echo y > sub/x; echo done`,
+        },
+      },
+      { runId: "run-1", turn: 1, cwd: superproject, signal: new AbortController().signal },
+    );
+    expect(planted.content.match(/Read-only file system/g)).toHaveLength(2);
+    expect(readFileSync(join(superproject, ".git/modules/sub/config"), "utf8")).not.toContain("fsmonitor");
+    // The operator's git, outside the sandbox, recurses into the submodule.
+    git(superproject, "status", "--short");
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
 describe("Grep", () => {
   it("answers a catastrophic backtracking pattern at once (RE2: linear time)", async () => {
     // With a backtracking engine this is 2^40 steps: the test would hang, not fail quietly.

@@ -122,11 +122,60 @@ function gitConfigBinds(visible: readonly string[]): string[] {
     if (!statSync(gitDir).isDirectory()) return ["--ro-bind", gitDir, gitDir];
     const worktrees = join(gitDir, "worktrees");
     const admins = existsSync(worktrees) ? readdirSync(worktrees).map((name) => join(worktrees, name)) : [];
-    return readOnly([
-      ...GIT_PROGRAM_FILES.map((name) => join(gitDir, name)),
-      ...admins.flatMap((admin) => WORKTREE_ADMIN_FILES.map((name) => join(admin, name))),
-    ]);
+    const modules = submoduleGitDirs(gitDir);
+    return [
+      ...readOnly([
+        ...[gitDir, ...(modules ?? [])].flatMap((git) => GIT_PROGRAM_FILES.map((name) => join(git, name))),
+        ...admins.flatMap((admin) => WORKTREE_ADMIN_FILES.map((name) => join(admin, name))),
+      ]),
+      // More than a repository has: a command may have made them to swell bwrap's arguments.
+      ...(modules === undefined ? ["--ro-bind", join(gitDir, "modules"), join(gitDir, "modules")] : []),
+    ];
   });
+}
+
+/** How deep below `modules` submodules' git directories are looked for (names may hold `/`). */
+const MAX_MODULE_DEPTH = 8;
+/** Submodule git directories covered one by one; with more, all of `modules` is read-only. */
+const MAX_MODULES = 64;
+
+/**
+ * The git directories of a repository's submodules, nested ones included: `modules/<name>`, where
+ * a name may hold `/`, each with a `HEAD`. Their config and hooks are read by the operator's git
+ * in the superproject (`git status` recurses into submodules and runs a submodule's
+ * `core.fsmonitor`), so they are covered like the repository's own. Undefined when there are more
+ * than {@link MAX_MODULES} or they nest deeper than {@link MAX_MODULE_DEPTH}.
+ */
+function submoduleGitDirs(gitDir: string): string[] | undefined {
+  const found: string[] = [];
+  let tooMany = false;
+  const visit = (dir: string, depth: number) => {
+    if (tooMany) return;
+    let names: string[];
+    try {
+      names = readdirSync(dir, { withFileTypes: true })
+        .filter((entry) => entry.isDirectory())
+        .map((entry) => entry.name);
+    } catch {
+      return;
+    }
+    if (names.length > 0 && depth >= MAX_MODULE_DEPTH) {
+      tooMany = true;
+      return;
+    }
+    for (const name of names) {
+      const child = join(dir, name);
+      if (!existsSync(join(child, "HEAD"))) {
+        visit(child, depth + 1);
+        continue;
+      }
+      found.push(child);
+      if (found.length > MAX_MODULES) tooMany = true;
+      visit(join(child, "modules"), depth + 1);
+    }
+  };
+  visit(join(gitDir, "modules"), 0);
+  return tooMany ? undefined : found;
 }
 
 /**
