@@ -114,6 +114,16 @@ describe("file tools and the files a model's commands make", () => {
     expect(growth).toBeLessThan(200 * 1024 * 1024);
   });
 
+  it("Read of a sparse terabyte with one long line answers at once, and says how far it read", async () => {
+    // Text first, so that the file does not look binary; then a terabyte of holes and no newline.
+    await shell("head -c 9000 /dev/zero | tr '\\0' a >sparse.txt && truncate -s 1T sparse.txt && echo made");
+    for (const input of [{ file_path: "sparse.txt" }, { file_path: "sparse.txt", offset: 5 }]) {
+      const read = await call("Read", input, 20_000);
+      expect(read, JSON.stringify(input)).not.toBe("hung");
+      expect(read).toMatchObject({ content: expect.stringMatching(/at most the first 64 MiB/) });
+    }
+  });
+
   it("Edit refuses an edit whose result would be huge, before building it", async () => {
     // 8 MB of one character, under Edit's size limit; every one of them replaced by 48.
     await shell("head -c 8000000 /dev/zero | tr '\\0' a >many-a.txt && echo made");

@@ -21,6 +21,12 @@ export const DEFAULT_READ_LIMIT = 2000;
 /** Characters of one line shown; the rest of the line is cut. */
 export const MAX_LINE_CHARS = 2000;
 const CHUNK_BYTES = 64 * 1024;
+/**
+ * Bytes of a file one Read call reads at most, however far its lines or the `offset` lie: a sparse
+ * file of a terabyte with no newline after its first text (`truncate -s 1T`) was one line, read to
+ * its end — an hour of the daemon's main thread per call. @unit bytes
+ */
+export const MAX_READ_SCAN_BYTES = 64 * 1024 * 1024;
 
 export interface ReadInput {
   file_path: string;
@@ -93,13 +99,18 @@ async function renderWindow(handle: FileHandle, w: Window): Promise<string> {
   let lineNumber = 0;
   let consumed = 0; // bytes of the file up to the end of the last line shown
   let capped = false;
-  for await (const line of readLines(handle, w.size, w.run.signal)) {
+  let windowFull = false;
+  const scanned = Math.min(w.size, MAX_READ_SCAN_BYTES);
+  for await (const line of readLines(handle, scanned, w.run.signal)) {
     lineNumber++;
     if (lineNumber < w.first) {
       consumed += line.bytes;
       continue;
     }
-    if (lineNumber >= w.first + w.limit) break;
+    if (lineNumber >= w.first + w.limit) {
+      windowFull = true;
+      break;
+    }
     const text = numberedLine(lineNumber, line.truncated ? `${line.text}… [line cut]` : line.text);
     const bytes = Buffer.byteLength(text) + 1;
     if (outBytes + bytes > w.run.outputCapBytes && out.length > 0) {
@@ -109,6 +120,13 @@ async function renderWindow(handle: FileHandle, w: Window): Promise<string> {
     out.push(text);
     outBytes += bytes;
     consumed += line.bytes;
+  }
+  const scanStopped = !capped && !windowFull && scanned < w.size;
+  const scanAdvice = `Read reads at most the first ${MAX_READ_SCAN_BYTES / 1024 / 1024} MiB of a file (this one has ${w.size.toLocaleString("en-US")} bytes); use Grep, or Bash where allowed, for the rest.`;
+  if (out.length === 0 && scanStopped) {
+    throw new PastEndError(
+      `offset ${w.first} lies past the first ${lineNumber} lines of ${w.path}. ${scanAdvice}`,
+    );
   }
   if (out.length === 0) {
     throw new PastEndError(
@@ -121,6 +139,8 @@ async function renderWindow(handle: FileHandle, w: Window): Promise<string> {
     out.push(
       `[output truncated: ${remaining.toLocaleString("en-US")} of ${w.size.toLocaleString("en-US")} bytes of the file not shown; pass offset=${last + 1} to read on]`,
     );
+  } else if (scanStopped) {
+    out.push(`(lines ${w.first}–${last} shown, the last one perhaps cut. ${scanAdvice})`);
   } else if (remaining > 0) {
     out.push(`(lines ${w.first}–${last} shown; the file goes on: pass offset=${last + 1} to read more)`);
   }
