@@ -95,12 +95,17 @@ function seen(outcome: ToolOutcome): "file" | "checked" | "window" {
   return "window";
 }
 
+/** Makes `name` in the workspace and a file of {@link PRIVATE} outside, and swaps the one for a symlink to the other. */
+async function swapWithPrivateFile(name: string): Promise<void> {
+  const privateFile = join(outside, `${name}.private`);
+  writeFileSync(privateFile, `${PRIVATE}\n`);
+  writeFileSync(join(workspace, name), `${HARMLESS}\n`);
+  await startSwapping(name, privateFile, SWAP_FILE);
+}
+
 describe("a path swapped for a symlink while a file tool opens it", () => {
   it("Read never shows a file outside the workspace", async () => {
-    const privateFile = join(outside, "private.txt");
-    writeFileSync(privateFile, `${PRIVATE}\n`);
-    writeFileSync(join(workspace, "read.txt"), `${HARMLESS}\n`);
-    await startSwapping("read.txt", privateFile, SWAP_FILE);
+    await swapWithPrivateFile("read.txt");
     const call = runB();
     let hit: ToolOutcome | undefined;
     for (let i = 0; i < MAX_ATTEMPTS && hit === undefined; i++) {
@@ -113,10 +118,7 @@ describe("a path swapped for a symlink while a file tool opens it", () => {
   });
 
   it("Grep never searches a file outside the workspace", async () => {
-    const privateFile = join(outside, "grep-private.txt");
-    writeFileSync(privateFile, `${PRIVATE}\n`);
-    writeFileSync(join(workspace, "grep.txt"), `${HARMLESS}\n`);
-    await startSwapping("grep.txt", privateFile, SWAP_FILE);
+    await swapWithPrivateFile("grep.txt");
     const call = runB();
     let noted: ToolOutcome | undefined;
     for (let i = 0; i < MAX_ATTEMPTS && noted === undefined; i++) {
