@@ -112,10 +112,11 @@ function gitConfigBinds(visible: readonly string[]): string[] {
     });
   return visible.flatMap((dir) => {
     // A visible directory is a checkout (with a `.git`) or, for a worktree run, a repository's git
-    // directory itself (with its `HEAD`).
+    // directory itself (with its `HEAD`, `objects` and `refs`: a checkout that merely holds a file
+    // named HEAD is no repository, and would get empty `hooks` and `info` mounted into it).
     const gitDir = existsSync(join(dir, ".git"))
       ? join(dir, ".git")
-      : existsSync(join(dir, "HEAD"))
+      : ["HEAD", "objects", "refs"].every((name) => existsSync(join(dir, name)))
         ? dir
         : undefined;
     if (gitDir === undefined) return [];
