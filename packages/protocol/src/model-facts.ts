@@ -57,6 +57,11 @@ export interface ModelFacts {
   /** Anthropic: the `thinking` types the model takes. Absent: not known, nothing is checked. */
   thinking?: ThinkingSupport;
   /**
+   * Anthropic: the model refuses a request whose last message is an `assistant` turn (a prefill)
+   * with a 400 (Claude 4.6 and every later model). Absent: prefill is accepted.
+   */
+  noPrefill?: true;
+  /**
    * OpenAI: a reasoning model (the GPT-5 families). Its Responses output starts with a reasoning
    * item, which a request that stores nothing gets back only encrypted, when it asks for it
    * (`include: ["reasoning.encrypted_content"]`), to send on with the next turn.
@@ -75,14 +80,19 @@ const K200 = 200_000;
 const M1 = 1_000_000;
 const EXTENDED_1M = { beta: CONTEXT_1M_BETA, tokens: M1 } as const;
 const K128 = 128_000;
-const ADAPTIVE_128K: OutputLimits = { maxOutputTokens: K128, thinking: "adaptive" };
+const ADAPTIVE_128K: OutputLimits = { maxOutputTokens: K128, thinking: "adaptive", noPrefill: true };
 const BUDGET_64K: OutputLimits = { maxOutputTokens: 64_000, thinking: "budget" };
-const BUDGET_OR_ADAPTIVE_128K: OutputLimits = { maxOutputTokens: K128, thinking: "budget-or-adaptive" };
+const BUDGET_OR_ADAPTIVE_128K: OutputLimits = {
+  maxOutputTokens: K128,
+  thinking: "budget-or-adaptive",
+  noPrefill: true,
+};
 
 /** What an Anthropic model takes of a request's output settings (see {@link MODEL_FACTS}). */
 interface OutputLimits {
   maxOutputTokens?: number;
   thinking?: ThinkingSupport;
+  noPrefill?: true;
 }
 
 function row(
@@ -105,6 +115,7 @@ function row(
   if (extendedContext !== undefined) facts.extendedContext = extendedContext;
   if (output.maxOutputTokens !== undefined) facts.maxOutputTokens = output.maxOutputTokens;
   if (output.thinking !== undefined) facts.thinking = output.thinking;
+  if (output.noPrefill !== undefined) facts.noPrefill = output.noPrefill;
   return facts;
 }
 
@@ -217,6 +228,13 @@ function geminiModelFacts(): ModelFacts[] {
  *   `enabled` refused from Opus 4.7 on (Anthropic's extended-thinking documentation: "Returns a 400
  *   error on Claude Opus 4.7 and later"; refusals measured on Opus 4.8, Opus 5, Sonnet 5 and Fable 5,
  *   handochan/aelix-ai#258), so only the 4.6 models take both.
+ * - Prefill (`noPrefill`): refused from the 4.6 models on. Anthropic's migration guide
+ *   (https://platform.claude.com/docs/en/about-claude/models/migration-guide): "Prefilling assistant
+ *   messages returns a 400 error on Claude 4.6 models"; the SDK's `messages` doc comment: "On models
+ *   that don't support prefill, creating a message that ends with a partial `assistant` response
+ *   returns a 400 error"; refusals reported on Opus 4.7 and 4.8 (ericc-ch/copilot-api#261), Sonnet 5
+ *   (cortexkit/magic-context#511) and Fable 5 (vybestack/llxprt-code#3695), and for "4.6+ models"
+ *   in general, so every later row refuses it too.
  */
 export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-fable-5-2", 8, 512, M1, ADAPTIVE_128K),
@@ -228,10 +246,10 @@ export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-mythos-5-1", 10, 512, M1, ADAPTIVE_128K),
   row("claude-fable-5", 10, 512, M1, ADAPTIVE_128K),
   // Claude Code lists no thinking capability for it: its thinking is not known.
-  row("claude-mythos-5", 10, 512, M1, { maxOutputTokens: K128 }),
+  row("claude-mythos-5", 10, 512, M1, { maxOutputTokens: K128, noPrefill: true }),
   row("claude-sonnet-5", 2, 1024, M1, ADAPTIVE_128K),
   row("claude-opus-5", 5, 512, M1, ADAPTIVE_128K),
-  row("claude-mythos-preview", 4, 1024, M1, {}),
+  row("claude-mythos-preview", 4, 1024, M1, { noPrefill: true }),
   row("claude-opus-4-8", 5, 1024, M1, ADAPTIVE_128K),
   row("claude-opus-4-7", 5, 2048, M1, ADAPTIVE_128K),
   row("claude-opus-4-6", 5, 4096, K200, BUDGET_OR_ADAPTIVE_128K, EXTENDED_1M),

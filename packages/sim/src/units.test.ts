@@ -457,11 +457,12 @@ describe("cache model", () => {
 
   it("puts the automatic breakpoint on the last block that is not thinking", () => {
     // A final `thinking` block is refused ("The final block in an assistant message cannot be
-    // `thinking`"); a final `redacted_thinking` block is not, as far as is known.
+    // `thinking`"); a final `redacted_thinking` block is not, as far as is known. A prefill needs a
+    // model that takes one (before 4.6).
     const layout = layoutPrompt(
       validateRequest(
         {
-          model: MODEL,
+          model: "claude-sonnet-4-5",
           max_tokens: 4000,
           thinking: { type: "enabled", budget_tokens: 1024 },
           messages: [

@@ -413,6 +413,27 @@ function checkThinkingTurns(body: Json): void {
 }
 
 /**
+ * The API's words when a model that takes no prefill is sent a request whose last message is an
+ * assistant turn, as strands-agents/sdk-python#1694, langchain-ai/deepagents#1585 and
+ * smallmain/vscode-unify-chat-provider#249 (the whole error body, an `invalid_request_error`) quote it. Which models: `noPrefill` of `MODEL_FACTS` (Claude 4.6 on; the migration
+ * guide, https://platform.claude.com/docs/en/about-claude/models/migration-guide: "Prefilling
+ * assistant messages returns a 400 error on Claude 4.6 models").
+ */
+const PREFILL_REFUSED =
+  "This model does not support assistant message prefill. The conversation must end with a user message.";
+
+/**
+ * A request ending on an assistant message (system messages aside) to a model that takes no
+ * prefill. The SDK's own doc comment on `messages`: "On models that don't support prefill, creating
+ * a message that ends with a partial `assistant` response returns a 400 error."
+ */
+function checkPrefillSupport(body: Json, model: string): void {
+  if (modelFacts(model)?.noPrefill !== true) return;
+  const last = (body.messages as Json[]).findLast((m) => m.role !== "system");
+  if (last?.role === "assistant") fail("", PREFILL_REFUSED);
+}
+
+/**
  * A final assistant message (a prefill) with thinking blocks: refused when thinking is off (absent or
  * disabled), and refused when it ends on a thinking block, in the API's words as
  * tailcallhq/forgecode#1853 and #2107 quote them. Only the final message is held to the second rule:
@@ -490,6 +511,7 @@ export function validateRequest(
   checkOutputCeiling(body.model, maxTokens as number | undefined);
   checkThinking(body.thinking, maxTokens as number | undefined, body.model);
   checkThinkingTurns(body);
+  checkPrefillSupport(body, body.model);
   checkFinalAssistant(body);
   checkCacheControl(body.cache_control, "cache_control");
   if (body.stream !== undefined && typeof body.stream !== "boolean")
