@@ -3,6 +3,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Sim, startSim } from "./server.js";
+import { EPHEMERAL, tokensOf } from "./test-support.js";
 
 let sim: Sim;
 let client: Anthropic;
@@ -64,5 +65,68 @@ describe("prefill (a last message from the assistant)", () => {
       ],
     });
     expect(asked.role).toBe("assistant");
+  });
+});
+
+describe("cache pre-warming (max_tokens: 0)", () => {
+  // The SDK's doc comment on `max_tokens`: "Set to `0` to populate the prompt cache without
+  // generating a response"; anthropics/skills, skills/claude-api/shared/prompt-caching.md,
+  // "Pre-warming the cache": it "returns immediately with `content: []`, `stop_reason:
+  // "max_tokens"`", and is refused with `stream: true`, enabled thinking, `output_config.format`
+  // or a forced `tool_choice`.
+  const MODEL = "claude-sonnet-4-6";
+  const system: Anthropic.TextBlockParam[] = [
+    { type: "text", text: tokensOf(2000, "shared"), cache_control: EPHEMERAL },
+  ];
+  const tools: Anthropic.Tool[] = [{ name: "Read", input_schema: { type: "object" } }];
+  const warm = {
+    model: MODEL,
+    max_tokens: 0,
+    system,
+    messages: [{ role: "user" as const, content: "warmup" }],
+  };
+
+  it("writes the cache and generates nothing, and the real request then reads it", async () => {
+    const warmed = await client.messages.create(warm);
+    expect(warmed.content).toEqual([]);
+    expect(warmed.stop_reason).toBe("max_tokens");
+    expect(warmed.usage.output_tokens).toBe(0);
+    expect(warmed.usage.cache_creation_input_tokens).toBeGreaterThan(2000);
+    const real = await client.messages.create({
+      ...warm,
+      max_tokens: 64,
+      messages: [{ role: "user", content: "The real question." }],
+    });
+    expect(real.usage.cache_read_input_tokens).toBe(warmed.usage.cache_creation_input_tokens);
+  });
+
+  it("is refused with streaming, enabled thinking, a structured output or a forced tool choice", async () => {
+    const cases: [Partial<Anthropic.MessageCreateParams>, string][] = [
+      [{ stream: true }, "`stream: true`"],
+      [{ thinking: { type: "enabled", budget_tokens: 1024 } }, '`thinking.type: "enabled"`'],
+      [
+        { output_config: { format: { type: "json_schema", schema: { type: "object" } } } },
+        "`output_config.format`",
+      ],
+      [{ tools, tool_choice: { type: "any" } }, "`tool_choice` of type `any`"],
+      [{ tools, tool_choice: { type: "tool", name: "Read" } }, "`tool_choice` of type `tool`"],
+    ];
+    for (const [extra, what] of cases) {
+      const body = { ...warm, ...extra } as Anthropic.MessageCreateParamsNonStreaming;
+      expect(await refused(client.messages.create(body))).toBe(
+        `max_tokens: \`max_tokens: 0\` cannot be used with ${what}`,
+      );
+    }
+    // Adaptive thinking, tools left to the model, and no output format are not among the refusals.
+    const accepted = await client.messages.create({
+      ...warm,
+      thinking: { type: "adaptive" },
+      tools,
+      tool_choice: { type: "auto" },
+    });
+    expect(accepted.content).toEqual([]);
+    expect(await refused(client.messages.create({ ...warm, max_tokens: -1 }))).toBe(
+      "max_tokens: Input should be greater than or equal to 0",
+    );
   });
 });

@@ -478,6 +478,28 @@ function checkToolReferences(messages: Json[], names: ReadonlySet<string>): void
 }
 
 /**
+ * A cache pre-warm (`max_tokens: 0`) runs the prompt and generates nothing, so it cannot stream and
+ * cannot be asked for what only generation gives. Anthropic's own `claude-api` skill
+ * (anthropics/skills, skills/claude-api/shared/prompt-caching.md, "Pre-warming the cache", after
+ * https://platform.claude.com/docs/en/build-with-claude/prompt-caching#pre-warming-the-cache): "`max_tokens:
+ * 0` is an `invalid_request_error` with `stream: true`, `thinking.type: "enabled"`,
+ * `output_config.format`, `tool_choice` of `{"type":"tool"}` or `{"type":"any"}`", and it answers
+ * `content: []`, `stop_reason: "max_tokens"`, zero output tokens. The API's wording of these
+ * refusals is not on record; these are the simulator's.
+ */
+function checkPreWarm(body: Json): void {
+  if (body.max_tokens !== 0) return;
+  const refuse = (what: string) => fail("max_tokens", `\`max_tokens: 0\` cannot be used with ${what}`);
+  if (body.stream === true) refuse("`stream: true`");
+  if (isObject(body.thinking) && body.thinking.type === "enabled") refuse('`thinking.type: "enabled"`');
+  if (isObject(body.output_config) && body.output_config.format != null) refuse("`output_config.format`");
+  const choice = body.tool_choice;
+  if (isObject(choice) && (choice.type === "any" || choice.type === "tool")) {
+    refuse(`\`tool_choice\` of type \`${choice.type}\``);
+  }
+}
+
+/**
  * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
  * @param body the parsed JSON body
  * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
@@ -498,7 +520,9 @@ export function validateRequest(
     if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens)) {
       fail("max_tokens", "Input should be a valid integer");
     }
-    if (maxTokens < 1) fail("max_tokens", "Input should be greater than or equal to 1");
+    // `0` is the documented cache pre-warm: the SDK's doc comment on `max_tokens`, "Set to `0` to
+    // populate the prompt cache without generating a response" (see checkPreWarm).
+    if (maxTokens < 0) fail("max_tokens", "Input should be greater than or equal to 0");
   }
   checkMessages(
     body.messages,
@@ -509,6 +533,7 @@ export function validateRequest(
   checkToolReferences(body.messages as Json[], names);
   checkToolChoice(body.tool_choice, names);
   checkOutputCeiling(body.model, maxTokens as number | undefined);
+  if (kind === "messages") checkPreWarm(body);
   checkThinking(body.thinking, maxTokens as number | undefined, body.model);
   checkThinkingTurns(body);
   checkPrefillSupport(body, body.model);
