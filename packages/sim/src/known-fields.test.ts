@@ -5,6 +5,8 @@ import type {
   BetaImageBlockParam,
   BetaRedactedThinkingBlockParam,
   BetaRequestDocumentBlock,
+  BetaRequestToolAdditionBlock,
+  BetaRequestToolRemovalBlock,
   BetaSystemMessageParam,
   BetaTextBlockParam,
   BetaThinkingBlockParam,
@@ -51,6 +53,12 @@ describe("the simulator knows exactly the SDK's fields", () => {
     >();
     expectTypeOf<(typeof BLOCK_FIELDS.image)[number]>().toEqualTypeOf<Fields<BetaImageBlockParam>>();
     expectTypeOf<(typeof BLOCK_FIELDS.document)[number]>().toEqualTypeOf<Fields<BetaRequestDocumentBlock>>();
+    expectTypeOf<(typeof BLOCK_FIELDS.tool_addition)[number]>().toEqualTypeOf<
+      Fields<BetaRequestToolAdditionBlock>
+    >();
+    expectTypeOf<(typeof BLOCK_FIELDS.tool_removal)[number]>().toEqualTypeOf<
+      Fields<BetaRequestToolRemovalBlock>
+    >();
     expectTypeOf<(typeof CUSTOM_TOOL_FIELDS)[number]>().toEqualTypeOf<Fields<BetaTool>>();
   });
 });

@@ -52,6 +52,8 @@ export const BLOCK_FIELDS = {
   redacted_thinking: ["data", "type"],
   image: ["source", "type", "cache_control", "transformations"],
   document: ["source", "type", "cache_control", "citations", "context", "title"],
+  tool_addition: ["tool", "type", "cache_control"],
+  tool_removal: ["tool", "type", "cache_control"],
 } as const;
 
 /** Fields of a custom (client) tool definition. */

@@ -60,8 +60,8 @@ const WORDS = [
 
 type Block = ContentBlock | OtherBlock;
 
-function blocksOf(content: string | Block[]): Block[] {
-  return typeof content === "string" ? [{ type: "text", text: content }] : content;
+function blocksOf(content: string | Block[] | undefined): Block[] {
+  return typeof content === "string" ? [{ type: "text", text: content }] : (content ?? []);
 }
 
 function sha(text: string): string {

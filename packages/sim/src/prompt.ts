@@ -155,7 +155,7 @@ export function layoutPrompt(req: MessagesRequest, verbatim: readonly UnkeptValu
         ? m.content === ""
           ? []
           : [{ type: "text" as const, text: m.content }]
-        : m.content;
+        : (m.content ?? []);
     if (content.length === 0) {
       total += MESSAGE_OVERHEAD_TOKENS;
       overhead += MESSAGE_OVERHEAD_TOKENS;

@@ -130,3 +130,68 @@ describe("cache pre-warming (max_tokens: 0)", () => {
     );
   });
 });
+
+describe("system messages (mid-conversation, per-turn-control beta)", () => {
+  // The SDK's BetaSystemMessageParam: `content` is optional and may hold `tool_addition` and
+  // `tool_removal` blocks; of its `output_config`: "An empty `{}` is accepted on a message that
+  // carries content; a message with neither content nor output_config fields is rejected." Claude
+  // Code 2.1 sends `{role: "system", content: [], output_config: {effort}}` and tool changes.
+  const betas = ["per-turn-control-2026-07-01"];
+  const ask = (system: Anthropic.Beta.BetaSystemMessageParam) =>
+    client.beta.messages.create({
+      model: "claude-opus-4-8",
+      max_tokens: 64,
+      betas,
+      tools: [{ name: "Read", input_schema: { type: "object" } }],
+      messages: [{ role: "user", content: "Go on." }, system],
+    });
+
+  it("may carry per-turn settings alone, and not nothing at all", async () => {
+    expect((await ask({ role: "system", content: [], output_config: { effort: "low" } })).role).toBe(
+      "assistant",
+    );
+    expect((await ask({ role: "system", output_config: { effort: "high" } })).role).toBe("assistant");
+    expect(await refused(ask({ role: "system", content: [] }))).toBe(
+      "messages.1.content: List should have at least 1 item",
+    );
+    expect(await refused(ask({ role: "system", content: [], output_config: {} }))).toBe(
+      "messages.1.content: List should have at least 1 item",
+    );
+    expect(await refused(ask({ role: "system", output_config: { effort: null } }))).toBe(
+      "messages.1.content: Field required",
+    );
+  });
+
+  it("may add and remove tools mid-conversation, checked like other blocks", async () => {
+    const added: Anthropic.Beta.BetaSystemMessageParam = {
+      role: "system",
+      content: [
+        { type: "text", text: "A tool changes." },
+        {
+          type: "tool_addition",
+          tool: { type: "tool_definition", definition: { name: "Grep", input_schema: { type: "object" } } },
+        },
+        { type: "tool_removal", tool: { type: "tool_reference", name: "Read" }, cache_control: EPHEMERAL },
+      ],
+    };
+    expect((await ask(added)).role).toBe("assistant");
+    const extra = { type: "tool_removal", tool: { type: "tool_reference", name: "Read" }, why: "old" };
+    expect(
+      await refused(
+        ask({ role: "system", content: [extra] } as unknown as Anthropic.Beta.BetaSystemMessageParam),
+      ),
+    ).toBe("messages.1.content.0.why: Extra inputs are not permitted");
+    const nameless = { type: "tool_removal" };
+    expect(
+      await refused(
+        ask({ role: "system", content: [nameless] } as unknown as Anthropic.Beta.BetaSystemMessageParam),
+      ),
+    ).toBe("messages.1.content.0.tool: Field required");
+    const image = { type: "image", source: { type: "url", url: "https://example.com/a.png" } };
+    expect(
+      await refused(
+        ask({ role: "system", content: [image] } as unknown as Anthropic.Beta.BetaSystemMessageParam),
+      ),
+    ).toBe("messages.1.content.0.type: Input should be 'text', 'tool_addition' or 'tool_removal'");
+  });
+});

@@ -2,7 +2,14 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Sim } from "./server.js";
-import type { CacheControl, MessageResponse, MessagesRequest, ToolDefinition, Usage } from "./types.js";
+import type {
+  CacheControl,
+  Message,
+  MessageResponse,
+  MessagesRequest,
+  ToolDefinition,
+  Usage,
+} from "./types.js";
 
 /** Exactly `n` characters, deterministic, different for each label, free of `@sim`. */
 export function chars(n: number, label: string): string {
@@ -122,7 +129,7 @@ export function forkChild(
     ...parent,
     messages: [
       ...parent.messages,
-      { role: "assistant", content: reply.content as MessagesRequest["messages"][number]["content"] },
+      { role: "assistant", content: reply.content as NonNullable<Message["content"]> },
       { role: "user", content: [...results, { type: "text", text: directive }] },
     ],
   };

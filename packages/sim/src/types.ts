@@ -62,7 +62,8 @@ export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | Thinking
 
 export interface Message {
   role: "user" | "assistant" | "system";
-  content: string | Array<ContentBlock | OtherBlock>;
+  /** Absent only on a `system` message that carries `output_config` alone (validate.ts). */
+  content?: string | Array<ContentBlock | OtherBlock>;
 }
 
 export interface ToolDefinition {

@@ -192,20 +192,43 @@ function checkSystemMessage(m: Json, path: string, systemAllowed: boolean): void
   }
   checkNoExtraFields(m, SYSTEM_MESSAGE_FIELD_SET, path);
   const content = m.content;
-  if (typeof content === "string") {
+  // The SDK's doc comment on a system message's `output_config`: "An empty `{}` is accepted on a
+  // message that carries content; a message with neither content nor output_config fields is
+  // rejected." So a message may carry its per-turn settings alone (Claude Code 2.1 sends
+  // `{role: "system", content: [], output_config: {effort}}`).
+  const settings = isObject(m.output_config) && Object.values(m.output_config).some((v) => v != null);
+  if (content === undefined) {
+    if (!settings) fail(`${path}.content`, "Field required");
+  } else if (typeof content === "string") {
     if (content.length === 0) fail(`${path}.content`, "text content blocks must be non-empty");
   } else if (Array.isArray(content)) {
-    if (content.length === 0) fail(`${path}.content`, "List should have at least 1 item");
+    if (content.length === 0 && !settings) fail(`${path}.content`, "List should have at least 1 item");
     content.forEach((b, j) => {
-      const blockPath = `${path}.content.${j}`;
-      if (!isObject(b) || b.type !== "text") fail(`${blockPath}.type`, "Input should be 'text'");
-      checkNoExtraFields(b, BLOCK_FIELD_SETS.get("text") as ReadonlySet<string>, blockPath);
-      checkText(b.text, `${blockPath}.text`);
-      checkCacheControl(b.cache_control, `${blockPath}.cache_control`);
+      checkSystemMessageBlock(b, `${path}.content.${j}`);
     });
   } else {
     fail(`${path}.content`, "Input should be a valid string or list");
   }
+}
+
+/**
+ * A block of a system message: text, or a mid-conversation tool change (`tool_addition`,
+ * `tool_removal`: the SDK's `BetaSystemMessageParam.content`, which Claude Code 2.1 sends to add or
+ * withdraw a tool without changing `tools`). A tool change's `tool` must be an object; what it names
+ * is not checked.
+ */
+function checkSystemMessageBlock(b: unknown, path: string): void {
+  if (isObject(b) && (b.type === "tool_addition" || b.type === "tool_removal")) {
+    checkNoExtraFields(b, BLOCK_FIELD_SETS.get(b.type) as ReadonlySet<string>, path);
+    if (!isObject(b.tool)) fail(`${path}.tool`, "Field required");
+  } else {
+    if (!isObject(b) || b.type !== "text") {
+      fail(`${path}.type`, "Input should be 'text', 'tool_addition' or 'tool_removal'");
+    }
+    checkNoExtraFields(b, BLOCK_FIELD_SETS.get("text") as ReadonlySet<string>, path);
+    checkText(b.text, `${path}.text`);
+  }
+  checkCacheControl(b.cache_control, `${path}.cache_control`);
 }
 
 function checkMessages(allMessages: unknown, systemAllowed: boolean): void {
