@@ -25,7 +25,7 @@ import { createHash } from "node:crypto";
 import type { Clock } from "./clock.js";
 import { invalidRequest } from "./errors.js";
 import { blockLead, PrefixKeyMemo } from "./prefix-key-memo.js";
-import type { PromptLayout } from "./prompt.js";
+import type { PromptBlock, PromptLayout } from "./prompt.js";
 import type { CacheControl, CacheTtl, InputUsage } from "./types.js";
 
 /** Most `cache_control` breakpoints a request may carry. */
@@ -65,9 +65,18 @@ export function resolveBreakpoints(layout: PromptLayout, topLevel?: CacheControl
         break;
       }
     }
-    if (last >= 0 && !bps.some((b) => b.block === last)) {
-      bps.push({ block: last, ttl: topLevel.ttl ?? "5m", automatic: true });
+    const ttl = topLevel.ttl ?? "5m";
+    const explicit = bps.find((b) => b.block === last);
+    // The API's words when the block automatic caching targets has a marker of another TTL
+    // (vellum-ai/vellum-assistant#23414; one of the two 400s of automatic caching that Anthropic's
+    // claude-api skill, anthropics/skills shared/prompt-caching.md, documents). The same TTL makes
+    // automatic caching a no-op.
+    if (explicit !== undefined && explicit.ttl !== ttl) {
+      throw invalidRequest(
+        `Top-level cache_control has ttl='${ttl}' but the target block already has cache_control with ttl='${explicit.ttl}'`,
+      );
     }
+    if (last >= 0 && explicit === undefined) bps.push({ block: last, ttl, automatic: true });
   }
   if (bps.length > MAX_BREAKPOINTS) {
     throw invalidRequest(
@@ -78,13 +87,22 @@ export function resolveBreakpoints(layout: PromptLayout, topLevel?: CacheControl
   for (const bp of bps) {
     if (bp.ttl === "5m") seen5m = true;
     else if (seen5m) {
+      // The API's words, at the 1-hour block's own path (cnighswonger/claude-code-cache-fix#44).
+      const path = bp.automatic ? "cache_control" : `${blockPath(blocks[bp.block]!)}.cache_control`;
       throw invalidRequest(
-        "cache_control: a breakpoint with ttl='1h' must not come after a breakpoint with ttl='5m' " +
-          "(longer TTLs must precede shorter ones in tools, system, messages order)",
+        `${path}.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. ` +
+          "Note that blocks are processed in the following order: `tools`, `system`, `messages`.",
       );
     }
   }
   return bps;
+}
+
+/** Where a block of the prompt is in the request: `tools.0`, `system.1`, `messages.2.content.3`. */
+function blockPath(block: PromptBlock): string {
+  return block.segment === "messages"
+    ? `messages.${block.index}.content.${block.blockIndex}`
+    : `${block.segment}.${block.index}`;
 }
 
 /** One entry a request claims to write. */

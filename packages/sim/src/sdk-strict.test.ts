@@ -195,3 +195,56 @@ describe("system messages (mid-conversation, per-turn-control beta)", () => {
     ).toBe("messages.1.content.0.type: Input should be 'text', 'tool_addition' or 'tool_removal'");
   });
 });
+
+describe("cache_control TTLs", () => {
+  const MODEL = "claude-sonnet-4-6";
+  const HOUR = { type: "ephemeral" as const, ttl: "1h" as const };
+  const FIVE = { type: "ephemeral" as const, ttl: "5m" as const };
+  const question = (cache_control?: Anthropic.CacheControlEphemeral): Anthropic.MessageParam => ({
+    role: "user",
+    content: [{ type: "text", text: "The question.", ...(cache_control ? { cache_control } : {}) }],
+  });
+
+  it("refuses automatic caching whose target block has a marker of another TTL, in the API's words", async () => {
+    // vellum-ai/vellum-assistant#23414 quotes the message; anthropics/skills,
+    // skills/claude-api/shared/prompt-caching.md: automatic caching's documented 400s include "an
+    // explicit marker on the last block whose TTL differs from the top-level field's (an explicit
+    // marker there with the same TTL makes automatic caching a no-op)".
+    const ask = (top: Anthropic.CacheControlEphemeral, last: Anthropic.CacheControlEphemeral) =>
+      client.messages.create({
+        model: MODEL,
+        max_tokens: 16,
+        cache_control: top,
+        messages: [question(last)],
+      });
+    expect(await refused(ask(FIVE, HOUR))).toBe(
+      "Top-level cache_control has ttl='5m' but the target block already has cache_control with ttl='1h'",
+    );
+    expect(await refused(ask(HOUR, { type: "ephemeral" }))).toBe(
+      "Top-level cache_control has ttl='1h' but the target block already has cache_control with ttl='5m'",
+    );
+    expect((await ask(HOUR, HOUR)).role).toBe("assistant");
+    expect((await ask({ type: "ephemeral" }, FIVE)).role).toBe("assistant");
+  });
+
+  it("refuses a 1-hour block after a 5-minute one at the 1-hour block's path, in the API's words", async () => {
+    // cnighswonger/claude-code-cache-fix#44 quotes the message.
+    const ORDER =
+      ".cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. " +
+      "Note that blocks are processed in the following order: `tools`, `system`, `messages`.";
+    const system: Anthropic.TextBlockParam[] = [{ type: "text", text: "Be brief.", cache_control: FIVE }];
+    const later = client.messages.create({
+      model: MODEL,
+      max_tokens: 16,
+      system,
+      messages: [{ role: "user", content: "Hi." }, { role: "assistant", content: "Hello." }, question(HOUR)],
+    });
+    expect(await refused(later)).toBe(`messages.2.content.0${ORDER}`);
+    const tools: Anthropic.Tool[] = [
+      { name: "Read", input_schema: { type: "object" }, cache_control: FIVE },
+      { name: "Grep", input_schema: { type: "object" }, cache_control: HOUR },
+    ];
+    const tool = client.messages.create({ model: MODEL, max_tokens: 16, tools, messages: [question()] });
+    expect(await refused(tool)).toBe(`tools.1${ORDER}`);
+  });
+});
