@@ -62,6 +62,12 @@ export interface ModelFacts {
    */
   noPrefill?: true;
   /**
+   * Anthropic: what the model takes of the sampling parameters. `exclusive`: `temperature` or
+   * `top_p`, not both; `removed`: no `temperature` but its default, no `top_p`, no `top_k`. Absent:
+   * not known, nothing is checked.
+   */
+  sampling?: "exclusive" | "removed";
+  /**
    * OpenAI: a reasoning model (the GPT-5 families). Its Responses output starts with a reasoning
    * item, which a request that stores nothing gets back only encrypted, when it asks for it
    * (`include: ["reasoning.encrypted_content"]`), to send on with the next turn.
@@ -93,6 +99,7 @@ interface OutputLimits {
   maxOutputTokens?: number;
   thinking?: ThinkingSupport;
   noPrefill?: true;
+  sampling?: ModelFacts["sampling"];
 }
 
 function row(
@@ -116,6 +123,7 @@ function row(
   if (output.maxOutputTokens !== undefined) facts.maxOutputTokens = output.maxOutputTokens;
   if (output.thinking !== undefined) facts.thinking = output.thinking;
   if (output.noPrefill !== undefined) facts.noPrefill = output.noPrefill;
+  if (output.sampling !== undefined) facts.sampling = output.sampling;
   return facts;
 }
 
@@ -235,6 +243,14 @@ function geminiModelFacts(): ModelFacts[] {
  *   returns a 400 error"; refusals reported on Opus 4.7 and 4.8 (ericc-ch/copilot-api#261), Sonnet 5
  *   (cortexkit/magic-context#511) and Fable 5 (vybestack/llxprt-code#3695), and for "4.6+ models"
  *   in general, so every later row refuses it too.
+ * - Sampling (`sampling`): `removed` where Anthropic's `claude-api` skill (anthropics/skills,
+ *   shared/error-codes.md) says "`temperature`, `top_p`, `top_k` are removed - sending any of them
+ *   returns 400" (Claude Opus 5, Fable 5 and 5.1, Opus 4.8 and 4.7; "any non-default value", the
+ *   Opus 4.7 notes as anomalyco/models.dev#1468 quotes them); `exclusive` where the API's refusal of
+ *   both `temperature` and `top_p` is on record (Sonnet 4.5 and 4.6, Opus 4.5: langfuse/langfuse#9882,
+ *   Vali-98/ChatterUI#564, JohnnyZ93/oai-compatible-copilot#81) or the migration notes say so of the
+ *   4.5 and 4.6 models (the skill's model-migration.md: "on Claude 4.x keep at most one of
+ *   `temperature` or `top_p`"). Other rows are not checked.
  */
 export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-fable-5-2", 8, 512, M1, ADAPTIVE_128K),
@@ -242,21 +258,21 @@ export const MODEL_FACTS: readonly ModelFacts[] = [
   row("claude-haiku-5-5", 0.1, 1024, M1, ADAPTIVE_128K),
   row("claude-sonnet-5-5", 2, 1024, M1, ADAPTIVE_128K),
   row("claude-opus-5-5", 4, 512, M1, ADAPTIVE_128K),
-  row("claude-fable-5-1", 10, 512, M1, ADAPTIVE_128K),
+  row("claude-fable-5-1", 10, 512, M1, { ...ADAPTIVE_128K, sampling: "removed" }),
   row("claude-mythos-5-1", 10, 512, M1, ADAPTIVE_128K),
-  row("claude-fable-5", 10, 512, M1, ADAPTIVE_128K),
+  row("claude-fable-5", 10, 512, M1, { ...ADAPTIVE_128K, sampling: "removed" }),
   // Claude Code lists no thinking capability for it: its thinking is not known.
   row("claude-mythos-5", 10, 512, M1, { maxOutputTokens: K128, noPrefill: true }),
   row("claude-sonnet-5", 2, 1024, M1, ADAPTIVE_128K),
-  row("claude-opus-5", 5, 512, M1, ADAPTIVE_128K),
+  row("claude-opus-5", 5, 512, M1, { ...ADAPTIVE_128K, sampling: "removed" }),
   row("claude-mythos-preview", 4, 1024, M1, { noPrefill: true }),
-  row("claude-opus-4-8", 5, 1024, M1, ADAPTIVE_128K),
-  row("claude-opus-4-7", 5, 2048, M1, ADAPTIVE_128K),
-  row("claude-opus-4-6", 5, 4096, K200, BUDGET_OR_ADAPTIVE_128K, EXTENDED_1M),
-  row("claude-opus-4-5", 5, 4096, K200, BUDGET_64K),
-  row("claude-sonnet-4-6", 3, 1024, K200, BUDGET_OR_ADAPTIVE_128K, EXTENDED_1M),
-  row("claude-sonnet-4-5", 3, 1024, K200, BUDGET_64K, EXTENDED_1M),
-  row("claude-haiku-4-5", 1, 4096, K200, BUDGET_64K),
+  row("claude-opus-4-8", 5, 1024, M1, { ...ADAPTIVE_128K, sampling: "removed" }),
+  row("claude-opus-4-7", 5, 2048, M1, { ...ADAPTIVE_128K, sampling: "removed" }),
+  row("claude-opus-4-6", 5, 4096, K200, { ...BUDGET_OR_ADAPTIVE_128K, sampling: "exclusive" }, EXTENDED_1M),
+  row("claude-opus-4-5", 5, 4096, K200, { ...BUDGET_64K, sampling: "exclusive" }),
+  row("claude-sonnet-4-6", 3, 1024, K200, { ...BUDGET_OR_ADAPTIVE_128K, sampling: "exclusive" }, EXTENDED_1M),
+  row("claude-sonnet-4-5", 3, 1024, K200, { ...BUDGET_64K, sampling: "exclusive" }, EXTENDED_1M),
+  row("claude-haiku-4-5", 1, 4096, K200, { ...BUDGET_64K, sampling: "exclusive" }),
   row("claude-opus-4", 15, 1024, K200, { maxOutputTokens: 32_000, thinking: "budget" }),
   row("claude-sonnet-4", 3, 1024, K200, BUDGET_64K, EXTENDED_1M),
   // 64k, or 128k with the `output-128k-2025-02-19` beta: its ceiling is left unchecked.

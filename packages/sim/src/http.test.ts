@@ -217,10 +217,10 @@ describe("validation errors", () => {
       /trailing whitespace/,
     ],
     [
-      // The SDK's request types no longer have sampling parameters: an unknown field to the API.
-      "temperature (a field the API does not know)",
-      { ...ok, temperature: 0.5 },
-      /^temperature: Extra inputs are not permitted$/,
+      // The SDK's request types no longer have sampling parameters; the API refuses them from Opus 4.7 on.
+      "temperature on a model that no longer takes it",
+      { ...ok, model: "claude-opus-4-7", temperature: 0.5 },
+      /^`temperature` is deprecated for this model\.$/,
     ],
   ];
 

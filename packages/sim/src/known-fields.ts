@@ -36,6 +36,13 @@ export const REQUEST_FIELDS = [
   "workspace_id",
 ] as const;
 
+/**
+ * Sampling parameters: no longer in the SDK's request types, but the API still takes them on the
+ * models before Opus 4.7 (validate.ts checks them by model), and Claude Code 2.1 still sends
+ * `temperature` to those models.
+ */
+export const SAMPLING_FIELDS = ["temperature", "top_p", "top_k"] as const;
+
 /** Fields of a `user` or `assistant` message. */
 export const MESSAGE_FIELDS = ["content", "role"] as const;
 

@@ -248,3 +248,55 @@ describe("cache_control TTLs", () => {
     expect(await refused(tool)).toBe(`tools.1${ORDER}`);
   });
 });
+
+describe("sampling parameters (temperature, top_p, top_k)", () => {
+  // No longer in the SDK's request types, but the API takes them on the models before Opus 4.7, and
+  // Claude Code 2.1 still sends `temperature` there (its API-key check sends `temperature: 1`); the
+  // SDK sends a field its types lack as given. From Opus 4.7 on they are refused: anthropics/skills,
+  // skills/claude-api/shared/error-codes.md ("`temperature`, `top_p`, `top_k` are removed - sending
+  // any of them returns 400"), in the API's words as UKGovernmentBEIS/inspect_ai#3721 quotes them.
+  // On the 4.5 and 4.6 models, not both `temperature` and `top_p` (Vali-98/ChatterUI#564).
+  const ask = (model: string, sampling: Record<string, unknown>) =>
+    client.messages.create({
+      model,
+      max_tokens: 16,
+      messages: [{ role: "user", content: "Hi." }],
+      ...sampling,
+    } as Anthropic.MessageCreateParamsNonStreaming);
+
+  it("are accepted where the API takes them, as Claude Code sends them", async () => {
+    expect((await ask("claude-sonnet-4-6", { temperature: 1 })).role).toBe("assistant");
+    expect((await ask("claude-haiku-4-5", { temperature: 0, top_k: 40 })).role).toBe("assistant");
+    expect((await ask("claude-sonnet-4-5", { top_p: 0.9 })).role).toBe("assistant");
+    // The default temperature is not a change on a model that removed the parameter.
+    expect((await ask("claude-opus-4-7", { temperature: 1 })).role).toBe("assistant");
+  });
+
+  it("are refused from Opus 4.7 on, and temperature with top_p on the 4.5 and 4.6 models", async () => {
+    expect(await refused(ask("claude-opus-4-7", { temperature: 0.2 }))).toBe(
+      "`temperature` is deprecated for this model.",
+    );
+    expect(await refused(ask("claude-opus-4-8", { top_p: 0.9 }))).toBe(
+      "`top_p` is deprecated for this model.",
+    );
+    expect(await refused(ask("claude-opus-5", { top_k: 5 }))).toBe("`top_k` is deprecated for this model.");
+    expect(await refused(ask("claude-sonnet-4-6", { temperature: 0.5, top_p: 0.9 }))).toBe(
+      "`temperature` and `top_p` cannot both be specified for this model. Please use only one.",
+    );
+  });
+
+  it("are held to their ranges", async () => {
+    expect(await refused(ask("claude-sonnet-4-6", { temperature: 1.5 }))).toBe(
+      "temperature: Input should be less than or equal to 1",
+    );
+    expect(await refused(ask("claude-sonnet-4-6", { top_p: -0.1 }))).toBe(
+      "top_p: Input should be greater than or equal to 0",
+    );
+    expect(await refused(ask("claude-sonnet-4-6", { top_k: 2.5 }))).toBe(
+      "top_k: Input should be a valid integer",
+    );
+    expect(await refused(ask("claude-sonnet-4-6", { temperature: "hot" }))).toBe(
+      "temperature: Input should be a valid number",
+    );
+  });
+});

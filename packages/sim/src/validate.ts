@@ -12,6 +12,7 @@ import {
   CUSTOM_TOOL_FIELDS,
   MESSAGE_FIELDS,
   REQUEST_FIELDS,
+  SAMPLING_FIELDS,
   SYSTEM_MESSAGE_BETAS,
   SYSTEM_MESSAGE_FIELDS,
 } from "./known-fields.js";
@@ -52,7 +53,7 @@ function fail(path: string, problem: string): never {
   throw invalidRequest(path === "" ? problem : `${path}: ${problem}`);
 }
 
-const REQUEST_FIELD_SET: ReadonlySet<string> = new Set(REQUEST_FIELDS);
+const REQUEST_FIELD_SET: ReadonlySet<string> = new Set([...REQUEST_FIELDS, ...SAMPLING_FIELDS]);
 const MESSAGE_FIELD_SET: ReadonlySet<string> = new Set(MESSAGE_FIELDS);
 const SYSTEM_MESSAGE_FIELD_SET: ReadonlySet<string> = new Set(SYSTEM_MESSAGE_FIELDS);
 const CUSTOM_TOOL_FIELD_SET: ReadonlySet<string> = new Set(CUSTOM_TOOL_FIELDS);
@@ -522,6 +523,42 @@ function checkPreWarm(body: Json): void {
   }
 }
 
+/** A sampling parameter's type and range, in the API's validation words; `max` undefined: an integer. */
+function checkSamplingRange(body: Json, field: string, max: number | undefined): void {
+  const v = body[field];
+  if (v === undefined || v === null) return;
+  if (max === undefined) {
+    if (typeof v !== "number" || !Number.isInteger(v)) fail(field, "Input should be a valid integer");
+  } else if (typeof v !== "number") fail(field, "Input should be a valid number");
+  if (v < 0) fail(field, "Input should be greater than or equal to 0");
+  if (max !== undefined && v > max) fail(field, `Input should be less than or equal to ${max}`);
+}
+
+/**
+ * `temperature` (0 to 1), `top_p` (0 to 1) and `top_k`, by model (`sampling` of `MODEL_FACTS`):
+ * from Opus 4.7 on, a non-default value of any is refused as `` `temperature` is deprecated for this
+ * model.`` (the API's words: UKGovernmentBEIS/inspect_ai#3721, RooCodeInc/Roo-Code#12162; `top_p`
+ * and `top_k` worded alike, their refusals not quoted, and any value of theirs refused: their
+ * defaults are not documented); on the 4.5 and 4.6 models `temperature` and `top_p` together are
+ * refused in the API's words (Vali-98/ChatterUI#564). The range of `temperature`: "must be 0.0-1.0"
+ * (anthropics/skills, shared/error-codes.md).
+ */
+function checkSampling(body: Json): void {
+  checkSamplingRange(body, "temperature", 1);
+  checkSamplingRange(body, "top_p", 1);
+  checkSamplingRange(body, "top_k", undefined);
+  const sampling = modelFacts(body.model as string)?.sampling;
+  const set = (field: string) => body[field] !== undefined && body[field] !== null;
+  if (sampling === "removed") {
+    if (set("temperature") && body.temperature !== 1) fail("", "`temperature` is deprecated for this model.");
+    for (const field of ["top_p", "top_k"])
+      if (set(field)) fail("", `\`${field}\` is deprecated for this model.`);
+  }
+  if (sampling === "exclusive" && set("temperature") && set("top_p")) {
+    fail("", "`temperature` and `top_p` cannot both be specified for this model. Please use only one.");
+  }
+}
+
 /**
  * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
  * @param body the parsed JSON body
@@ -556,6 +593,7 @@ export function validateRequest(
   checkToolReferences(body.messages as Json[], names);
   checkToolChoice(body.tool_choice, names);
   checkOutputCeiling(body.model, maxTokens as number | undefined);
+  checkSampling(body);
   if (kind === "messages") checkPreWarm(body);
   checkThinking(body.thinking, maxTokens as number | undefined, body.model);
   checkThinkingTurns(body);
