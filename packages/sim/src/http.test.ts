@@ -173,8 +173,8 @@ describe("validation errors", () => {
       {
         ...ok,
         tools: [
-          { name: "a", input_schema: {} },
-          { name: "a", input_schema: {} },
+          { name: "a", input_schema: { type: "object" } },
+          { name: "a", input_schema: { type: "object" } },
         ],
       },
       /Tool names must be unique/,
@@ -182,7 +182,7 @@ describe("validation errors", () => {
     [
       "tool without input_schema",
       { ...ok, tools: [{ name: "a" }] },
-      /^tools\.0\.input_schema: Field required/,
+      /^tools\.0\.custom\.input_schema: Field required$/,
     ],
     [
       "tool_choice names an unknown tool",

@@ -300,3 +300,41 @@ describe("sampling parameters (temperature, top_p, top_k)", () => {
     );
   });
 });
+
+describe("a custom tool's input_schema", () => {
+  // The SDK's BetaTool.InputSchema has `type: 'object'`; the API's refusals name the tool's kind,
+  // `custom`, in their path (mnfst/llm-gateway#1886, lidge-jun/opencodex#75, Hmbown/Codewhale#4329).
+  const ask = (input_schema: unknown) =>
+    client.messages.create({
+      model: "claude-sonnet-4-6",
+      max_tokens: 16,
+      tools: [
+        { name: "Read", input_schema: { type: "object" } },
+        { name: "Browse", input_schema } as Anthropic.Tool,
+      ],
+      messages: [{ role: "user", content: "Hi." }],
+    });
+
+  it("needs type object at its top, as MCP and OpenAI-shaped schemas sometimes lack", async () => {
+    expect(await refused(ask({ properties: { url: { type: "string" } } }))).toBe(
+      "tools.1.custom.input_schema.type: Field required",
+    );
+    expect(await refused(ask({ type: "string" }))).toBe(
+      "tools.1.custom.input_schema.type: Input should be 'object'",
+    );
+    expect(await refused(ask(undefined))).toBe("tools.1.custom.input_schema: Field required");
+    expect(await refused(ask("object"))).toBe(
+      "tools.1.custom.input_schema: Input should be a valid dictionary",
+    );
+    expect(
+      await refused(ask({ type: "object", anyOf: [{ required: ["url"] }, { required: ["query"] }] })),
+    ).toBe(
+      "tools.1.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level",
+    );
+    const nested = {
+      type: "object",
+      properties: { target: { anyOf: [{ type: "string" }, { type: "number" }] } },
+    };
+    expect((await ask(nested)).role).toBe("assistant");
+  });
+});

@@ -148,6 +148,25 @@ function checkBlock(b: unknown, path: string, role: "user" | "assistant" | "tool
   checkCacheControl(b.cache_control, `${path}.cache_control`);
 }
 
+/**
+ * A custom tool's `input_schema`: an object whose `type` is `"object"` (the SDK's
+ * `BetaTool.InputSchema`: `type: 'object'`), with no `oneOf`, `allOf` or `anyOf` at its top. The API's
+ * words and paths, which name the tool's kind (`custom`): `tools.0.custom.input_schema: Field
+ * required` (mnfst/llm-gateway#1886), `tools.26.custom.input_schema.type: Field required`
+ * (lidge-jun/opencodex#75, Kilo-Org/kilocode#12238), `tools.1.custom.input_schema: input_schema does
+ * not support oneOf, allOf, or anyOf at the top level` (Hmbown/Codewhale#4329). A `type` other than
+ * `"object"` gets the validation's wording for a literal; that refusal is not quoted.
+ */
+function checkInputSchema(schema: unknown, path: string): void {
+  if (schema === undefined || schema === null) fail(path, "Field required");
+  if (!isObject(schema)) fail(path, "Input should be a valid dictionary");
+  if (schema.type === undefined) fail(`${path}.type`, "Field required");
+  if (schema.type !== "object") fail(`${path}.type`, "Input should be 'object'");
+  if (["oneOf", "allOf", "anyOf"].some((k) => k in schema)) {
+    fail(path, "input_schema does not support oneOf, allOf, or anyOf at the top level");
+  }
+}
+
 function checkTools(tools: unknown): Set<string> {
   const names = new Set<string>();
   if (tools === undefined) return names;
@@ -160,7 +179,7 @@ function checkTools(tools: unknown): Set<string> {
     }
     const custom = t.type === undefined || t.type === "custom";
     if (custom) checkNoExtraFields(t, CUSTOM_TOOL_FIELD_SET, path);
-    if (custom && !isObject(t.input_schema)) fail(`${path}.input_schema`, "Field required");
+    if (custom) checkInputSchema(t.input_schema, `${path}.custom.input_schema`);
     if (t.description !== undefined && typeof t.description !== "string") {
       fail(`${path}.description`, "Input should be a valid string");
     }
