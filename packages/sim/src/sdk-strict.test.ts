@@ -338,3 +338,27 @@ describe("a custom tool's input_schema", () => {
     expect((await ask(nested)).role).toBe("assistant");
   });
 });
+
+describe("context_management", () => {
+  // A field of the SDK's beta Messages params only; the API refuses it without its beta, in its
+  // unknown-field words (Wei-Shaw/sub2api#2833, ericc-ch/copilot-api#217, anthropics/claude-code#14135).
+  const params = {
+    model: "claude-sonnet-4-6",
+    max_tokens: 16,
+    context_management: { edits: [{ type: "clear_thinking_20251015" as const, keep: "all" as const }] },
+    thinking: { type: "adaptive" as const },
+    messages: [{ role: "user" as const, content: "Hi." }],
+  };
+
+  it("needs its beta, as the API does", async () => {
+    expect(await refused(client.beta.messages.create(params))).toBe(
+      "context_management: Extra inputs are not permitted",
+    );
+    expect(
+      await refused(client.beta.messages.create({ ...params, betas: ["interleaved-thinking-2025-05-14"] })),
+    ).toBe("context_management: Extra inputs are not permitted");
+    for (const beta of ["context-management-2025-06-27", "compact-2026-01-12"]) {
+      expect((await client.beta.messages.create({ ...params, betas: [beta] })).role).toBe("assistant");
+    }
+  });
+});

@@ -579,6 +579,21 @@ function checkSampling(body: Json): void {
 }
 
 /**
+ * The betas that open `context_management` (names starting with one of these): it is a field of
+ * the SDK's beta Messages params only, not of its Messages params, and the API refuses it as an
+ * unknown field without its beta (Wei-Shaw/sub2api#2833, ericc-ch/copilot-api#217; compaction
+ * edits come with `compact-*`, BerriAI/litellm#27593).
+ */
+const CONTEXT_MANAGEMENT_BETAS = ["context-management-", "compact-"] as const;
+
+/** A field only a beta opens, sent without it: the API's unknown-field refusal. */
+function checkBetaFields(body: Json, betas: readonly string[]): void {
+  if (!("context_management" in body)) return;
+  if (betas.some((beta) => CONTEXT_MANAGEMENT_BETAS.some((prefix) => beta.startsWith(prefix)))) return;
+  fail("context_management", "Extra inputs are not permitted");
+}
+
+/**
  * Checks a Messages request body the way Anthropic does (the common rules) and returns it typed.
  * @param body the parsed JSON body
  * @param kind `"messages"` for `POST /v1/messages` (needs `max_tokens`), `"count_tokens"` otherwise
@@ -591,6 +606,7 @@ export function validateRequest(
 ): MessagesRequest {
   if (!isObject(body)) fail("", "request body must be a JSON object");
   checkNoExtraFields(body, REQUEST_FIELD_SET, "");
+  checkBetaFields(body, betas);
   if (body.model === undefined) fail("model", "Field required");
   if (typeof body.model !== "string" || body.model === "") fail("model", "Input should be a valid string");
   const maxTokens = body.max_tokens;
