@@ -362,3 +362,26 @@ describe("context_management", () => {
     }
   });
 });
+
+describe("service_tier and speed", () => {
+  // The SDK's types: `service_tier?: 'auto' | 'standard_only'`, `speed?: 'standard' | 'fast' | null`.
+  const ask = (extra: Record<string, unknown>) =>
+    client.messages.create({
+      model: "claude-sonnet-4-6",
+      max_tokens: 16,
+      messages: [{ role: "user", content: "Hi." }],
+      ...extra,
+    } as Anthropic.MessageCreateParamsNonStreaming);
+
+  it("take only the values the SDK types, not OpenAI's", async () => {
+    for (const service_tier of ["auto", "standard_only"])
+      expect((await ask({ service_tier })).role).toBe("assistant");
+    for (const speed of ["standard", "fast", null]) expect((await ask({ speed })).role).toBe("assistant");
+    for (const service_tier of ["default", "priority", "flex"]) {
+      expect(await refused(ask({ service_tier }))).toBe(
+        "service_tier: Input should be 'auto' or 'standard_only'",
+      );
+    }
+    expect(await refused(ask({ speed: "turbo" }))).toBe("speed: Input should be 'standard' or 'fast'");
+  });
+});

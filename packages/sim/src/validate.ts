@@ -635,6 +635,18 @@ export function validateRequest(
   checkPrefillSupport(body, body.model);
   checkFinalAssistant(body);
   checkCacheControl(body.cache_control, "cache_control");
+  // The SDK's types: `service_tier?: 'auto' | 'standard_only'`, `speed?: 'standard' | 'fast' | null`.
+  // An OpenAI-shaped value (`"default"`, `"flex"`, `"priority"`) passed on by a gateway is refused.
+  if (
+    body.service_tier !== undefined &&
+    body.service_tier !== "auto" &&
+    body.service_tier !== "standard_only"
+  ) {
+    fail("service_tier", "Input should be 'auto' or 'standard_only'");
+  }
+  if (body.speed != null && body.speed !== "standard" && body.speed !== "fast") {
+    fail("speed", "Input should be 'standard' or 'fast'");
+  }
   if (body.stream !== undefined && typeof body.stream !== "boolean")
     fail("stream", "Input should be a valid boolean");
   const stops = body.stop_sequences;
