@@ -156,7 +156,7 @@ describe("deploy/nats/accounts.conf on one node", () => {
   it("parent: creates forkd's resources, uploads a prefix, registers and submits a run, aborts it", async () => {
     const nc = await connectAs(server.url, "parent");
     parentErrors = new PermissionErrors(nc);
-    parent = await ensureForkResources(nc, { maxDeliver: 2 });
+    parent = await ensureForkResources(nc);
     expect(parent.options.replicas).toBe(1);
 
     // Big enough that reading it back needs flow-control replies ($JS.FC.…).
@@ -174,13 +174,19 @@ describe("deploy/nats/accounts.conf on one node", () => {
 
     parent.nc.publish(subjects.abort("run-1"), encoder.encode('{"abort":"run-1"}'));
     await parent.nc.flush();
-    expect(parentErrors.seen).toEqual([]);
+    // The one refusal: the daemons' consumer, which no daemon had made yet, is not the parent's to make.
+    expect(parentErrors.seen.map((error) => error.subject)).toEqual([
+      `$JS.API.CONSUMER.CREATE.${subjects.streams.specs}.${subjects.specsConsumer}`,
+    ]);
+    parentErrors.seen.splice(0); // the tests below expect no other
   });
 
   it("daemon: opens the resources, pulls the spec, keeps the claim, writes the registries, publishes events", async () => {
     const nc = await connectAs(server.url, "daemon");
     daemonErrors = new PermissionErrors(nc);
-    daemon = await ensureForkResources(nc);
+    // The daemons' consumer is the daemon's to create (the parent may not); max_deliver 2 for the
+    // max-deliveries test below.
+    daemon = await ensureForkResources(nc, { maxDeliver: 2 });
     const consumer = await daemon.js.consumers.get(subjects.streams.specs, subjects.specsConsumer);
     const batch = await consumer.fetch({ max_messages: 1, expires: 5_000 });
     let spec: Awaited<ReturnType<typeof consumer.next>> = null;
@@ -404,7 +410,7 @@ describe("deploy/nats/accounts.conf on one node", () => {
     await daemon.nc.flush();
     await parent.js.publish(subjects.spec("run-dead"), encoder.encode('{"spec":"run-dead"}'));
     const consumer = await daemon.js.consumers.get(subjects.streams.specs, subjects.specsConsumer);
-    // max_deliver is 2 (set by the parent above): two deliveries, both nak'ed, and the next pull
+    // max_deliver is 2 (set by the daemon above): two deliveries, both nak'ed, and the next pull
     // finds the spec exhausted.
     for (let delivery = 1; delivery <= 3; delivery++) {
       const batch = await consumer.fetch({ max_messages: 1, expires: 1_000 });

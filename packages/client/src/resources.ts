@@ -15,7 +15,7 @@ import {
 } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import { type ObjectStore, Objm } from "@nats-io/obj";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import { ClientError } from "./errors.js";
 import { isAlreadyExists } from "./jetstream-errors.js";
 import {
@@ -91,6 +91,14 @@ function keepsOneSpecPerRun(config: StreamConfig): boolean {
   );
 }
 
+// A request refused by the server's permissions: nats.js rejects it with a RequestError caused by one.
+function isPermissionViolation(error: unknown): boolean {
+  return (
+    error instanceof PermissionViolationError ||
+    (error instanceof Error && error.cause instanceof PermissionViolationError)
+  );
+}
+
 /**
  * Creates (or opens) the specs and events streams, the shared daemon consumer, the runs and daemons
  * KV buckets and the prefix object store. Safe to call from any number of processes at once.
@@ -151,7 +159,10 @@ export async function ensureForkResources(
           max_waiting: 4096,
         });
       } catch (error) {
-        if (!isAlreadyExists(error)) throw error;
+        // The consumer is the daemons' alone: creating it with the config of one's choice is also how
+        // an existing one is changed (nats-server updates a durable created again), so a parent may not
+        // (deploy/nats/accounts.conf). Its specs wait in the work queue until a daemon makes it.
+        if (!isPermissionViolation(error) && !isAlreadyExists(error)) throw error;
       }
     }
     const kvm = new Kvm(js);
