@@ -31,7 +31,7 @@ import type { DaemonLogger } from "./logger.js";
 import { handleMaxDeliveries } from "./max-deliveries.js";
 import type { DaemonMetrics } from "./metrics.js";
 import { PeerPresence, type SilentPeer } from "./peer-presence.js";
-import { endQueuedRun, QUEUED_END_GRACE_MS, type QueuedControlDeps } from "./queued-control.js";
+import { endQueuedRun, QUEUED_END_GRACE_MS, type QueuedControlDeps, SpecOwners } from "./queued-control.js";
 import { RecentControls } from "./recent-controls.js";
 import { RetentionSweeper } from "./retention-sweeper.js";
 import {
@@ -227,6 +227,7 @@ export class ForkDaemon {
           if (message.headers?.get(CONTROL_REPEAT_HEADER)) return;
           this.#queuedControlDeps ??= {
             resources,
+            owners: new SpecOwners(),
             logger: this.#logger,
             metrics: this.#options.metrics,
             secrets: daemonSecrets(),

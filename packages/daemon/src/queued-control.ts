@@ -35,9 +35,58 @@ import type { NamedSecret } from "./tools/secrets.js";
  */
 export const QUEUED_END_GRACE_MS = 500;
 
+/**
+ * How long the owner read from a queued run's stored spec answers for further controls of that run
+ * without a proof of that owner. @unit ms
+ */
+export const SPEC_OWNER_TTL_MS = 5_000;
+/** The most runs whose spec owner is kept: a flood over many run ids costs bounded memory. */
+export const MAX_SPEC_OWNERS = 4_096;
+
+type StoredOwnership = { spec: ForkSpecOwnership; seq: number };
+
+/**
+ * The owners of stored specs read lately, by run id, reads in flight included. Judging a control's
+ * proof needs the spec's owner token, and a spec — an inline conversation, hundreds of kilobytes — was
+ * read and parsed again for every control: a few hundred forged aborts of one queued run, each a
+ * hundred bytes, had the server push so many copies at once that it cut the daemon off as a slow
+ * consumer, and the owner's own abort among them was lost. The owner a stored spec names never changes,
+ * so a control that does not carry its proof is refused from here; one that does still reads the spec
+ * anew before ending the run.
+ */
+export class SpecOwners {
+  readonly #byRun = new Map<string, { at: number; read: Promise<StoredOwnership | null> }>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** The owner read for `runId` within {@link SPEC_OWNER_TTL_MS}, or in flight; undefined when none. */
+  recent(runId: string): Promise<StoredOwnership | null> | undefined {
+    const known = this.#byRun.get(runId);
+    return known !== undefined && this.#now() - known.at <= SPEC_OWNER_TTL_MS ? known.read : undefined;
+  }
+
+  /** Reads the owner of `runId`'s stored spec now, and keeps the read for the controls that follow. */
+  read(resources: ForkResources, runId: string): Promise<StoredOwnership | null> {
+    const now = this.#now();
+    for (const [known, entry] of this.#byRun) {
+      if (now - entry.at <= SPEC_OWNER_TTL_MS && this.#byRun.size < MAX_SPEC_OWNERS) break;
+      this.#byRun.delete(known); // insertion order is age order: the oldest go first
+    }
+    const read = storedSpec(resources, runId);
+    this.#byRun.delete(runId);
+    this.#byRun.set(runId, { at: now, read });
+    return read;
+  }
+}
+
 /** What {@link endQueuedRun} needs. */
 export interface QueuedControlDeps {
   resources: ForkResources;
+  /** The owners of stored specs read lately: forged controls are refused without another read. */
+  owners?: SpecOwners;
   logger: DaemonLogger;
   /** The daemon's secrets, scrubbed from the event (read once per daemon, not per run). */
   secrets: readonly NamedSecret[];
@@ -50,10 +99,7 @@ export interface QueuedControlDeps {
  * Whose run the stored spec is: the last message on the run's subject (a work queue holds one per live
  * run), read without its conversation.
  */
-async function storedSpec(
-  resources: ForkResources,
-  runId: string,
-): Promise<{ spec: ForkSpecOwnership; seq: number } | null> {
+async function storedSpec(resources: ForkResources, runId: string): Promise<StoredOwnership | null> {
   const stored = await readStoredSpec(resources, runId).catch(() => null);
   if (stored === null) return null;
   try {
@@ -73,28 +119,35 @@ async function storedSpec(
 export async function endQueuedRun(deps: QueuedControlDeps, request: AbortRequest): Promise<boolean> {
   const { resources } = deps;
   const runId = request.run_id;
-  // The reads in one round trip.
-  const [registered, stored] = await Promise.all([
-    readRunState(resources, runId, deps.logger),
-    storedSpec(resources, runId),
-  ]);
-  if (registered === null || registered.state.status !== "queued" || stored === null) return false;
-  // A run never claimed has no log; one handed back to the queue has one to append to.
-  const last = registered.state.attempt === 0 ? null : await lastLoggedEvent(resources, runId);
-  // Only the spec that owns the run speaks for it: the stored one where the stream keeps one spec
-  // per run (the registry is every parent's to write), the one the registry names otherwise.
-  const specSeq = resources.specsOnePerRun ? stored.seq : (registered.state.spec_seq ?? stored.seq);
-  if (specSeq !== stored.seq) return false;
-  const spec = stored.spec;
   const mode = request.mode ?? "abort";
-  if (!abortAuthorized(spec.owner_token ?? null, runId, request.proof, mode)) {
+  const refuse = (): false => {
     deps.metrics?.refusedControls.inc({ kind: mode });
     deps.logger.warn(
       { runId, code: `${mode}_refused` },
       `a ${mode} without the owner's proof: the queued run stays`,
     );
     return false;
-  }
+  };
+  // Looked up and, when missing, read in the same turn: the controls of a burst arrive together, and
+  // each must find the read the first one started.
+  const recent = deps.owners?.recent(runId);
+  const known = recent === undefined ? undefined : await recent;
+  if (known && !abortAuthorized(known.spec.owner_token ?? null, runId, request.proof, mode)) return refuse();
+  // The reads in one round trip.
+  const [registered, stored] = await Promise.all([
+    readRunState(resources, runId, deps.logger),
+    deps.owners ? deps.owners.read(resources, runId) : storedSpec(resources, runId),
+  ]);
+  if (registered === null || registered.state.status !== "queued" || stored === null) return false;
+  // Only the spec that owns the run speaks for it: the stored one where the stream keeps one spec
+  // per run (the registry is every parent's to write), the one the registry names otherwise.
+  const specSeq = resources.specsOnePerRun ? stored.seq : (registered.state.spec_seq ?? stored.seq);
+  if (specSeq !== stored.seq) return false;
+  const spec = stored.spec;
+  if (!abortAuthorized(spec.owner_token ?? null, runId, request.proof, mode)) return refuse();
+  // A run never claimed has no log; one handed back to the queue has one to append to (read only for
+  // its owner's request: its last event may be a megabyte).
+  const last = registered.state.attempt === 0 ? null : await lastLoggedEvent(resources, runId);
   if (last && isTerminalEvent(last.event)) return false;
   const attempt = registered.state.attempt + 1;
   const publisher = new RunEventPublisher({
