@@ -42,6 +42,12 @@ export const QUEUED_END_GRACE_MS = 500;
 export const SPEC_OWNER_TTL_MS = 5_000;
 /** The most runs whose spec owner is kept: a flood over many run ids costs bounded memory. */
 export const MAX_SPEC_OWNERS = 4_096;
+/**
+ * The most spec reads a daemon has in flight for controls of queued runs: a spec may be 4 MiB, and
+ * the server cuts off a client it holds more than 64 MiB of replies for. One forged abort for each
+ * of 80 queued specs of ~900 KB did, read all at once.
+ */
+export const MAX_SPEC_READS_IN_FLIGHT = 4;
 
 type StoredOwnership = { spec: ForkSpecOwnership; seq: number };
 
@@ -57,6 +63,9 @@ type StoredOwnership = { spec: ForkSpecOwnership; seq: number };
 export class SpecOwners {
   readonly #byRun = new Map<string, { at: number; read: Promise<StoredOwnership | null> }>();
   readonly #now: () => number;
+  #readsInFlight = 0;
+  /** Reads waiting for one in flight to end, oldest first; each is handed that read's place. */
+  readonly #waiting: (() => void)[] = [];
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
@@ -75,10 +84,24 @@ export class SpecOwners {
       if (now - entry.at <= SPEC_OWNER_TTL_MS && this.#byRun.size < MAX_SPEC_OWNERS) break;
       this.#byRun.delete(known); // insertion order is age order: the oldest go first
     }
-    const read = storedSpec(resources, runId);
+    const read = this.#readInTurn(resources, runId);
     this.#byRun.delete(runId);
     this.#byRun.set(runId, { at: now, read });
     return read;
+  }
+
+  async #readInTurn(resources: ForkResources, runId: string): Promise<StoredOwnership | null> {
+    if (this.#readsInFlight < MAX_SPEC_READS_IN_FLIGHT) this.#readsInFlight++;
+    // A flood past this many waiting: read as not stored, so the run is left to its registry flag.
+    else if (this.#waiting.length >= MAX_SPEC_OWNERS) return null;
+    else await new Promise<void>((resolveTurn) => this.#waiting.push(resolveTurn));
+    try {
+      return await storedSpec(resources, runId);
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#readsInFlight--;
+    }
   }
 }
 
