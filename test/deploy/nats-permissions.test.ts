@@ -10,6 +10,7 @@ import {
   serveTools,
 } from "@forkd/client";
 import {
+  DAEMON_INBOX_PREFIX,
   emptyUsageTotals,
   eventMsgId,
   type ForkEvent,
@@ -56,6 +57,8 @@ async function connectAs(url: string, role: Role): Promise<NatsConnection> {
     pass: TEST_PASSWORDS[role],
     name: `deploy-test-${role}`,
     reconnect: false,
+    // A daemon's replies and deliveries come on inboxes only daemons may read, as in forkd's daemon.
+    ...(role === "daemon" ? { inboxPrefix: DAEMON_INBOX_PREFIX } : {}),
   });
   connections.push(nc);
   return nc;

@@ -1,5 +1,6 @@
 // Connects to NATS with the credentials the configuration names.
 import { readFileSync } from "node:fs";
+import { DAEMON_INBOX_PREFIX } from "@forkd/protocol";
 import {
   connect,
   credsAuthenticator,
@@ -24,6 +25,8 @@ export function natsConnectionOptions(
     // The client otherwise builds an Error (a stack trace) for every request, to enrich async
     // failures: ~0.4 ms of CPU per fork on the hot path, for traces the daemon logs by run anyway.
     noAsyncTraces: true,
+    // Specs and the owner's answers arrive on inboxes only daemons may read (see DAEMON_INBOX_PREFIX).
+    inboxPrefix: DAEMON_INBOX_PREFIX,
   };
   if (nats.user !== undefined) options.user = nats.user;
   if (nats.pass !== undefined) options.pass = nats.pass;

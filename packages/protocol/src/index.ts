@@ -237,6 +237,7 @@ export {
 export type { ForkSubjects } from "./subjects.js";
 export {
   assertValidRunId,
+  DAEMON_INBOX_PREFIX,
   DEFAULT_SUBJECT_PREFIX,
   eventMsgId,
   forkSubjects,

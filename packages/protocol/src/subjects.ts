@@ -6,6 +6,16 @@ import { MAX_RUN_ID_LENGTH } from "./limits.js";
 export const DEFAULT_SUBJECT_PREFIX = "agent";
 
 /**
+ * The inbox prefix of a daemon's connection: every reply and delivery it receives (the specs it pulls,
+ * the specs it reads back, the owner's permission answers, a tool host's replies) arrives on
+ * `_FORKD_DAEMON_INBOX.…`. On the default `_INBOX.…`, which parents and observers may subscribe to
+ * for their own replies, any of them read each spec a daemon pulled — its `owner_token` and tool-host
+ * `reply_key` included — and could then abort, steer or answer for every run of the account. The
+ * deployed permissions let only daemons subscribe to this prefix (`deploy/nats/accounts.conf`).
+ */
+export const DAEMON_INBOX_PREFIX = "_FORKD_DAEMON_INBOX";
+
+/**
  * Characters of a run id (and of a daemon or tool-host id): one NATS subject token that is also a
  * valid JetStream KV key, object name and part of a `Nats-Msg-Id`. No `.`, `*`, `>` or whitespace.
  */
