@@ -66,6 +66,12 @@ export interface ForkDaemonOptions
 
 const DAEMON_VERSION = "0.1.0";
 
+/**
+ * Where parents receive their replies (the client's default inbox prefix): the only subjects a daemon
+ * answers a steer request on.
+ */
+const PARENT_INBOX_PREFIX = "_INBOX.";
+
 /** A daemon that has not heard its own beats for this many times `failoverAfterMs` stops its runs. */
 const CUT_OFF_FAILOVER_MULTIPLE = 5;
 
@@ -242,6 +248,18 @@ export class ForkDaemon {
       this.#options.nc.subscribe(resources.subjects.allSteers, {
         callback: (error, message) => {
           if (error) return;
+          // The reply goes where the request says, published with the daemon's own rights: a reply
+          // subject of `$JS.API.STREAM.PURGE.KV_agent_fork_runs` had any parent purge the run
+          // registry, one of a run's events subject put a reply in its log. Only a parent's inbox is
+          // answered, and a request that names anything else is refused whole.
+          if (!message.reply?.startsWith(PARENT_INBOX_PREFIX)) {
+            this.#options.metrics?.refusedControls.inc({ kind: "invalid_reply" });
+            this.#logger.warn(
+              { code: "invalid_reply", subject: message.subject },
+              "ignoring a steer request whose reply subject is no inbox",
+            );
+            return;
+          }
           try {
             const request = steerRequestCodec.decode(message.data);
             const active = this.#active.get(request.run_id);
