@@ -18,6 +18,7 @@ import {
   forkSubjects,
   PROTOCOL_VERSION,
 } from "@forkd/protocol";
+import { toolHostCallProof } from "@forkd/protocol/internal";
 import { type NatsServerHandle, startNatsCluster, startNatsServer } from "@forkd/testing";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
@@ -271,15 +272,17 @@ describe("deploy/nats/accounts.conf on one node", () => {
     await parent.nc.flush();
     const answer = await daemon.nc.request(subjects.permission("run-2"), "may I?", { timeout: 5_000 });
     expect(answer.string()).toBe(`allow ${subjects.permission("run-2")}`);
+    // A daemon's call carries the proof of the host's reply key, as the run's spec gives it.
+    const call = {
+      v: PROTOCOL_VERSION,
+      run_id: "run-2",
+      tool_use_id: "toolu_1",
+      name: "Echo",
+      input: { a: 1 },
+    };
     const toolReply = await daemon.nc.request(
       subjects.toolHost("host-1"),
-      JSON.stringify({
-        v: PROTOCOL_VERSION,
-        run_id: "run-2",
-        tool_use_id: "toolu_1",
-        name: "Echo",
-        input: { a: 1 },
-      }),
+      JSON.stringify({ ...call, proof: toolHostCallProof(tools.ref.reply_key!, call) }),
       { timeout: 5_000 },
     );
     expect(toolReply.json<{ content: string }>().content).toContain('"a":1');

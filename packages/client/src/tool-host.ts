@@ -10,7 +10,7 @@ import {
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "@forkd/protocol";
-import { newSecret, toolHostProof } from "@forkd/protocol/internal";
+import { newSecret, proofMatches, toolHostCallProof, toolHostProof } from "@forkd/protocol/internal";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 
 /** Runs one tool for a remote fork. Throwing is reported to the model as an error result. */
@@ -66,6 +66,13 @@ export function serveTools(nc: NatsConnection, options: ServeToolsOptions): Tool
           call = toolHostRequestCodec.decode(message.data);
         } catch (decodeError) {
           respond(message, undefined, `malformed tool call: ${(decodeError as Error).message}`, true);
+          return;
+        }
+        // A call of a run whose spec did not carry this host's reply key: another parent's run that
+        // named this host's id (seen on the wire). Refused before any tool runs, and answered without a
+        // proof, so a daemon waiting for this host's word does not take it for one.
+        if (!proofMatches(toolHostCallProof(replyKey, call), call.proof)) {
+          respond(message, undefined, `tool host ${options.hostId} serves only its own parent's runs`, true);
           return;
         }
         const handler = Object.hasOwn(options.tools, call.name) ? options.tools[call.name] : undefined;

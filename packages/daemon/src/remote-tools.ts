@@ -20,7 +20,7 @@ import {
   toolHostRequestCodec,
   toolHostResponseCodec,
 } from "@forkd/protocol";
-import { permissionProof, proofMatches, toolHostProof } from "@forkd/protocol/internal";
+import { permissionProof, proofMatches, toolHostCallProof, toolHostProof } from "@forkd/protocol/internal";
 import { type NatsConnection, NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
 import { capOutput } from "./tools/output.js";
 
@@ -55,7 +55,13 @@ export function toolHostDispatcher(
         name: call.name,
         input: call.input,
       } as const;
-      const request = toolHostRequestCodec.encode(message);
+      // The host runs a call only with this proof: its id is on the wire, its reply key only in its
+      // own parent's specs, so no other parent's run can have its tools called.
+      const request = toolHostRequestCodec.encode(
+        host.reply_key === undefined
+          ? message
+          : { ...message, proof: toolHostCallProof(host.reply_key, message) },
+      );
       // With a reply key, only the host that holds it can answer: another responder on the subject
       // (any parent of the account may subscribe) is not believed, and cannot hide the real answer.
       const expected = host.reply_key === undefined ? undefined : toolHostProof(host.reply_key, message);

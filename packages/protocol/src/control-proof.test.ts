@@ -8,6 +8,7 @@ import {
   ownerToken,
   permissionProof,
   proofMatches,
+  toolHostCallProof,
   toolHostProof,
 } from "./control-proof.js";
 
@@ -49,6 +50,11 @@ describe("control proofs", () => {
       permissionProof(KEY, { ...REQUEST, run_id: "run-1t", tool_use_id: "oolu_1" }),
       toolHostProof(KEY, REQUEST),
       toolHostProof(KEY, { ...REQUEST, run_id: "run-2" }),
+      // A call's proof is seen by every parent watching the host's subject before the host answers:
+      // were it the reply's proof, any of them could answer first and be believed.
+      toolHostCallProof(KEY, { ...REQUEST, name: "Notes" }),
+      toolHostCallProof(KEY, { ...REQUEST, name: "Other" }),
+      toolHostCallProof(KEY, { ...REQUEST, name: "Notes", tool_use_id: "toolu_2" }),
     ];
     expect(new Set(proofs).size).toBe(proofs.length);
   });

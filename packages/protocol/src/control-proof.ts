@@ -91,6 +91,20 @@ export function toolHostProof(key: string, request: { run_id: string; tool_use_i
   return hmac(key, "toolhost", request.run_id, request.tool_use_id);
 }
 
+/**
+ * The proof a daemon's call to a tool host carries: that the run's spec named the host with its reply
+ * key, which travels only in the specs of the host's own parent. A host's id is seen on the wire, so
+ * without it any parent could fork a run naming another's host and have its tools called. Apart from
+ * the reply's proof (`toolHostProof`), which every parent watching the host's subject would otherwise
+ * read in the request before the host answers.
+ */
+export function toolHostCallProof(
+  key: string,
+  request: { run_id: string; tool_use_id: string; name: string },
+): string {
+  return hmac(key, "toolhost-call", request.run_id, request.tool_use_id, request.name);
+}
+
 /** Compares a received proof with the expected one in constant time; a missing proof is false. */
 export function proofMatches(expected: string, received: string | undefined): boolean {
   if (received === undefined || received.length !== expected.length) return false;

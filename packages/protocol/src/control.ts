@@ -83,6 +83,9 @@ export const ToolHostRequestSchema = z.object({
   tool_use_id: z.string().min(1).describe("The `id` of the model's `tool_use` block."),
   name: z.string().min(1).describe("Tool name."),
   input: z.unknown().describe("The tool call's input, as the model wrote it."),
+  proof: HexSecretSchema.optional().describe(
+    "`toolHostCallProof(reply_key, request)`, when the spec's `tool_host` carries a `reply_key`: a host runs no call without its own key's proof.",
+  ),
 });
 
 export const ToolHostResponseSchema = z.object({

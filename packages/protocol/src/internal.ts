@@ -14,6 +14,7 @@ export {
   proofMatches,
   steerProof,
   stopProof,
+  toolHostCallProof,
   toolHostProof,
 } from "./control-proof.js";
 export { type SplitInlineSpec, spliceInlineSpec, splitInlineSpec } from "./inline-spec-layout.js";
