@@ -4,8 +4,10 @@
 // kilobytes — and parses it. A forged abort is a hundred bytes: read anew for each one, a flood of
 // them made the daemon fetch and parse the same spec again and again, all at once, with no bound on
 // the reads in flight. The owner a spec names does not change while it is stored, so a forged abort
-// of a run whose owner was read moments ago is refused without reading it again.
+// of a run whose owner was read moments ago is refused without reading it again. And the run's registry
+// entry, which any parent may rewrite, no longer decides whether the owner's abort ends a queued run.
 import { type NatsForkHandle, NatsForkSubagent } from "@forkd/client";
+import { updateRunState } from "@forkd/client/internal";
 import { createForkPrefix } from "@forkd/core";
 import { abortRequestCodec, type ForkEvent, PROTOCOL_VERSION } from "@forkd/protocol";
 import { loadFixture, waitFor } from "@forkd/testing";
@@ -140,5 +142,29 @@ describe("aborts of a queued run", () => {
 
     await Promise.all([...victims, holder].map((handle) => owner.attach(handle.runId).abort("done")));
     await Promise.all([...victims, holder].map((handle) => handle.result()));
+  });
+
+  it("the owner's abort ends a queued run whose entry another parent rewrote, its forged aborts heard first", async () => {
+    const attacker = stack().forks;
+    const holder = await holdTheSlot();
+    const victim = owner.fork({
+      prefix: null,
+      directive: "Wait in the queue.",
+      parent: { agent_id: "owner" },
+    });
+    await victim.published();
+    expect((await owner.state(victim.runId))?.status).toBe("queued");
+    // The entry says running (any parent may write it), and forged aborts fill what every daemon
+    // remembers of the run's controls until it starts.
+    await updateRunState(attacker.resources, victim.runId, (state) => ({ ...state!, status: "running" }));
+    for (let i = 0; i < 4; i++) publishForgedAbort(victim.runId);
+    await owner.attach(victim.runId).abort("the owner ends it");
+    // The flag the owner wrote is erased, and the entry still says running.
+    await updateRunState(attacker.resources, victim.runId, (state) => {
+      const { abort: _erased, ...rest } = state!;
+      return { ...rest, status: "running" };
+    });
+    await owner.attach(holder.runId).abort("done");
+    expect(await victim.result()).toMatchObject({ status: "killed", reason: "the owner ends it" });
   });
 });

@@ -161,18 +161,25 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
     readRunState(resources, runId, deps.logger),
     deps.owners ? deps.owners.read(resources, runId) : storedSpec(resources, runId),
   ]);
-  if (registered === null || registered.state.status !== "queued" || stored === null) return false;
+  if (stored === null) return false;
   // Only the spec that owns the run speaks for it: the stored one where the stream keeps one spec
   // per run (the registry is every parent's to write), the one the registry names otherwise.
-  const specSeq = resources.specsOnePerRun ? stored.seq : (registered.state.spec_seq ?? stored.seq);
+  const specSeq = resources.specsOnePerRun ? stored.seq : (registered?.state.spec_seq ?? stored.seq);
   if (specSeq !== stored.seq) return false;
   const spec = stored.spec;
   if (!abortAuthorized(spec.owner_token ?? null, runId, request.proof, mode)) return refuse();
+  // The entry is any parent's to write: one that stopped saying `queued` (or was deleted) made this
+  // path give up, and with the fast path's memory of the run filled by forged aborts, the owner's
+  // abort of a queued run went unheard. What it says is taken only when it says queued; otherwise the
+  // log decides: a run that never published anything has started nowhere, and is ended here all the
+  // same (fenced on the empty log: a daemon that claimed it and published first keeps it and obeys).
+  const queued = registered?.state.status === "queued";
   // A run never claimed has no log; one handed back to the queue has one to append to (read only for
   // its owner's request: its last event may be a megabyte).
-  const last = registered.state.attempt === 0 ? null : await lastLoggedEvent(resources, runId);
+  const last = queued && registered.state.attempt === 0 ? null : await lastLoggedEvent(resources, runId);
+  if (!queued && last !== null) return false; // started: its daemon obeys the request itself
   if (last && isTerminalEvent(last.event)) return false;
-  const attempt = registered.state.attempt + 1;
+  const attempt = (queued ? registered.state.attempt : 0) + 1;
   const publisher = new RunEventPublisher({
     js: resources.js,
     subjects: resources.subjects,
@@ -212,7 +219,7 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
   await Promise.all([
     // From the entry read above: a daemon that claimed the run since is fenced, and its claim is
     // overwritten by the ending (same attempt); the parent's flag, if written meanwhile, is kept.
-    recordTerminal(resources, runId, event, attempt, undefined, registered),
+    recordTerminal(resources, runId, event, attempt, undefined, registered ?? undefined),
     resources.jsm.streams.deleteMessage(resources.subjects.streams.specs, specSeq).catch(() => false),
   ]);
   deps.metrics?.runsEnded.inc({ outcome: event.type });
