@@ -233,7 +233,7 @@ export class ForkDaemon {
           if (message.headers?.get(CONTROL_REPEAT_HEADER)) return;
           this.#queuedControlDeps ??= {
             resources,
-            owners: new SpecOwners(),
+            owners: SpecOwners.of(resources),
             logger: this.#logger,
             metrics: this.#options.metrics,
             secrets: daemonSecrets(),

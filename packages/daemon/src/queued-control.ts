@@ -49,7 +49,8 @@ export const MAX_SPEC_OWNERS = 4_096;
  */
 export const MAX_SPEC_READS_IN_FLIGHT = 4;
 
-type StoredOwnership = { spec: ForkSpecOwnership; seq: number };
+/** A stored spec's owner, and the spec's stream sequence. */
+export type StoredOwnership = { spec: ForkSpecOwnership; seq: number };
 
 /**
  * The owners of stored specs read lately, by run id, reads in flight included. Judging a control's
@@ -62,13 +63,24 @@ type StoredOwnership = { spec: ForkSpecOwnership; seq: number };
  */
 export class SpecOwners {
   readonly #byRun = new Map<string, { at: number; read: Promise<StoredOwnership | null> }>();
+  readonly #readOwner: (runId: string) => Promise<StoredOwnership | null>;
   readonly #now: () => number;
   #readsInFlight = 0;
   /** Reads waiting for one in flight to end, oldest first; each is handed that read's place. */
   readonly #waiting: (() => void)[] = [];
 
-  constructor(now: () => number = Date.now) {
+  /**
+   * @param readOwner reads the owner of a run's stored spec (null: none stored, or not readable).
+   * @param now the clock of {@link SPEC_OWNER_TTL_MS}.
+   */
+  constructor(readOwner: (runId: string) => Promise<StoredOwnership | null>, now: () => number = Date.now) {
+    this.#readOwner = readOwner;
     this.#now = now;
+  }
+
+  /** Owners read from `resources`' specs stream. */
+  static of(resources: ForkResources): SpecOwners {
+    return new SpecOwners((runId) => storedSpec(resources, runId));
   }
 
   /** The owner read for `runId` within {@link SPEC_OWNER_TTL_MS}, or in flight; undefined when none. */
@@ -78,25 +90,25 @@ export class SpecOwners {
   }
 
   /** Reads the owner of `runId`'s stored spec now, and keeps the read for the controls that follow. */
-  read(resources: ForkResources, runId: string): Promise<StoredOwnership | null> {
+  read(runId: string): Promise<StoredOwnership | null> {
     const now = this.#now();
     for (const [known, entry] of this.#byRun) {
       if (now - entry.at <= SPEC_OWNER_TTL_MS && this.#byRun.size < MAX_SPEC_OWNERS) break;
       this.#byRun.delete(known); // insertion order is age order: the oldest go first
     }
-    const read = this.#readInTurn(resources, runId);
+    const read = this.#readInTurn(runId);
     this.#byRun.delete(runId);
     this.#byRun.set(runId, { at: now, read });
     return read;
   }
 
-  async #readInTurn(resources: ForkResources, runId: string): Promise<StoredOwnership | null> {
+  async #readInTurn(runId: string): Promise<StoredOwnership | null> {
     if (this.#readsInFlight < MAX_SPEC_READS_IN_FLIGHT) this.#readsInFlight++;
     // A flood past this many waiting: read as not stored, so the run is left to its registry flag.
     else if (this.#waiting.length >= MAX_SPEC_OWNERS) return null;
     else await new Promise<void>((resolveTurn) => this.#waiting.push(resolveTurn));
     try {
-      return await storedSpec(resources, runId);
+      return await this.#readOwner(runId);
     } finally {
       const next = this.#waiting.shift();
       if (next) next();
@@ -159,7 +171,7 @@ export async function endQueuedRun(deps: QueuedControlDeps, request: AbortReques
   // The reads in one round trip.
   const [registered, stored] = await Promise.all([
     readRunState(resources, runId, deps.logger),
-    deps.owners ? deps.owners.read(resources, runId) : storedSpec(resources, runId),
+    deps.owners ? deps.owners.read(runId) : storedSpec(resources, runId),
   ]);
   if (stored === null) return false;
   // Only the spec that owns the run speaks for it: the stored one where the stream keeps one spec
