@@ -46,10 +46,20 @@ export interface ToolHost {
   stop(): Promise<void>;
 }
 
+/**
+ * How many calls a host remembers having taken, to refuse one sent again. A daemon never sends a call
+ * twice (a tool call has effects), so a repeat is someone replaying what they saw on the subject.
+ */
+export const MAX_REMEMBERED_TOOL_CALLS = 4_096;
+
 /** Serves `tools` on `agent.toolhost.<hostId>` until stopped. */
 export function serveTools(nc: NatsConnection, options: ServeToolsOptions): ToolHost {
   const subject = forkSubjects(options.prefix ?? DEFAULT_SUBJECT_PREFIX).toolHost(options.hostId);
   const replyKey = options.replyKey ?? newSecret();
+  // Every parent may watch the subject and see each call with its proof; sent again by anyone who may
+  // publish there (only daemons, under the deployed permissions), it would pass the proof and run the
+  // tool a second time. Kept per process: the members of a queue group do not share it.
+  const taken = new Set<string>();
   const proofOf = (call: ToolHostRequest | undefined) =>
     call ? { proof: toolHostProof(replyKey, call) } : {};
   const respond = (message: Msg, call: ToolHostRequest | undefined, content: string, isError: boolean) =>
@@ -75,6 +85,18 @@ export function serveTools(nc: NatsConnection, options: ServeToolsOptions): Tool
           respond(message, undefined, `tool host ${options.hostId} serves only its own parent's runs`, true);
           return;
         }
+        const callKey = `${call.run_id}\n${call.tool_use_id}`;
+        if (taken.has(callKey)) {
+          respond(
+            message,
+            undefined,
+            `tool call ${call.tool_use_id} was already taken; a call runs once`,
+            true,
+          );
+          return;
+        }
+        taken.add(callKey);
+        if (taken.size > MAX_REMEMBERED_TOOL_CALLS) taken.delete(taken.values().next().value!);
         const handler = Object.hasOwn(options.tools, call.name) ? options.tools[call.name] : undefined;
         if (!handler) {
           respond(message, call, `tool ${call.name} is not served by host ${options.hostId}`, true);

@@ -55,6 +55,9 @@ describe("control proofs", () => {
       toolHostCallProof(KEY, { ...REQUEST, name: "Notes" }),
       toolHostCallProof(KEY, { ...REQUEST, name: "Other" }),
       toolHostCallProof(KEY, { ...REQUEST, name: "Notes", tool_use_id: "toolu_2" }),
+      // Every parent watching the subject sees a call and its proof: the proof must not fit another input.
+      toolHostCallProof(KEY, { ...REQUEST, name: "Notes", input: { path: "/etc/passwd" } }),
+      toolHostCallProof(KEY, { ...REQUEST, name: "Notes", input: {} }),
     ];
     expect(new Set(proofs).size).toBe(proofs.length);
   });

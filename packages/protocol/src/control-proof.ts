@@ -96,13 +96,16 @@ export function toolHostProof(key: string, request: { run_id: string; tool_use_i
  * key, which travels only in the specs of the host's own parent. A host's id is seen on the wire, so
  * without it any parent could fork a run naming another's host and have its tools called. Apart from
  * the reply's proof (`toolHostProof`), which every parent watching the host's subject would otherwise
- * read in the request before the host answers.
+ * read in the request before the host answers. It covers the input too (as JSON, the last part, so no
+ * separator in it can move a boundary): every parent watching the subject sees a call and its proof,
+ * and one that covered only the call's ids would run any input sent again under them.
  */
 export function toolHostCallProof(
   key: string,
-  request: { run_id: string; tool_use_id: string; name: string },
+  request: { run_id: string; tool_use_id: string; name: string; input?: unknown },
 ): string {
-  return hmac(key, "toolhost-call", request.run_id, request.tool_use_id, request.name);
+  const input = JSON.stringify(request.input ?? null);
+  return hmac(key, "toolhost-call", request.run_id, request.tool_use_id, request.name, input);
 }
 
 /** Compares a received proof with the expected one in constant time; a missing proof is false. */
