@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { liveRunIds, type NatsForkHandle, NatsForkSubagent } from "@forkd/client";
-import { costOfTokens, createForkPrefix, defaultPricingTable, tokenCountsOf } from "@forkd/core";
+import { costOfTokens, createForkPrefix, defaultPricingTable, newRunId, tokenCountsOf } from "@forkd/core";
 import type { ForkEvent, ForkPrefix, RunState } from "@forkd/protocol";
 import { type Sim, startSim } from "@forkd/sim";
 import { loadFixture, type NatsServerHandle, startNatsServer, waitFor } from "@forkd/testing";
@@ -126,7 +126,7 @@ describe("groups and cascades", () => {
     );
   });
 
-  it("an abort a daemon heard before it claimed the run ends the run at its claim, with no registry flag", async () => {
+  it("the owner's abort of a queued run whose registry entry is gone ends it from its stored spec, no daemon free", async () => {
     const heard = await daemon("heard-1", 1);
     const busy = forks.fork({ prefix, parent: { agent_id: "parent-heard" }, directive: SLOW });
     await eventOf(busy, (event) => event.type === "llm.delta");
@@ -136,21 +136,41 @@ describe("groups and cascades", () => {
       directive: "Say it.\n@sim say ok",
     });
     await waiting.published();
-    // No registry entry, so no flag and nothing for the queue group's member to end: only the abort
-    // message, on the fast path, which the daemon (its one slot taken) hears and keeps.
+    // No registry entry (any parent may delete one), so no flag: only the abort message, on the fast
+    // path. The queue group's member once gave up on a run without a `queued` entry; it now reads the
+    // stored spec, finds the owner's proof and an empty log, and ends the run while the only slot is
+    // still taken, so no daemon ever claims it.
     await forks.resources.runs.purge(waiting.runId);
     waiting.publishControl("abort", "heard before the claim", Date.now());
-    await nc.flush();
-    await busy.abort("free the slot");
     expect(await waiting.result()).toMatchObject({ status: "killed" });
     const events = await contiguousLog(forks.resources, waiting.runId);
     expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
     expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "heard before the claim" });
-    // Pulled in the freed slot, the spec was put back once for the queue group's member to end; with
-    // no registry entry the member could not, so the next delivery started it and met the abort.
-    expect(heard.logs.filter((line) => line.msg === PUT_BACK && line.runId === waiting.runId)).toHaveLength(
-      1,
-    );
+    await busy.abort("free the slot");
+    expect(await busy.result()).toMatchObject({ status: "killed" });
+    // The spec went with the ending: the freed slot found nothing of it to pull and hand back.
+    expect(heard.logs.filter((line) => line.msg === PUT_BACK && line.runId === waiting.runId)).toEqual([]);
+  });
+
+  it("the owner's abort sent before its run's spec exists still ends the run, without a model call", async () => {
+    await daemon("early-1", 1);
+    const runId = newRunId();
+    // A parent that names its run ids may abort one before the fork's spec is stored (the user pressed
+    // Esc as the fork went out). The queue group's member finds no spec to end; every daemon keeps the
+    // abort, and the one that claims the run, moments later, meets it there. (When the spec is stored
+    // before the member reads it, the member ends the run where it waits: the outcome is the same.)
+    forks.attach(runId).publishControl("abort", "pressed before the fork went out", Date.now());
+    await nc.flush();
+    const early = forks.fork({
+      runId,
+      prefix,
+      parent: { agent_id: "parent-early" },
+      directive: "Say it.\n@sim say ok",
+    });
+    expect(await early.result()).toMatchObject({ status: "killed" });
+    const events = await contiguousLog(forks.resources, runId);
+    expect(events.filter((event) => event.type.startsWith("llm."))).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "aborted", reason: "pressed before the fork went out" });
   });
 
   it("a forged abort heard before a run is pulled does not hold the run back", async () => {
