@@ -61,6 +61,7 @@ export async function globTool(
     // about 100 MB, then sorted them in one turn of the event loop.
     const newest = new NewestFiles(MAX_GLOB_RESULTS);
     let swapped = 0;
+    let stopped: string | undefined;
     if (rest === "") {
       const info = await lstat(start.path).catch(() => undefined);
       if (info !== undefined && !info.isDirectory()) newest.add({ path: start.path, mtimeMs: info.mtimeMs });
@@ -71,6 +72,9 @@ export async function globTool(
         skipDirs: skipDirsFor(rest, skipDirs),
         maxDepth: maxGlobDepth(rest),
         onSwapped: () => swapped++,
+        onStopped: (reason) => {
+          stopped = reason;
+        },
       });
       for await (const entry of walk) {
         if (!regex.test(entry.relative)) continue;
@@ -79,6 +83,7 @@ export async function globTool(
       }
     }
     const note = swapped === 0 ? [] : [swappedNote(swapped)];
+    if (stopped !== undefined) note.push(stoppedNote(stopped, "use a more specific path or pattern"));
     if (newest.seen === 0) return ok(["No files found", ...note].join("\n"));
     const shown = newest.files.map((f) => f.path);
     if (newest.seen > MAX_GLOB_RESULTS) {
@@ -93,6 +98,11 @@ export async function globTool(
     if (run.signal.aborted) return ABORTED;
     return fail(`Glob failed: ${describeError(error)}`);
   }
+}
+
+/** Tells the model that a walk's limit stopped it before its end, and what to do. */
+export function stoppedNote(reason: string, hint: string): string {
+  return `(${reason}; the rest was not searched: ${hint})`;
 }
 
 /** Tells the model about directories a walk passed over because they were swapped as it opened them. */

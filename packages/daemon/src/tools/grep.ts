@@ -12,7 +12,7 @@ import {
   ok,
   type ToolRun,
 } from "./context.js";
-import { resolveSearchRoot, skipDirsFor, sortNewestFirst, swappedNote } from "./glob.js";
+import { resolveSearchRoot, skipDirsFor, sortNewestFirst, stoppedNote, swappedNote } from "./glob.js";
 import { globToRegExp } from "./glob-pattern.js";
 import {
   compilePattern,
@@ -138,6 +138,8 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
   let changed = 0;
   /** Directories the walk passed over for the same reason. */
   let swappedDirectories = 0;
+  /** Why the walk stopped before its end, if a limit stopped it. */
+  let walkStopped: string | undefined;
   let matcher: OffThreadMatcher | undefined;
   const operation: MatchOperation = spec.multiline
     ? "multiline"
@@ -174,6 +176,9 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
           signal: run.signal,
           skipDirs: skipDirsFor(input.glob ?? "", skipDirs),
           onSwapped: () => swappedDirectories++,
+          onStopped: (reason) => {
+            walkStopped = reason;
+          },
         })
       : single(root.path);
     for await (const entry of candidates) {
@@ -252,6 +257,7 @@ export async function grepTool(input: GrepInput, run: ToolRun, settings: GrepSet
     );
   }
   if (swappedDirectories > 0) notes.push(swappedNote(swappedDirectories));
+  if (walkStopped !== undefined) notes.push(stoppedNote(walkStopped, "narrow the search with path or glob"));
   const body = summarize(mode, hits, shown);
   const text = notes.length === 0 ? body : `${body}\n${notes.join("\n")}`;
   return ok(capOutput(text, run.outputCapBytes, "narrow the search with path, glob or head_limit"));

@@ -1,11 +1,19 @@
 // The walk's guards against a hostile tree: a directory of a million names must neither hold the
-// event loop (it lets it turn every 1,024 entries) nor be sorted in one go (past 50,000 names it
-// keeps the file system's order). Both at their exact boundaries.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// event loop (it lets it turn every 1,024 entries), nor be sorted in one go (past 50,000 names it
+// keeps the file system's order), nor be held in memory (it is read as it is walked), and the
+// directories a walk holds to enter later are capped. Each at its exact boundary.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_SORTED_ENTRIES, walkFiles } from "./walk.js";
+import { MAX_OPEN_DIRS, MAX_PENDING_DIRS, MAX_SORTED_ENTRIES, type WalkOptions, walkFiles } from "./walk.js";
+
+// The heap is measured after a full collection, so what it holds is what the walk keeps alive.
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
 
 let root: string | undefined;
 afterEach(() => {
@@ -23,12 +31,32 @@ function directoryOf(count: number): string {
 }
 
 const name = (i: number) => `f-${String(i).padStart(5, "0")}`;
-const walkOptions = () => ({ signal: new AbortController().signal, skipDirs: new Set<string>() });
+const walkOptions = (): WalkOptions => ({
+  signal: new AbortController().signal,
+  skipDirs: new Set<string>(),
+});
 
-async function namesOf(dir: string): Promise<string[]> {
+async function namesOf(dir: string, options: Partial<WalkOptions> = {}): Promise<string[]> {
   const names: string[] = [];
-  for await (const entry of walkFiles(dir, walkOptions())) names.push(entry.relative);
+  for await (const entry of walkFiles(dir, { ...walkOptions(), ...options })) names.push(entry.relative);
   return names;
+}
+
+/** The names a walk yields and the reasons it gave for stopping early. */
+async function walkWith(dir: string, limits: NonNullable<WalkOptions["limits"]>) {
+  const stops: string[] = [];
+  const names = await namesOf(dir, { limits, onStopped: (reason) => stops.push(reason) });
+  return { names, stops };
+}
+
+/** Makes each of `paths` under `root`: a trailing `/` a directory, else an empty file. */
+function tree(paths: string[]): string {
+  root = mkdtempSync(join(tmpdir(), "forkd-walk-"));
+  for (const path of paths) {
+    if (path.endsWith("/")) mkdirSync(join(root, path), { recursive: true });
+    else writeFileSync(join(root, path), "");
+  }
+  return root;
 }
 
 /** Counts event-loop turns (check phases) from now until `stop()`. */
@@ -94,4 +122,81 @@ describe("walkFiles", () => {
     expect([...listed].sort()).toEqual([...sorted, name(MAX_SORTED_ENTRIES)]);
     expect(listed).not.toEqual([...sorted, name(MAX_SORTED_ENTRIES)]);
   }, 60_000);
+
+  it("holds no more of a directory of 200,000 names than the 50,001 it reads before it streams", async () => {
+    const count = 200_000;
+    root = mkdtempSync(join(tmpdir(), "forkd-walk-"));
+    // touch, many names per process: seconds, where a file at a time from here takes a minute.
+    execFileSync("sh", ["-c", `seq -f 'f-%06g' 0 ${count - 1} | xargs touch`], { cwd: root });
+    // Which names were seen, allocated before the heap is first measured: a Set of the names would
+    // grow with them and hide the walk's own growth.
+    const seen = new Uint8Array(count);
+    let yielded = 0;
+    collectGarbage();
+    const before = process.memoryUsage().heapUsed;
+    const growth: number[] = [];
+    for await (const entry of walkFiles(root, walkOptions())) {
+      seen[Number(entry.relative.slice(2))]! += 1;
+      // Sampled by the walk's progress, after a full collection: not by a timer's luck.
+      if (++yielded % 10_000 === 0) {
+        collectGarbage();
+        growth.push(process.memoryUsage().heapUsed - before);
+      }
+    }
+    expect(yielded).toBe(count);
+    expect(seen.every((times) => times === 1)).toBe(true);
+    // Measured: 4.6 MB while the first 50,001 names are held, 0.2 MB once they are let go; reading
+    // the whole directory first held 18.2 MB throughout (about 90 bytes a name).
+    const mb = growth.map((g) => (g / 1e6).toFixed(1)).join(" ");
+    expect(Math.max(...growth), `heap growth (MB) every 10,000 names: ${mb}`).toBeLessThan(8e6);
+    expect(Math.max(...growth.slice(6)), `heap growth (MB) every 10,000 names: ${mb}`).toBeLessThan(1e6);
+  }, 240_000);
+
+  it(`stops before holding more than ${MAX_PENDING_DIRS} directories to enter, summed over the directories it is in, and says so`, async () => {
+    // a/ is entered first, while b/ waits: 1 + a's 2 = 3 held at once.
+    const dir = tree(["top.txt", "a/", "a/x/", "a/x/f", "a/y/", "a/y/f", "b/", "b/f"]);
+    const all = ["top.txt", "a/x/f", "a/y/f", "b/f"];
+    expect(await walkWith(dir, { maxPendingDirs: 3 })).toEqual({ names: all, stops: [] });
+    const stopped = await walkWith(dir, { maxPendingDirs: 2 });
+    expect(stopped.names).toEqual(["top.txt"]);
+    expect(stopped.stops).toEqual([
+      "the walk stopped early: it would hold more than 2 directories still to search",
+    ]);
+    expect(await walkWith(dir, {})).toEqual({ names: all, stops: [] });
+  });
+
+  it(`streams at most ${MAX_OPEN_DIRS} nested directories too large to sort, and says when it would open more`, async () => {
+    // With 2 entries sortable, big/ (3 entries) and big/inner/ (3) are each streamed, held open.
+    const dir = tree(["big/", "big/inner/", "big/inner/1", "big/inner/2", "big/inner/3", "big/a", "big/b"]);
+    const all = ["big/inner/1", "big/inner/2", "big/inner/3", "big/a", "big/b"];
+    const sortedAsSet = (names: string[]) => [...names].sort();
+    const fits = await walkWith(dir, { maxSortedEntries: 2, maxOpenDirs: 2 });
+    expect(fits.stops).toEqual([]);
+    expect(sortedAsSet(fits.names)).toEqual(sortedAsSet(all));
+    const stopped = await walkWith(dir, { maxSortedEntries: 2, maxOpenDirs: 1 });
+    expect(stopped.stops).toEqual([
+      "the walk stopped early: it would be inside more than 1 directories of over 2 entries at once",
+    ]);
+    expect(stopped.names.every((name) => !name.startsWith("big/inner/"))).toBe(true);
+  });
+
+  it("walks every file of a streamed directory once, its subdirectories read before and after it streams", async () => {
+    const paths = ["d1/", "d1/f", "f1", "f2", "d2/", "d2/f", "f3", "d3/", "d3/g/", "d3/g/f", "f4", "f5"];
+    const dir = tree(paths);
+    const files = paths.filter((path) => !path.endsWith("/")).sort();
+    for (const maxSortedEntries of [1, 2, 4, 8]) {
+      const { names, stops } = await walkWith(dir, { maxSortedEntries });
+      expect(stops).toEqual([]);
+      expect([...names].sort()).toEqual(files);
+      // Skipped and too-deep directories are not entered, whether read before streaming or met in
+      // it (with 1 sortable, 2 of the root's 8 entries are read first: one of d1-d3 is streamed).
+      const topFiles = ["f1", "f2", "f3", "f4", "f5"];
+      const skipping = await namesOf(dir, {
+        limits: { maxSortedEntries },
+        skipDirs: new Set(["d1", "d2", "d3"]),
+      });
+      expect(skipping.sort()).toEqual(topFiles);
+      expect((await namesOf(dir, { limits: { maxSortedEntries }, maxDepth: 1 })).sort()).toEqual(topFiles);
+    }
+  });
 });
